@@ -1,0 +1,175 @@
+"""`sitemap-ops build | plan | validate | inspect`: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from sitemap_ops import __version__
+from sitemap_ops.errors import SitemapOpsError
+
+log = logging.getLogger("sitemap_ops")
+
+
+def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="site TOML file (flags win over it)")
+    parser.add_argument(
+        "--source", metavar="SRC", help="Parquet/CSV path or glob (local or fsspec URL), or a .duckdb file"
+    )
+    parser.add_argument("--table", help="table of a .duckdb source")
+    parser.add_argument("--query", help="SELECT over a .duckdb source (runs with the file as default catalog)")
+    parser.add_argument("--base-url", metavar="URL", help="the site's canonical origin, e.g. https://www.example.com")
+    parser.add_argument("--output", metavar="DEST", help="where sitemap files go (local folder or fsspec URL)")
+    parser.add_argument("--public-url", metavar="URL", help="URL where DEST is served (default: the base URL's root)")
+    parser.add_argument(
+        "--robots", metavar="ROBOTS", help="robots.txt to update (default: DEST/robots.txt at the root)"
+    )
+    parser.add_argument("--format", choices=("xml", "txt"), help="shard format (default xml)")
+    parser.add_argument("--no-gzip", action="store_true", help="write shards uncompressed")
+    parser.add_argument(
+        "--work-dir", metavar="DIR", help="folder for staged snapshots and rejects (default .sitemap-ops)"
+    )
+    parser.add_argument("--memory-limit", metavar="SIZE", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
+    parser.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
+    parser.add_argument("--force", action="store_true", help="publish even if the circuit breaker trips")
+    parser.add_argument("--full-rebuild", action="store_true", help="ignore the last build: reassign and rewrite all")
+    parser.add_argument("--quiet", action="store_true", help="no progress output, summary only")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Flags in the TOML's layout (only the ones given)."""
+    out: dict[str, Any] = {}
+    for key in ("base_url", "output", "public_url", "robots", "work_dir"):
+        if getattr(args, key):
+            out[key] = getattr(args, key)
+    if args.source:
+        source: dict[str, Any] = {"path": args.source}
+        if args.table:
+            source["table"] = args.table
+        if args.query:
+            source["query"] = args.query
+        out["sources"] = [source]
+    elif args.table or args.query:
+        raise SitemapOpsError("--table and --query need --source (the .duckdb file)")
+    render: dict[str, Any] = {}
+    if args.format:
+        render["format"] = args.format
+    if args.no_gzip:
+        render["gzip"] = False
+    if render:
+        out["render"] = render
+    duck: dict[str, Any] = {}
+    if args.memory_limit:
+        duck["memory_limit"] = args.memory_limit
+    if args.threads:
+        duck["threads"] = args.threads
+    if duck:
+        out["duckdb"] = duck
+    return out
+
+
+def _build(args: argparse.Namespace, dry_run: bool) -> int:
+    from sitemap_ops.build import run_build
+    from sitemap_ops.config import load_config
+    from sitemap_ops.progress import Progress
+
+    config = load_config(args.config, _overrides(args))
+    summary = run_build(
+        config,
+        dry_run=dry_run,
+        force=args.force,
+        full_rebuild=args.full_rebuild,
+        progress=Progress(enabled=not args.quiet),
+    )
+    print("\n".join(summary.lines()))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from sitemap_ops.validate import validate
+
+    try:
+        report = validate(args.target, base_url=args.base_url, public_url=args.public_url)
+    except FileNotFoundError as exc:
+        raise SitemapOpsError(f"cannot read {exc}") from None
+    for problem in report.problems:
+        print(problem)
+    verdict = "OK" if report.ok else f"{len(report.problems)} problem(s)"
+    print(f"{verdict}: {report.files} file(s), {report.urls:,} URL(s) checked")
+    return 0 if report.ok else 1
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from sitemap_ops.plan.manifest import Manifest
+    from sitemap_ops.storage import Storage
+
+    manifest = Manifest.load(Storage.open(args.output))
+    if manifest is None:
+        raise SitemapOpsError(f"no manifest.json in {args.output}: nothing was published there yet")
+    if args.json:
+        print(manifest.to_json().decode())
+        return 0
+    print(f"build {manifest.build_id} at {manifest.created_at} (sitemap-ops {manifest.versions.get('sitemap_ops')})")
+    print(f"  site {manifest.base_url}, served at {manifest.public_url}, format {manifest.format}")
+    print(
+        f"  {manifest.total_urls:,} URLs in {len(manifest.shards):,} shard(s); index: {', '.join(manifest.index_files)}"
+    )
+    sections: dict[str, list[int]] = {}
+    for shard in manifest.shards:
+        sections.setdefault(shard.section, []).append(shard.urls)
+    for section, counts in sorted(sections.items()):
+        print(f"  section {section}: {sum(counts):,} URLs in {len(counts)} shard(s)")
+    rejected = manifest.stage.get("rejected") or {}
+    if rejected:
+        print(f"  rejected in that build: {json.dumps(rejected)}")
+    if manifest.unreferenced:
+        print(f"  {len(manifest.unreferenced)} unreferenced file(s) awaiting retirement")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="sitemap-ops", description="Batch sitemap builds from URL inventories.")
+    main.add_argument("--version", action="version", version=f"sitemap-ops {__version__}")
+    main.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = main.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="build and publish sitemaps, index and robots.txt")
+    _add_build_arguments(build)
+    plan = sub.add_parser("plan", help="dry run: counts, shards, rejects by reason; publishes nothing")
+    _add_build_arguments(plan)
+    validate = sub.add_parser("validate", help="check a sitemap, index (and its sitemaps) or robots.txt")
+    validate.add_argument("target", metavar="PATH_OR_URL")
+    validate.add_argument("--base-url", metavar="URL", help="the site the URLs must belong to")
+    validate.add_argument("--public-url", metavar="URL", help="URL where the target's folder is served")
+    inspect = sub.add_parser("inspect", help="summarize the last published build (its manifest)")
+    inspect.add_argument("output", metavar="DEST", help="the build's output folder or fsspec URL")
+    inspect.add_argument("--json", action="store_true", help="print the whole manifest")
+    return main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        if args.command in ("build", "plan"):
+            return _build(args, dry_run=args.command == "plan")
+        if args.command == "validate":
+            return _validate(args)
+        return _inspect(args)
+    except SitemapOpsError as exc:
+        print(f"sitemap-ops {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"sitemap-ops {args.command}: interrupted; the live index still names only complete files; "
+            "rerun the build to finish",
+            file=sys.stderr,
+        )
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Typed site configuration: frozen dataclasses validated at construction, loaded from TOML and/or flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sitemap_ops.constants import DEFAULT_PORTS
+from sitemap_ops.errors import ConfigError
+from sitemap_ops.plan.config import SectionRule, ShardConfig
+from sitemap_ops.publish.config import PublishConfig
+from sitemap_ops.render.config import RenderConfig
+from sitemap_ops.stage.config import NormalizeConfig, SourceConfig
+from sitemap_ops.stage.normalize import idna_host
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A parsed http(s) URL prefix: scheme, canonical host[:port] and path (always ending in '/')."""
+
+    scheme: str
+    host: str
+    path: str
+
+    @classmethod
+    def parse(cls, url: str, what: str) -> Origin:
+        parts = urlsplit(url.strip())
+        if parts.scheme.lower() not in DEFAULT_PORTS or not parts.hostname:
+            raise ConfigError(f"{what} must be an absolute http(s) URL such as https://www.example.com, not {url!r}")
+        if parts.query or parts.fragment or parts.username:
+            raise ConfigError(f"{what} must not carry a query, fragment or user name: {url!r}")
+        scheme = parts.scheme.lower()
+        host = idna_host(parts.hostname.lower())
+        if host is None:
+            raise ConfigError(f"{what}: {parts.hostname!r} is not a valid host name")
+        if parts.port is not None and parts.port != DEFAULT_PORTS[scheme]:
+            host = f"{host}:{parts.port}"
+        path = parts.path or "/"
+        if not path.endswith("/"):
+            path += "/"
+        return cls(scheme, host, path)
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}{self.path}"
+
+    @property
+    def alternate_host(self) -> str:
+        """The other host form: example.com for www.example.com and the reverse."""
+        name, sep, port = self.host.partition(":")
+        other = name[4:] if name.startswith("www.") else "www." + name
+        return other + sep + port
+
+
+@dataclass(frozen=True)
+class DuckDBConfig:
+    """Resources for the DuckDB session that does the set-based work."""
+
+    threads: int = 0  # 0: all cores
+    memory_limit: str = "2GB"  # DuckDB spills to work_dir/duckdb_tmp beyond this
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    """Everything one site's build needs."""
+
+    base_url: str
+    output: str
+    sources: tuple[SourceConfig, ...] = ()
+    name: str = "site"
+    public_url: str = ""  # where `output` is served; default: the base URL's root
+    robots: str = ""  # robots.txt to update; default: <output>/robots.txt when output is served at the root
+    work_dir: str = ".sitemap-ops"  # staged snapshot, plan and rejects of each build
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    shards: ShardConfig = field(default_factory=ShardConfig)
+    render: RenderConfig = field(default_factory=RenderConfig)
+    publish: PublishConfig = field(default_factory=PublishConfig)
+    duckdb: DuckDBConfig = field(default_factory=DuckDBConfig)
+
+    def __post_init__(self) -> None:
+        if not self.output:
+            raise ConfigError("output is required (a local folder or an fsspec URL such as s3://bucket/prefix)")
+        site = Origin.parse(self.base_url, "base_url")
+        public = Origin.parse(self.public_url or f"{site.scheme}://{site.host}/", "public_url")
+        object.__setattr__(self, "public_url", public.url)
+        if not self.robots and public.path == "/":
+            object.__setattr__(self, "robots", self.output.rstrip("/") + "/robots.txt")
+
+    @property
+    def site(self) -> Origin:
+        """The canonical origin and scope of the site's URLs."""
+        return Origin.parse(self.base_url, "base_url")
+
+
+def _convert(value: Any, hint: Any, where: str) -> Any:
+    """Check and convert one TOML value against a dataclass field's type hint."""
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{where} must be a table")
+        return from_mapping(hint, value, where)
+    if origin is tuple:
+        item_hint = typing.get_args(hint)[0]
+        if isinstance(value, str | Mapping) or not isinstance(value, list | tuple):
+            raise ConfigError(f"{where} must be a list")
+        return tuple(_convert(v, item_hint, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+            raise ConfigError(f"{where} must be a table of strings")
+        return dict(value)
+    if origin in (typing.Union, types.UnionType):
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (str, int, float, bool) and (type(value) is not hint):
+        raise ConfigError(f"{where} must be a {hint.__name__}, not {type(value).__name__} {value!r}")
+    return value
+
+
+def from_mapping(cls: type, data: Mapping[str, Any], where: str = "config") -> Any:
+    """Build dataclass `cls` from a mapping, naming any unknown key or wrong type with its path."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    kwargs = {k: _convert(v, hints[k], f"{where}.{k}" if where != "config" else k) for k, v in data.items()}
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required key is missing
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> SiteConfig:
+    """Load a site TOML file (optional) and apply flag overrides (flags win); validate everything.
+
+    `overrides` uses the TOML's layout: top-level keys plus nested tables as dicts, e.g.
+    {"output": "public", "render": {"format": "txt"}, "sources": [{"path": "x.parquet"}]}.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path}: {exc}") from None
+        # Relative paths in a config file are relative to the file, not to the current directory.
+        _resolve_relative(data, Path(path).resolve().parent)
+    for key, value in (overrides or {}).items():
+        if isinstance(value, Mapping) and isinstance(data.get(key), Mapping):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    for key in ("base_url", "output"):
+        if key not in data:
+            raise ConfigError(f"{key} is required (flag --{key.replace('_', '-')} or `{key}` in the config file)")
+    if not data.get("sources"):
+        raise ConfigError("no inventory source: give --source or a [[sources]] table in the config file")
+    return from_mapping(SiteConfig, data)
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def _resolve_relative(data: dict[str, Any], base: Path) -> None:
+    for key in ("output", "robots", "work_dir"):
+        if isinstance(data.get(key), str) and data[key] and _is_local(data[key]):
+            data[key] = str(base / data[key])
+    for source in data.get("sources", []) if isinstance(data.get("sources"), list) else []:
+        if isinstance(source, dict) and isinstance(source.get("path"), str) and _is_local(source["path"]):
+            source["path"] = str(base / source["path"])
+
+
+__all__ = ["DuckDBConfig", "Origin", "SectionRule", "SiteConfig", "from_mapping", "load_config"]

@@ -1,0 +1,21 @@
+"""The root of the exception hierarchy; each stage package adds its own failures under it."""
+
+from __future__ import annotations
+
+
+class SitemapOpsError(Exception):
+    """Base class of every error sitemap_ops raises on purpose; the CLI prints its message on one line."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (DuckDB errors carry long hints after it)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class ConfigError(SitemapOpsError):
+    """The site configuration (TOML or flags) is invalid."""
+
+
+class StorageError(SitemapOpsError):
+    """Reading or writing the output, work or robots.txt storage failed."""

@@ -1,0 +1,17 @@
+"""Failures of the plan step."""
+
+from __future__ import annotations
+
+from sitemap_ops.errors import SitemapOpsError
+
+
+class PlanError(SitemapOpsError):
+    """Planning the shards failed."""
+
+
+class ManifestError(PlanError):
+    """The previous build's manifest or assignment cannot be read."""
+
+
+class CircuitBreakerError(PlanError):
+    """The build would publish far fewer URLs than the last one (or none); stopped before publishing."""

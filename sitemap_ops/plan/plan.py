@@ -1,0 +1,376 @@
+"""Plan step: keep every known URL in its shard, place new URLs, cut by count and bytes, fingerprint shards."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from sitemap_ops.config import SiteConfig
+from sitemap_ops.constants import ASSIGNMENT_PREFIX
+from sitemap_ops.duck import create_parquet_view, quote_literal, read_sql, set_variables
+from sitemap_ops.errors import first_line
+from sitemap_ops.plan.exceptions import CircuitBreakerError, PlanError
+from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.progress import Progress
+from sitemap_ops.render.xml import index_entry, index_overhead, shard_overhead
+
+PLANNED_NAME = "planned.parquet"
+PLAN_NAME = "plan.json"
+# Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
+RENDER_VERSION = 1
+
+
+def shard_name(section: str, shard: int, suffix: str) -> str:
+    """Stable shard file name, e.g. sitemap-products-00003.xml.gz."""
+    return f"sitemap-{section}-{shard:05d}{suffix}"
+
+
+def index_names(index_name: str, count: int) -> list[str]:
+    """sitemap.xml, sitemap-2.xml, ... for `count` index files."""
+    stem = index_name.removesuffix(".xml")
+    return [index_name] + [f"{stem}-{i}.xml" for i in range(2, count + 1)]
+
+
+@dataclass
+class ShardPlan:
+    """One shard of the plan."""
+
+    key: int  # position in the plan (shard_key in planned.parquet)
+    section: str
+    shard: int
+    name: str
+    urls: int
+    bytes: int  # uncompressed file size
+    lastmod: str | None
+    fingerprint: str
+    render: bool  # content changed (or file missing): render writes it
+
+
+@dataclass
+class IndexPlan:
+    """One index file and the shards it lists (a range of shard keys)."""
+
+    name: str
+    first_key: int
+    last_key: int
+
+
+@dataclass
+class Plan:
+    """The plan: small JSON handed from plan to render and publish."""
+
+    build_id: str
+    created_at: str
+    planned_path: str
+    shards: list[ShardPlan]
+    indexes: list[IndexPlan]
+    total_urls: int
+    ordered: bool = False  # planned.parquet is in (shard_key, pos) order
+    previous_build_id: str | None = None
+    previous_urls: int | None = None
+    sections: dict[str, int] = field(default_factory=dict)
+    compacted: list[str] = field(default_factory=list)
+
+    @property
+    def assignment_name(self) -> str:
+        return f"{ASSIGNMENT_PREFIX}{self.build_id}.parquet"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        raw = json.loads(text)
+        raw["shards"] = [ShardPlan(**s) for s in raw["shards"]]
+        raw["indexes"] = [IndexPlan(**i) for i in raw["indexes"]]
+        return cls(**raw)
+
+
+@dataclass
+class _Cut:
+    start: int  # index into the section's new rows
+    end: int
+    shard: int
+    base_pos: int
+
+
+def cut_points(
+    section: str,
+    sizes: np.ndarray,
+    open_shard: tuple[int, int, int, int] | None,
+    next_number: int,
+    max_urls: int,
+    payload: int,
+) -> list[_Cut]:
+    """Greedy cuts of a section's new rows (in URL order) into its open shard, then into new shards.
+
+    `sizes` are the rows' entry bytes; `open_shard` is (number, urls, bytes, max_pos) of the section's
+    newest kept shard. One iteration per shard, never per URL.
+    """
+    count = len(sizes)
+    cum = np.cumsum(sizes, dtype=np.int64)
+
+    def end_of(start: int, room_urls: int, room_bytes: int) -> int:
+        base = int(cum[start - 1]) if start else 0
+        return min(count, start + room_urls, int(np.searchsorted(cum, base + room_bytes, side="right")))
+
+    cuts: list[_Cut] = []
+    start = 0
+    if open_shard is not None:
+        number, urls, used, max_pos = open_shard
+        if urls < max_urls and used < payload:
+            end = end_of(0, max_urls - urls, payload - used)
+            if end > 0:
+                cuts.append(_Cut(0, end, number, max_pos))
+                start = end
+    while start < count:
+        end = end_of(start, max_urls, payload)
+        if end == start:
+            raise PlanError(f"section {section}: one entry is larger than the shard byte limit ({payload} bytes)")
+        cuts.append(_Cut(start, end, next_number, 0))
+        next_number += 1
+        start = end
+    return cuts
+
+
+def _fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    result = con.execute(sql).arrow()
+    return result.read_all() if hasattr(result, "read_all") else result  # duckdb 2 returns a reader
+
+
+def _lastmod_text(value: object) -> str | None:
+    if value is None:
+        return None
+    text = value.isoformat()  # type: ignore[attr-defined]
+    return text[:10] if text.endswith("T00:00:00") else text + "Z"
+
+
+@dataclass
+class _Section:
+    """One section's rows: the contiguous range [start, end) of the staged file (sorted by section)."""
+
+    name: str
+    start: int
+    end: int
+
+
+def _kept_shards(shard: np.ndarray, pos: np.ndarray, size: np.ndarray) -> dict[int, tuple[int, int, int]]:
+    """shard number -> (urls, bytes, max_pos) of the kept rows of one section."""
+    mask = shard >= 0
+    if not mask.any():
+        return {}
+    numbers, inverse = np.unique(shard[mask], return_inverse=True)
+    urls = np.bincount(inverse)
+    used = np.bincount(inverse, weights=size[mask]).astype(np.int64)
+    max_pos = np.zeros(len(numbers), dtype=np.int64)
+    np.maximum.at(max_pos, inverse, pos[mask])
+    return {int(n): (int(u), int(b), int(m)) for n, u, b, m in zip(numbers, urls, used, max_pos, strict=True)}
+
+
+def _assign_section(
+    sec: _Section,
+    shard: np.ndarray,
+    pos: np.ndarray,
+    size: np.ndarray,
+    max_urls: int,
+    payload: int,
+    compact_below: float,
+) -> bool:
+    """Place one section's rows in place (views into the global arrays); True if it was compacted."""
+    kept = _kept_shards(shard, pos, size)
+    # A kept shard over the limits (limits lowered, entries grown) releases its tail in position order.
+    for number, (urls, used, _) in list(kept.items()):
+        if urls > max_urls or used > payload:
+            rows = np.flatnonzero(shard == number)
+            rows = rows[np.argsort(pos[rows], kind="stable")]
+            fits = (np.arange(1, len(rows) + 1) <= max_urls) & (np.cumsum(size[rows]) <= payload)
+            shard[rows[~fits]] = -1
+    kept = _kept_shards(shard, pos, size)
+    compacted = False
+    if len(kept) > 1:
+        fill = sum(max(u / max_urls, b / payload) for u, b, _ in kept.values()) / len(kept)
+        if fill < compact_below:
+            shard[:] = -1
+            kept, compacted = {}, True
+    new = np.flatnonzero(shard < 0)  # in file order, which is URL order
+    if len(new):
+        last = max(kept) if kept else None
+        open_shard = (last, *kept[last]) if last is not None else None
+        cuts = cut_points(sec.name, size[new], open_shard, (last or 0) + 1, max_urls, payload)
+        for cut in cuts:
+            rows = new[cut.start : cut.end]
+            shard[rows] = cut.shard
+            pos[rows] = cut.base_pos + np.arange(1, len(rows) + 1)
+    return compacted
+
+
+def run_plan(
+    config: SiteConfig,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    build_id: str,
+    created_at: str,
+    staged_path: str,
+    work_dir: str,
+    previous: Manifest | None,
+    previous_assignment: str | None,
+    existing_files: set[str],
+    force: bool = False,
+    progress: Progress | None = None,
+) -> Plan:
+    """Plan the build; writes `<work_dir>/planned.parquet` and `<work_dir>/plan.json`.
+
+    The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
+    order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
+    per shard) and is attached back to the rows by a POSITIONAL JOIN, with no further sort.
+    """
+    progress = progress or Progress(enabled=False)
+    shards_cfg = config.shards
+    max_urls = shards_cfg.max_urls
+    payload = shards_cfg.max_bytes - shard_overhead(config.render.format)
+    set_variables(con, {"format": config.render.format})
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW staged AS SELECT * FROM read_parquet("
+        + quote_literal(staged_path)
+        + ", file_row_number = true)"
+    )
+    if previous_assignment:
+        create_parquet_view(con, "previous", previous_assignment)
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP VIEW previous AS SELECT NULL::VARCHAR AS loc, NULL::VARCHAR AS section, "
+            "NULL::INTEGER AS shard, NULL::BIGINT AS pos WHERE false"
+        )
+    try:
+        rows = _fetch_arrow(con, read_sql("plan_rows"))
+        section_rows = con.execute("SELECT section, count(*) FROM staged GROUP BY section ORDER BY section").fetchall()
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
+
+    total = rows.num_rows
+    previous_urls = previous.total_urls if previous else None
+    _circuit_breaker(total, previous_urls, config.publish.min_ratio, force or config.publish.force)
+    progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
+
+    size = rows.column("bytes").to_numpy().astype(np.int64)
+    shard = rows.column("kept_shard").fill_null(-1).to_numpy().astype(np.int32)
+    pos = rows.column("kept_pos").fill_null(-1).to_numpy().astype(np.int64)
+    del rows
+    kept_before = int((shard >= 0).sum())
+    sections, start = [], 0
+    for name, count in section_rows:
+        sections.append(_Section(name, start, start + count))
+        start += count
+    compacted = [
+        sec.name
+        for sec in sections
+        if _assign_section(
+            sec,
+            shard[sec.start : sec.end],
+            pos[sec.start : sec.end],
+            size[sec.start : sec.end],
+            max_urls,
+            payload,
+            shards_cfg.compact_below,
+        )
+    ]
+    progress.step(f"plan: {kept_before:,} URL(s) kept their shard, {total - kept_before:,} placed")
+
+    # Shard keys number the shards in (section, shard) order; section ranges are already in name order.
+    section_index = np.repeat(np.arange(len(sections), dtype=np.int64), [s.end - s.start for s in sections])
+    codes = section_index * (1 << 32) + shard
+    unique_codes, shard_key = np.unique(codes, return_inverse=True)
+    shard_key = shard_key.astype(np.int32)
+    urls_per_key = np.bincount(shard_key, minlength=len(unique_codes))
+    bytes_per_key = np.bincount(shard_key, weights=size, minlength=len(unique_codes)).astype(np.int64)
+    # File order is (shard_key, pos) order when keys never decrease and positions rise within a key;
+    # then render streams the file as it is, else it sorts the rows it renders.
+    same = shard_key[1:] == shard_key[:-1]
+    ordered = bool(np.all(shard_key[1:] >= shard_key[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
+
+    planned_path = f"{work_dir}/{PLANNED_NAME}"
+    progress.step("plan: writing the planned snapshot")
+    con.register("assignment", pa.table({"shard_key": shard_key, "shard": shard, "pos": pos}))
+    try:
+        con.sql(read_sql("plan_planned")).write_parquet(planned_path, compression="snappy", row_group_size=16384)
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot write the planned snapshot to {work_dir}: {first_line(exc)}") from None
+    finally:
+        con.unregister("assignment")
+    del size, shard, pos, codes, section_index
+
+    create_parquet_view(con, "planned", planned_path)
+    signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
+    overhead = shard_overhead(config.render.format)
+    previous_fp = {s.name: s.fingerprint for s in previous.shards} if previous else {}
+    shard_plans = []
+    for key, lastmod, h1, h2 in con.execute(read_sql("plan_shards")).fetchall():
+        code = int(unique_codes[key])
+        section, number = sections[code >> 32].name, code & 0xFFFFFFFF
+        name = shard_name(section, number, config.render.suffix)
+        fingerprint = f"{h1:016x}{h2:016x}-{signature}"
+        shard_plans.append(
+            ShardPlan(
+                key=key,
+                section=section,
+                shard=number,
+                name=name,
+                urls=int(urls_per_key[key]),
+                bytes=int(bytes_per_key[key]) + overhead,
+                lastmod=_lastmod_text(lastmod),
+                fingerprint=fingerprint,
+                render=previous_fp.get(name) != fingerprint or name not in existing_files,
+            )
+        )
+    plan = Plan(
+        build_id=build_id,
+        created_at=created_at,
+        planned_path=planned_path,
+        shards=shard_plans,
+        indexes=_plan_indexes(shard_plans, config),
+        total_urls=total,
+        ordered=ordered,
+        previous_build_id=previous.build_id if previous else None,
+        previous_urls=previous_urls,
+        sections={s.name: s.end - s.start for s in sections},
+        compacted=compacted,
+    )
+    with open(f"{work_dir}/{PLAN_NAME}", "w", encoding="utf-8") as fh:
+        fh.write(plan.to_json())
+    return plan
+
+
+def _circuit_breaker(total: int, previous_urls: int | None, min_ratio: float, force: bool) -> None:
+    if force:
+        return
+    if total == 0:
+        raise CircuitBreakerError(
+            "the build has no URL to publish (empty source or everything rejected); nothing was published "
+            "(use --force to publish an empty sitemap)"
+        )
+    if previous_urls and total < min_ratio * previous_urls:
+        raise CircuitBreakerError(
+            f"the build would publish {total:,} URLs, {total / previous_urls:.0%} of the last build's "
+            f"{previous_urls:,} (minimum {min_ratio:.0%}); nothing was published (use --force to publish anyway)"
+        )
+
+
+def _plan_indexes(shards: list[ShardPlan], config: SiteConfig) -> list[IndexPlan]:
+    """Split the shard list over index files by entry count and bytes."""
+    limit_entries = config.shards.max_sitemaps_per_index
+    limit_bytes = config.shards.max_bytes - index_overhead()
+    groups: list[list[ShardPlan]] = [[]]
+    used = 0
+    for shard in shards:
+        size = len(index_entry(config.public_url + shard.name, shard.lastmod).encode("utf-8"))
+        if groups[-1] and (len(groups[-1]) >= limit_entries or used + size > limit_bytes):
+            groups.append([])
+            used = 0
+        groups[-1].append(shard)
+        used += size
+    names = index_names(config.publish.index_name, len(groups))
+    return [IndexPlan(name, g[0].key, g[-1].key) for name, g in zip(names, groups, strict=True) if g]

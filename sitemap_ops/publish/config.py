@@ -1,0 +1,27 @@
+"""Configuration of the publish and retire steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sitemap_ops.constants import DEFAULT_INDEX_NAME
+from sitemap_ops.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class PublishConfig:
+    """Where the index goes and the guard rails around publishing."""
+
+    index_name: str = DEFAULT_INDEX_NAME
+    # Stop before publishing when the build would publish fewer than this share of the last build's URLs.
+    min_ratio: float = 0.8
+    force: bool = False  # publish even when the circuit breaker trips
+    grace_period_days: float = 7.0  # files no index names any more are deleted after this
+
+    def __post_init__(self) -> None:
+        if "/" in self.index_name or not self.index_name.endswith(".xml"):
+            raise ConfigError("publish.index_name must be a file name ending in .xml (no folders)")
+        if not 0.0 <= self.min_ratio <= 1.0:
+            raise ConfigError("publish.min_ratio must be in [0, 1]")
+        if self.grace_period_days < 0:
+            raise ConfigError("publish.grace_period_days must not be negative")

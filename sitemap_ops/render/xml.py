@@ -1,0 +1,48 @@
+"""The fixed parts of sitemap files: shard framing and index entries (pure functions, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from xml.sax.saxutils import escape
+
+from sitemap_ops.constants import (
+    INDEX_CLOSE,
+    INDEX_OPEN,
+    URLSET_CLOSE,
+    URLSET_OPEN,
+    XML_DECLARATION,
+)
+
+XML_HEAD = (XML_DECLARATION + URLSET_OPEN).encode()
+XML_TAIL = URLSET_CLOSE.encode()
+_QUOTES = {"'": "&apos;", '"': "&quot;"}
+
+
+def shard_overhead(fmt: str) -> int:
+    """Bytes of a shard file besides its entries (declaration, root element)."""
+    return 0 if fmt == "txt" else len(XML_HEAD) + len(XML_TAIL)
+
+
+def shard_bytes(fmt: str, pieces: Iterable[bytes]) -> bytes:
+    """A whole uncompressed shard file from its rendered entries."""
+    body = b"".join(pieces)
+    return body if fmt == "txt" else XML_HEAD + body + XML_TAIL
+
+
+def index_entry(loc: str, lastmod: str | None) -> str:
+    """One <sitemap> element of an index (loc is absolute and percent-encoded already)."""
+    body = f"<loc>{escape(loc, _QUOTES)}</loc>"
+    if lastmod:
+        body += f"<lastmod>{lastmod}</lastmod>"
+    return f"<sitemap>{body}</sitemap>\n"
+
+
+def index_overhead() -> int:
+    """Bytes of an index file besides its entries."""
+    return len((XML_DECLARATION + INDEX_OPEN + INDEX_CLOSE).encode())
+
+
+def render_index(entries: Iterable[tuple[str, str | None]]) -> bytes:
+    """A whole sitemap index file from (loc, lastmod) pairs."""
+    body = "".join(index_entry(loc, lastmod) for loc, lastmod in entries)
+    return (XML_DECLARATION + INDEX_OPEN + body + INDEX_CLOSE).encode("utf-8")

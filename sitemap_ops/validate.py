@@ -1,0 +1,445 @@
+"""Checks any sitemap, sitemap index (and every file it names) or robots.txt: ours or anyone's.
+
+The official schemas (shipped in sitemap_ops/schemas) check the XML structure; this module checks what
+they cannot: size and count limits, loc syntax and length, scope, encoding, dates, duplicates. Input is
+untrusted: DTDs and entities are refused, decompression is capped, nothing is fetched from the network
+unless the target itself is an http(s) URL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import posixpath
+import re
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from lxml import etree
+
+from sitemap_ops.constants import (
+    ALLOWED_SCHEMES,
+    CHANGEFREQ_VALUES,
+    DEFAULT_PORTS,
+    LASTMOD_PATTERN,
+    MAX_BYTES_PER_SITEMAP,
+    MAX_LOC_LENGTH,
+    MAX_SITEMAPS_PER_INDEX,
+    MAX_URLS_PER_SITEMAP,
+    SITEMAP_NS,
+)
+from sitemap_ops.errors import StorageError
+from sitemap_ops.publish.robots import sitemap_lines
+from sitemap_ops.storage import Storage
+
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+_NS = f"{{{SITEMAP_NS}}}"
+_LASTMOD = re.compile(LASTMOD_PATTERN)
+# RFC 3986 characters only (no spaces, no raw non-ASCII), and well-formed percent-escapes.
+_URI_CHARS = re.compile(r"^[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_HTTP_TIMEOUT = 30
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one file."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+@dataclass
+class Report:
+    """Everything validate found: problems, and what was checked."""
+
+    problems: list[Problem] = field(default_factory=list)
+    files: int = 0
+    urls: int = 0
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(Problem(where, message))
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class _SchemaResolver(etree.Resolver):
+    """Maps the schemas' remote schemaLocations to the copies shipped in the package (offline)."""
+
+    def resolve(self, system_url: str, public_id: str, context: object) -> object:
+        local = SCHEMA_DIR / system_url.rsplit("/", 1)[-1]
+        return self.resolve_filename(str(local), context) if local.is_file() else None
+
+
+@functools.cache
+def schema(name: str) -> etree.XMLSchema:
+    """A shipped XML schema: sitemap.xsd, siteindex.xsd or urlset-all.xsd (with the extensions)."""
+    parser = etree.XMLParser(no_network=True)
+    parser.resolvers.add(_SchemaResolver())
+    return etree.XMLSchema(etree.parse(str(SCHEMA_DIR / name), parser))
+
+
+def _safe_parser() -> etree.XMLParser:
+    # No DTD loading, no entity expansion (billion laughs, XXE), no network, no huge-tree override.
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+
+
+def decompress(data: bytes, where: str, report: Report) -> bytes | None:
+    """gunzip `data` if it is gzip, capped just past the byte limit (a gzip bomb stops there)."""
+    if not data.startswith(b"\x1f\x8b"):
+        return data
+    decoder = zlib.decompressobj(wbits=47)
+    try:
+        out = decoder.decompress(data, MAX_BYTES_PER_SITEMAP + 1)
+    except zlib.error as exc:
+        report.add(where, f"broken gzip data: {exc}")
+        return None
+    if len(out) > MAX_BYTES_PER_SITEMAP:
+        report.add(where, f"over {MAX_BYTES_PER_SITEMAP:,} bytes uncompressed (the protocol's limit)")
+        return None
+    if not decoder.eof:
+        report.add(where, "broken gzip data: the stream is truncated")
+        return None
+    return out
+
+
+class Fetcher:
+    """Reads the files a sitemap names: over HTTP when validating a URL, else from the target's storage.
+
+    `prefix` is the public URL at which `root` is served; a URL under it maps to a file under root.
+    """
+
+    def __init__(self, root: Storage | None, prefix: str | None, network: bool) -> None:
+        self.root = root
+        self.prefix = prefix
+        self.network = network
+
+    def fetch(self, url: str) -> bytes:
+        if self.root is not None and self.prefix and url.startswith(self.prefix):
+            name = url[len(self.prefix) :].split("?", 1)[0].split("#", 1)[0]
+            data = self.root.read_bytes(name)
+            if data is None:
+                raise FileNotFoundError(f"{url} (looked for {self.root.path(name)})")
+            return data
+        if self.network and urlsplit(url).scheme in ALLOWED_SCHEMES:
+            return _http_get(url)
+        raise FileNotFoundError(
+            f"{url} is not under {self.prefix or 'a known public URL'}; give --public-url to map it to a file"
+        )
+
+
+def _http_get(url: str) -> bytes:
+    if urlsplit(url).scheme not in ALLOWED_SCHEMES:  # never file: or other schemes
+        raise ValueError(f"not an http(s) URL: {url}")
+    request = urllib.request.Request(url, headers={"User-Agent": "sitemap-ops-validate"})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT) as response:  # noqa: S310
+        return response.read(MAX_BYTES_PER_SITEMAP * 2 + 1)
+
+
+def _read_target(target: str) -> tuple[bytes, Storage | None, str]:
+    """(bytes, the storage folder holding the target or None for http(s), the target's file name)."""
+    if urlsplit(target).scheme in ALLOWED_SCHEMES:
+        return _http_get(target), None, posixpath.basename(urlsplit(target).path)
+    folder, _, name = target.rstrip("/").rpartition("/")
+    storage = Storage.open(folder or ".")
+    data = storage.read_bytes(name)
+    if data is None:
+        raise FileNotFoundError(target)
+    return data, storage, name
+
+
+def check_loc(loc: str | None, where: str, report: Report, scope: str | None) -> bool:
+    """Check one URL of a sitemap; False if it has a problem."""
+    if not loc:
+        report.add(where, "empty <loc>")
+        return False
+    problems = []
+    parts = urlsplit(loc)
+    if parts.scheme not in ALLOWED_SCHEMES or not parts.netloc:
+        problems.append("not an absolute http(s) URL")
+    if len(loc) > MAX_LOC_LENGTH:
+        problems.append(f"{len(loc):,} characters (the limit is {MAX_LOC_LENGTH:,})")
+    if not _URI_CHARS.match(loc):
+        problems.append("characters that must be percent-encoded (spaces, non-ASCII, quotes or brackets)")
+    elif _BAD_ESCAPE.search(loc):
+        problems.append("a '%' that is not a percent-escape")
+    if scope and not problems and not in_scope(loc, scope):
+        problems.append(f"outside the sitemap's scope {scope}")
+    for message in problems:
+        report.add(where, f"{loc[:120]!r}: {message}")
+    return not problems
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def in_scope(url: str, scope: str) -> bool:
+    """Same scheme, host and port as `scope`, and a path under scope's directory."""
+    if _origin(url) != _origin(scope):
+        return False
+    folder = urlsplit(scope).path
+    folder = folder if folder.endswith("/") else folder.rsplit("/", 1)[0] + "/"
+    return (urlsplit(url).path or "/").startswith(folder)
+
+
+def check_lastmod(value: str | None, where: str, report: Report, now: dt.datetime) -> None:
+    if value is None:
+        return
+    value = value.strip()
+    if not _LASTMOD.match(value):
+        report.add(where, f"lastmod {value!r} is not YYYY-MM-DD or YYYY-MM-DDThh:mm:ss[.fff](Z|±hh:mm)")
+        return
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        report.add(where, f"lastmod {value!r} is not a real date")
+        return
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    if parsed > now:
+        report.add(where, f"lastmod {value} is in the future")
+
+
+def _parse_xml(data: bytes, where: str, report: Report) -> etree._Element | None:
+    head = data[:200].lstrip(b"\xef\xbb\xbf").lstrip()
+    match = re.match(rb"<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)[\"']", head)
+    if match and match.group(1).decode().lower().replace("_", "-") not in ("utf-8", "utf8"):
+        report.add(where, f"encoding {match.group(1).decode()} declared; sitemaps must be UTF-8")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add(where, f"not valid UTF-8 (byte {exc.start})")
+        return None
+    try:
+        root = etree.fromstring(data, _safe_parser())
+    except etree.XMLSyntaxError as exc:
+        report.add(where, f"not well-formed XML: {exc}")
+        return None
+    tree = root.getroottree()
+    if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
+        report.add(where, "has a DOCTYPE (DTDs and entity declarations are not allowed in a sitemap)")
+        return None
+    return root
+
+
+class Validator:
+    """Walks robots.txt -> index -> sitemaps, collecting problems into one report."""
+
+    def __init__(self, fetcher: Fetcher, base_url: str | None, now: dt.datetime) -> None:
+        self.fetcher = fetcher
+        self.base_url = base_url
+        self.now = now
+        self.report = Report()
+        self.seen: set[str] = set()
+
+    def file(self, data: bytes, where: str, url: str | None, allow_index: bool = True) -> None:
+        self.report.files += 1
+        raw = decompress(data, where, self.report)
+        if raw is None:
+            return
+        if len(raw) > MAX_BYTES_PER_SITEMAP:
+            self.report.add(where, f"{len(raw):,} bytes (the limit is {MAX_BYTES_PER_SITEMAP:,})")
+        start = raw.lstrip(b"\xef\xbb\xbf").lstrip()[:1]
+        if start == b"<":
+            root = _parse_xml(raw, where, self.report)
+            if root is None:
+                return
+            if root.tag == _NS + "urlset":
+                self.urlset(root, where, url)
+            elif root.tag == _NS + "sitemapindex":
+                if not allow_index:
+                    self.report.add(where, "a sitemap index may not list another index")
+                else:
+                    self.index(root, where, url)
+            else:
+                self.report.add(where, f"root element {root.tag} is neither urlset nor sitemapindex in {SITEMAP_NS}")
+        else:
+            self.text(raw, where, url)
+
+    def _scope(self, url: str | None) -> str | None:
+        return self.base_url or url
+
+    def urlset(self, root: etree._Element, where: str, url: str | None) -> None:
+        has_extensions = any(
+            isinstance(el.tag, str) and not el.tag.startswith(_NS) for el in root.iter() if el is not root
+        )
+        xsd = schema("urlset-all.xsd" if has_extensions else "sitemap.xsd")
+        if not xsd.validate(root):
+            for error in list(xsd.error_log)[:20]:
+                self.report.add(where, f"line {error.line}: schema: {error.message}")
+        entries = root.findall(_NS + "url")
+        self.report.urls += len(entries)
+        if len(entries) > MAX_URLS_PER_SITEMAP:
+            self.report.add(where, f"{len(entries):,} URLs (the limit is {MAX_URLS_PER_SITEMAP:,})")
+        seen: set[str] = set()
+        scope = self._scope(url)
+        for entry in entries:
+            line = f"{where}:{entry.sourceline}"
+            loc = entry.findtext(_NS + "loc")
+            loc = loc.strip() if loc else loc
+            check_loc(loc, line, self.report, scope)
+            if loc in seen:
+                self.report.add(line, f"duplicate URL {loc[:120]!r}")
+            seen.add(loc or "")
+            check_lastmod(entry.findtext(_NS + "lastmod"), line, self.report, self.now)
+            changefreq = entry.findtext(_NS + "changefreq")
+            if changefreq is not None and changefreq.strip() not in CHANGEFREQ_VALUES:
+                self.report.add(line, f"changefreq {changefreq!r} is not one of {', '.join(CHANGEFREQ_VALUES)}")
+            priority = entry.findtext(_NS + "priority")
+            if priority is not None:
+                try:
+                    ok = 0.0 <= float(priority) <= 1.0
+                except ValueError:
+                    ok = False
+                if not ok:
+                    self.report.add(line, f"priority {priority!r} is not a number from 0.0 to 1.0")
+
+    def index(self, root: etree._Element, where: str, url: str | None) -> None:
+        xsd = schema("siteindex.xsd")
+        if not xsd.validate(root):
+            for error in list(xsd.error_log)[:20]:
+                self.report.add(where, f"line {error.line}: schema: {error.message}")
+        entries = root.findall(_NS + "sitemap")
+        if len(entries) > MAX_SITEMAPS_PER_INDEX:
+            self.report.add(where, f"{len(entries):,} sitemaps (the limit is {MAX_SITEMAPS_PER_INDEX:,})")
+        children = []
+        for entry in entries:
+            line = f"{where}:{entry.sourceline}"
+            loc = (entry.findtext(_NS + "loc") or "").strip()
+            # Children of an index sit in the index's directory or below.
+            if check_loc(loc, line, self.report, url):
+                children.append(loc)
+            check_lastmod(entry.findtext(_NS + "lastmod"), line, self.report, self.now)
+        for child in children:
+            self.follow(child, allow_index=False)
+
+    def text(self, raw: bytes, where: str, url: str | None) -> None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.report.add(where, f"not valid UTF-8 (byte {exc.start})")
+            return
+        lines = [line.strip() for line in text.lstrip("\ufeff").splitlines()]
+        urls = [line for line in lines if line]
+        self.report.urls += len(urls)
+        if len(urls) > MAX_URLS_PER_SITEMAP:
+            self.report.add(where, f"{len(urls):,} URLs (the limit is {MAX_URLS_PER_SITEMAP:,})")
+        scope = self._scope(url)
+        seen: set[str] = set()
+        for number, line in enumerate(lines, 1):
+            if line:
+                check_loc(line, f"{where}:{number}", self.report, scope)
+                if line in seen:
+                    self.report.add(f"{where}:{number}", f"duplicate URL {line[:120]!r}")
+                seen.add(line)
+
+    def robots(self, data: bytes, where: str) -> None:
+        self.report.files += 1
+        text = data.decode("utf-8", errors="replace")
+        urls = sitemap_lines(text)
+        if not urls:
+            self.report.add(where, "no Sitemap: line")
+        for url in urls:
+            parts = urlsplit(url)
+            if parts.scheme not in ALLOWED_SCHEMES or not parts.netloc:
+                self.report.add(where, f"Sitemap: {url!r} is not an absolute http(s) URL")
+                continue
+            # A sitemap listed in robots.txt may sit on another host: its scope is the robots.txt's site.
+            self.follow(url, allow_index=True, scope_base=self.base_url or f"{parts.scheme}://{parts.netloc}/")
+
+    def follow(self, url: str, allow_index: bool, scope_base: str | None = None) -> None:
+        if url in self.seen:
+            return
+        self.seen.add(url)
+        try:
+            data = self.fetcher.fetch(url)
+        except (OSError, StorageError, urllib.error.URLError) as exc:
+            self.report.add(url, f"cannot read: {exc}")
+            return
+        saved = self.base_url
+        if scope_base:
+            self.base_url = scope_base
+        try:
+            self.file(data, url, url, allow_index=allow_index)
+        finally:
+            self.base_url = saved
+
+
+def _infer_prefix(data: bytes, storage: Storage, name: str) -> str | None:
+    """The public URL of the target's folder, guessed from the first URL an index names that exists here."""
+    raw = decompress(data, name, Report())
+    if not raw or not raw.lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"<"):
+        return None
+    try:
+        root = etree.fromstring(raw, _safe_parser())
+    except etree.XMLSyntaxError:
+        return None
+    for loc in root.iterfind(f"{_NS}sitemap/{_NS}loc"):
+        url = (loc.text or "").strip()
+        path = urlsplit(url).path.lstrip("/")
+        segments = path.split("/")
+        for i in range(len(segments)):
+            suffix = "/".join(segments[i:])
+            if suffix and storage.exists(suffix):
+                return url[: len(url) - len(suffix)]
+        return None
+    return None
+
+
+def validate(
+    target: str,
+    *,
+    base_url: str | None = None,
+    public_url: str | None = None,
+    now: dt.datetime | None = None,
+    fetch: Callable[[str], bytes] | None = None,
+) -> Report:
+    """Validate a sitemap, index or robots.txt at a local path, fsspec URL or http(s) URL.
+
+    `base_url`: the site whose URLs the sitemaps may list (default: each sitemap's own directory, or the
+    site of the robots.txt that lists it). `public_url`: the URL at which the target's folder is served,
+    to find the files an index or robots.txt names (default: guessed from the files next to the target).
+    """
+    now = now or dt.datetime.now(dt.UTC)
+    is_http = urlsplit(target).scheme in ALLOWED_SCHEMES
+    data, storage, name = _read_target(target)
+    if public_url and not public_url.endswith("/"):
+        public_url += "/"
+    if is_http:
+        own_url: str | None = target
+        prefix = None
+    elif name.lower() == "robots.txt":
+        listed = sitemap_lines(data.decode("utf-8", errors="replace"))
+        prefix = public_url or (urljoin(listed[0], "/") if listed else None)
+        own_url = (prefix + name) if prefix else None
+    else:
+        prefix = public_url or (_infer_prefix(data, storage, name) if storage else None)
+        own_url = (prefix + name) if prefix else None
+    fetcher = Fetcher(storage, prefix, network=is_http)
+    if fetch is not None:
+        fetcher.fetch = fetch  # type: ignore[method-assign]
+    validator = Validator(fetcher, base_url, now)
+    if name.lower() == "robots.txt":
+        validator.robots(data, target)
+    else:
+        if own_url:
+            validator.seen.add(own_url)
+        validator.file(data, target, own_url)
+    return validator.report

@@ -1,0 +1,13 @@
+-- Plan 2a: for every staged URL, in the staged file's order (section, loc): its entry size and, if the
+-- last published build had it in the same section, the shard and position it keeps (NULL otherwise).
+-- Reads the views `staged` and `previous` (the last published assignment; empty on a first build).
+SELECT
+    CASE
+        WHEN getvariable('format') = 'txt' THEN so_text_entry_bytes(s.loc)
+        ELSE so_url_entry_bytes(s.loc, s.lastmod, s.changefreq, s.priority)
+    END AS bytes,
+    p.shard AS kept_shard,
+    p.pos AS kept_pos
+FROM staged s
+LEFT JOIN previous p ON p.loc = s.loc AND p.section = s.section
+ORDER BY s.file_row_number

@@ -1,0 +1,13 @@
+-- Stage 1c: the rejects file. One row per rejected URL (field NULL) and one per dropped optional field,
+-- with the original value and the reason. Reads the temp table `normalized`.
+SELECT source, raw_loc AS loc, reason, NULL AS field, NULL AS value
+FROM normalized WHERE reason IS NOT NULL
+UNION ALL
+SELECT source, loc, lastmod_issue, 'lastmod', raw_lastmod
+FROM normalized WHERE reason IS NULL AND lastmod_issue IS NOT NULL
+UNION ALL
+SELECT source, loc, priority_issue, 'priority', raw_priority
+FROM normalized WHERE reason IS NULL AND priority_issue IS NOT NULL
+UNION ALL
+SELECT source, loc, changefreq_issue, 'changefreq', raw_changefreq
+FROM normalized WHERE reason IS NULL AND changefreq_issue IS NOT NULL

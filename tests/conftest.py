@@ -1,0 +1,27 @@
+"""Shared fixtures, and the policy for tests that need a server (skip loudly, or fail in CI)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+
+REQUIRE_SERVICES = os.environ.get("SITEMAP_OPS_REQUIRE_SERVICES") == "1"
+
+
+def require_service(name: str, reason: str) -> None:
+    """Call from a fixture when server `name` is unreachable: a loud skip, or a failure in CI."""
+    message = f"{name} is not available: {reason}"
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{message} (SITEMAP_OPS_REQUIRE_SERVICES=1 turns this skip into a failure)", pytrace=False)
+    warnings.warn(message, stacklevel=2)
+    pytest.skip(f"SKIPPED FOR A MISSING SERVICE: {message}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A service test must say which service it needs, so the report can name it.
+    for item in items:
+        for marker in item.iter_markers("service"):
+            if not marker.args:
+                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.service needs the service name")

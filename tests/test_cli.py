@@ -1,0 +1,115 @@
+"""The command line, run as a user runs it: exit codes, one-line errors, summary, progress."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "site.toml"
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sitemap_ops.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def _error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one error line: last on stderr (after any progress lines), and the only one."""
+    lines = result.stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("sitemap-ops build: error: ")]
+    assert errors == lines[-1:], result.stderr
+    return errors[0]
+
+
+def test_the_console_script_is_installed() -> None:
+    assert shutil.which("sitemap-ops", path=str(Path(sys.executable).parent)), "pip install -e . installs it"
+
+
+def test_build_the_example_site(tmp_path: Path) -> None:
+    result = run("build", "--config", str(EXAMPLE), "--output", "public", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "URLs in:            564" in out
+    assert "rejected:           3  (not_absolute 1, out_of_scope 1, unsupported_scheme 1)" in out
+    assert "duplicates merged:  3" in out
+    assert "URLs published:     558 in 8 shard(s), 1 index file(s)" in out
+    assert "shards written:     8, unchanged: 0" in out
+    # progress goes to stderr as plain lines when it is not a terminal
+    assert "stage: reading 1 source(s)" in result.stderr
+    assert "render: 8/8" in result.stderr
+    public = tmp_path / "public"
+    assert (public / "sitemap.xml").exists() and (public / "robots.txt").exists()
+    check = run("validate", str(public / "robots.txt"), cwd=tmp_path)
+    assert check.returncode == 0, check.stdout
+    assert check.stdout.strip().endswith("OK: 10 file(s), 558 URL(s) checked")
+    again = run("build", "--config", str(EXAMPLE), "--output", "public", "--quiet", cwd=tmp_path)
+    assert "shards written:     0, unchanged: 8" in again.stdout
+    assert again.stderr == ""
+    inspect = run("inspect", "public", cwd=tmp_path)
+    assert "558 URLs in 8 shard(s)" in inspect.stdout
+
+
+def test_plan_is_a_dry_run(tmp_path: Path) -> None:
+    result = run("plan", "--config", str(EXAMPLE), "--output", "public", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "dry run: nothing published" in result.stdout
+    assert "shards to write:    8" in result.stdout
+    assert not (tmp_path / "public").exists()
+
+
+def test_flags_win_over_the_config_file(tmp_path: Path) -> None:
+    result = run("build", "--config", str(EXAMPLE), "--output", "out", "--format", "txt", "--no-gzip", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "sitemap-help-00001.txt").read_text().startswith("https://www.example.com/help/")
+
+
+def test_flags_alone_without_a_config(tmp_path: Path) -> None:
+    result = run(
+        "build",
+        "--source",
+        str(REPO / "examples" / "inventory.csv"),
+        "--base-url",
+        "https://www.example.com",
+        "--output",
+        "site",
+        cwd=tmp_path,
+    )
+    # the CSV's URL column is called `url`, which the flags cannot map: a clear one-line error
+    assert result.returncode == 2
+    assert _error_line(result).endswith(
+        'has no `loc` column; map one with columns.loc = "..." (its columns: url, updated, kind)'
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--source", "missing.parquet", "--base-url", "https://x.com", "--output", "o"], "cannot read source"),
+        (["--source", "x.parquet", "--base-url", "not a url", "--output", "o"], "base_url must be an absolute"),
+        (["--source", "x.parquet", "--output", "o"], "base_url is required"),
+        (["--source", "x.json", "--base-url", "https://x.com", "--output", "o"], "cannot tell its format"),
+        (["--base-url", "https://x.com", "--output", "o"], "no inventory source"),
+    ],
+)
+def test_errors_are_one_clear_line(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run("build", *args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in _error_line(result)
+    assert not (tmp_path / "o").exists()
+
+
+def test_validate_reports_problems_with_exit_code_1(tmp_path: Path) -> None:
+    bad = tmp_path / "s.xml"
+    bad.write_text('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>/rel</loc></url></urlset>')
+    result = run("validate", str(bad), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "not an absolute http(s) URL" in result.stdout
+    assert result.stdout.splitlines()[-1] == "2 problem(s): 1 file(s), 1 URL(s) checked"  # the schema's and ours
+    missing = run("validate", str(tmp_path / "nope.xml"), cwd=tmp_path)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr

@@ -1,0 +1,74 @@
+"""Site configuration: typed, validated at construction, clear errors, paths relative to the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sitemap_ops.config import load_config
+from sitemap_ops.errors import ConfigError
+
+BASE = {"base_url": "https://www.example.com", "output": "o", "sources": [{"path": "x.parquet"}]}
+
+
+def test_defaults() -> None:
+    config = load_config(None, BASE)
+    assert config.public_url == "https://www.example.com/"
+    assert config.robots == "o/robots.txt"
+    assert config.shards.max_urls == 50_000 and config.shards.max_bytes == 52_428_800
+    assert config.render.format == "xml" and config.render.gzip
+    assert config.normalize.tracking_params == ("utm_*", "gclid", "fbclid", "jsessionid", "phpsessid", "sid")
+    assert config.site.host == "www.example.com" and config.site.alternate_host == "example.com"
+
+
+def test_no_robots_by_default_when_served_below_the_root() -> None:
+    config = load_config(None, {**BASE, "public_url": "https://cdn.example.com/maps"})
+    assert config.public_url == "https://cdn.example.com/maps/"
+    assert config.robots == ""
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"shards": {"max_urls": 50_001}}, "shards.max_urls must be between 1 and 50000"),
+        ({"shards": {"max_bytes": 60_000_000}}, "shards.max_bytes"),
+        ({"shards": {"max_url": 3}}, "unknown key(s) max_url"),
+        ({"shards": {"sections": [{"name": "Bad Name", "prefix": "/x"}]}}, "must match"),
+        ({"render": {"format": "html"}}, "render.format"),
+        ({"render": {"gzip": "yes"}}, "render.gzip must be a bool"),
+        ({"normalize": {"other_host_form": "keep"}}, "'rewrite' or 'reject'"),
+        ({"normalize": {"tracking_params": "utm_*"}}, "must be a list"),
+        ({"publish": {"index_name": "maps/index.xml"}}, "index_name"),
+        ({"publish": {"min_ratio": 2}}, "min_ratio"),
+        ({"sources": [{"path": "x.duckdb"}]}, "exactly one of `table` or `query`"),
+        ({"sources": [{"path": "x.parquet", "columns": {"url": "loc"}}]}, "unknown inventory column"),
+        ({"base_url": "https://www.example.com/?q=1"}, "must not carry a query"),
+        ({"base_url": "ftp://x.com"}, "absolute http(s) URL"),
+    ],
+)
+def test_invalid_values_are_named(override: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(None, {**BASE, **override})
+    assert message in str(info.value)
+
+
+def test_toml_file_with_relative_paths_and_flag_overrides(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    path = tmp_path / "conf" / "site.toml"
+    path.write_text(
+        'base_url = "https://www.example.com"\noutput = "public"\n'
+        '[[sources]]\npath = "data/*.parquet"\ncolumns = { loc = "url" }\n'
+        '[render]\nformat = "txt"\n[[shards.sections]]\nname = "blog"\nprefix = "/blog/"\n'
+    )
+    config = load_config(path, {"render": {"gzip": False}})
+    assert config.output == str(tmp_path / "conf" / "public")
+    assert config.sources[0].path == str(tmp_path / "conf" / "data" / "*.parquet")
+    assert config.sources[0].column("loc") == "url"
+    assert config.render.format == "txt" and not config.render.gzip  # file value kept, flag added
+    assert config.shards.sections[0].prefix == "/blog/"
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml")
+    (tmp_path / "broken.toml").write_text("base_url = ")
+    with pytest.raises(ConfigError, match=r"broken\.toml"):
+        load_config(tmp_path / "broken.toml")
