@@ -17,7 +17,6 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.publish.publish import run_publish, run_retire
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import render_shards
-from sitemap_ops.stage.normalize import TargetRules
 from sitemap_ops.stage.stage import StageResult, run_stage
 from sitemap_ops.storage import Storage
 
@@ -113,12 +112,11 @@ def run_build(
     previous = None if full_rebuild else Manifest.load(output)
     timings: dict[str, float] = {}
 
-    rules = config.normalize
     con = duck.connect(
         threads=config.duckdb.threads or None,
         memory_limit=config.duckdb.memory_limit,
         temp_directory=os.path.join(work_dir, "duckdb_tmp"),
-        target_rules=TargetRules(rules.encode_iri, rules.uppercase_escapes, rules.remove_dot_segments),
+        normalize=config.normalize,
     )
     try:
         t = time.monotonic()

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import fsspec
 
-from sitemap_ops.stage.normalize import TargetRules, idna_host, normalize_target
+from sitemap_ops.stage.config import NormalizeConfig
+from sitemap_ops.stage.normalize import idna_host, normalize_target
 from sitemap_ops.storage import Storage
 
 # In a wheel the SQL files sit inside the package (sitemap_ops/sql); in a source checkout they are the
@@ -32,7 +34,7 @@ def connect(
     threads: int | None = None,
     memory_limit: str | None = None,
     temp_directory: str | None = None,
-    target_rules: TargetRules = TargetRules(),
+    normalize: NormalizeConfig | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection in UTC with the normalization UDFs registered."""
     config: dict[str, Any] = {}
@@ -42,6 +44,7 @@ def connect(
         config["memory_limit"] = memory_limit
     if temp_directory:
         config["temp_directory"] = temp_directory
+    rules = normalize or NormalizeConfig()
     con = duckdb.connect(config=config)
     # Naive timestamps and zone-less date strings are read as UTC; lastmod is always emitted in UTC.
     con.execute("SET TimeZone = 'UTC'")
@@ -52,7 +55,7 @@ def connect(
         return None if authority is None else idna_host(authority)
 
     def so_normalize_target(target: str | None) -> str | None:
-        return None if target is None else normalize_target(target, target_rules)
+        return None if target is None else normalize_target(target, rules)
 
     for name, function in (("so_idna", so_idna), ("so_normalize_target", so_normalize_target)):
         con.create_function(name, function, ["VARCHAR"], "VARCHAR", null_handling="special", side_effects=False)
@@ -75,12 +78,24 @@ def set_variables(con: duckdb.DuckDBPyConnection, values: Mapping[str, object]) 
         con.execute(f"SET VARIABLE {name} = ?", [value])
 
 
+def register_fsspec(con: duckdb.DuckDBPyConnection, fs: fsspec.AbstractFileSystem) -> str:
+    """Let DuckDB read and write `fs`'s URLs through fsspec (no httpfs extension needed); its protocol."""
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if not any(protocol in name for name in con.list_filesystems()):
+        con.register_filesystem(fs)
+    return protocol
+
+
+def duckdb_path(con: duckdb.DuckDBPyConnection, url: str) -> str:
+    """`url` as DuckDB should see it: local paths as they are, other fsspec URLs through fsspec."""
+    if "://" not in url or url.startswith("file://"):
+        return url.removeprefix("file://")
+    fs, path = fsspec.core.url_to_fs(url)
+    return f"{register_fsspec(con, fs)}://{path}"
+
+
 def storage_path(con: duckdb.DuckDBPyConnection, storage: Storage, name: str) -> str:
-    """A path DuckDB can read or write for `name` in `storage` (registering fsspec for remote stores)."""
+    """A path DuckDB can read or write for `name` in `storage`."""
     if storage.is_local:
         return storage.path(name)
-    protocol = storage.fs.protocol if isinstance(storage.fs.protocol, str) else storage.fs.protocol[0]
-    registered = {fs for fs in con.list_filesystems()}
-    if storage.fs.fsid not in registered and protocol not in registered:
-        con.register_filesystem(storage.fs)
-    return f"{protocol}://{storage.path(name)}"
+    return f"{register_fsspec(con, storage.fs)}://{storage.path(name)}"

@@ -129,7 +129,7 @@ paths2 AS (
             ELSE path0
         END AS path1,
         CASE
-            WHEN getvariable('tracking_any') IS NOT NULL AND query0 <> ''
+            WHEN getvariable('rule_tracking') AND query0 <> ''
                 AND regexp_matches(query0, getvariable('tracking_any'))
                 THEN array_to_string(
                     list_filter(

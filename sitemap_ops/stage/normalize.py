@@ -9,10 +9,11 @@ cannot normalize, which the SQL turns into the reject reason `unparseable`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from urllib.parse import quote
 
 import idna
+
+from sitemap_ops.stage.config import NormalizeConfig
 
 # RFC 3986: unreserved + sub-delims + ":" + "@" are allowed in a path segment; the query adds "/" and "?".
 # "%" is kept here because valid escapes are kept as they are (never double-encoded).
@@ -21,6 +22,8 @@ _QUERY_SAFE = _PATH_SAFE + "?"
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
+_DEFAULT_RULES = NormalizeConfig()
+
 # The SQL's cheap test for "this target needs the Python path": a character outside the RFC 3986 set,
 # a "%" not followed by two upper-case hex digits, or a "." or ".." path segment.
 TARGET_NEEDS_WORK = (
@@ -28,15 +31,6 @@ TARGET_NEEDS_WORK = (
     r"|%([^0-9A-F]|[0-9A-F][^0-9A-F]|[0-9A-F]?$)"
     r"|/\.\.?([/?]|$)"
 )
-
-
-@dataclass(frozen=True)
-class TargetRules:
-    """Which target rules apply (each maps to a switch in NormalizeConfig)."""
-
-    encode_iri: bool = True
-    uppercase_escapes: bool = True
-    remove_dot_segments: bool = True
 
 
 def idna_host(authority: str) -> str | None:
@@ -67,7 +61,7 @@ def remove_dot_segments(path: str) -> str:
     return result
 
 
-def _encode(text: str, safe: str, rules: TargetRules) -> str:
+def _encode(text: str, safe: str, rules: NormalizeConfig) -> str:
     if rules.encode_iri:
         text = _STRAY_PERCENT.sub("%25", text)
         text = quote(text, safe=safe, encoding="utf-8", errors="strict")
@@ -76,7 +70,7 @@ def _encode(text: str, safe: str, rules: TargetRules) -> str:
     return text
 
 
-def normalize_target(target: str, rules: TargetRules = TargetRules()) -> str | None:
+def normalize_target(target: str, rules: NormalizeConfig = _DEFAULT_RULES) -> str | None:
     """Normalize `path[?query]`: IRI characters percent-encoded, escapes upper-cased, dot segments removed."""
     path, sep, query = target.partition("?")
     try:

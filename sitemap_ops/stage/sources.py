@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import duckdb
 
-from sitemap_ops.duck import quote_literal
+from sitemap_ops.duck import duckdb_path, quote_literal
 from sitemap_ops.errors import first_line
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.exceptions import SourceError
 
 # Types whose values DuckDB turns into a UTC timestamp without parsing text.
 _TIMESTAMP_TYPES = ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "DATE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
-_NUMERIC_TYPES = ("DOUBLE", "FLOAT", "REAL", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT")
+_NUMERIC_TYPES = (
+    "DOUBLE",
+    "FLOAT",
+    "REAL",
+    "DECIMAL",
+    "INTEGER",
+    "BIGINT",
+    "SMALLINT",
+    "TINYINT",
+    "HUGEINT",
+    "UBIGINT",
+)
 
 
 def quote_identifier(name: str) -> str:
@@ -21,10 +32,11 @@ def quote_identifier(name: str) -> str:
 
 def _relation_sql(con: duckdb.DuckDBPyConnection, source: SourceConfig, alias: str) -> str:
     """SQL naming the source's rows (a table function call or a subquery)."""
+    path = duckdb_path(con, source.path)
     if source.format == "parquet":
-        return f"read_parquet({quote_literal(source.path)})"
+        return f"read_parquet({quote_literal(path)})"
     if source.format == "csv":
-        return f"read_csv({quote_literal(source.path)}, header = true)"
+        return f"read_csv({quote_literal(path)}, header = true)"
     con.execute(f"ATTACH {quote_literal(source.path)} AS {alias} (READ_ONLY)")
     if source.table:
         return ".".join([alias] + [quote_identifier(part) for part in source.table.split(".")])
@@ -36,6 +48,18 @@ def _relation_sql(con: duckdb.DuckDBPyConnection, source: SourceConfig, alias: s
 def _column_types(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, str]:
     rows = con.execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
     return {row[0]: row[1] for row in rows}
+
+
+def _value_or_text(
+    name: str, column: str | None, types: dict[str, str], typed: tuple[str, ...], sql_type: str
+) -> list[str]:
+    """Select items `<name>_value` (typed columns, cast) and `<name>_text` (anything else, parsed in SQL)."""
+    value, text = f"NULL::{sql_type} AS {name}_value", f"NULL::VARCHAR AS {name}_text"
+    if column is not None and types[column].upper().split("(")[0] in typed:
+        value = f"CAST({quote_identifier(column)} AS {sql_type}) AS {name}_value"
+    elif column is not None:
+        text = f"CAST({quote_identifier(column)} AS VARCHAR) AS {name}_text"
+    return [value, text]
 
 
 def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str:
@@ -58,20 +82,8 @@ def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str
             f"(its columns: {', '.join(types)})"
         )
     items = [f"{index} AS source", f"CAST({quote_identifier(loc)} AS VARCHAR) AS loc"]
-    lastmod = col("lastmod")
-    if lastmod and types[lastmod].upper() in _TIMESTAMP_TYPES:
-        items += [f"CAST({quote_identifier(lastmod)} AS TIMESTAMP) AS lastmod_value", "NULL::VARCHAR AS lastmod_text"]
-    elif lastmod:
-        items += ["NULL::TIMESTAMP AS lastmod_value", f"CAST({quote_identifier(lastmod)} AS VARCHAR) AS lastmod_text"]
-    else:
-        items += ["NULL::TIMESTAMP AS lastmod_value", "NULL::VARCHAR AS lastmod_text"]
-    priority = col("priority")
-    if priority and types[priority].upper().split("(")[0] in (*_NUMERIC_TYPES, "DECIMAL"):
-        items += [f"CAST({quote_identifier(priority)} AS DOUBLE) AS priority_value", "NULL::VARCHAR AS priority_text"]
-    elif priority:
-        items += ["NULL::DOUBLE AS priority_value", f"CAST({quote_identifier(priority)} AS VARCHAR) AS priority_text"]
-    else:
-        items += ["NULL::DOUBLE AS priority_value", "NULL::VARCHAR AS priority_text"]
+    items += _value_or_text("lastmod", col("lastmod"), types, _TIMESTAMP_TYPES, "TIMESTAMP")
+    items += _value_or_text("priority", col("priority"), types, _NUMERIC_TYPES, "DOUBLE")
     changefreq = col("changefreq")
     items.append(
         f"CAST({quote_identifier(changefreq)} AS VARCHAR) AS changefreq"

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import DEFAULT_SECTION, MAX_LOC_LENGTH
-from sitemap_ops.duck import read_sql, set_variables
+from sitemap_ops.duck import connect, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import SourceError, StageError
@@ -56,8 +56,10 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
         "rule_target": rules.encode_iri or rules.uppercase_escapes or rules.remove_dot_segments,
         "target_needs_work": TARGET_NEEDS_WORK,
         "rule_path_params": rules.strip_path_params,
-        "tracking_any": tracking_any,
-        "tracking_param": tracking_param,
+        # typed VARCHAR even when the rule is off (a NULL variable would be typed INTEGER)
+        "rule_tracking": tracking_any is not None,
+        "tracking_any": tracking_any or "",
+        "tracking_param": tracking_param or "",
         "rule_sort_query": rules.sort_query,
         "rule_fragments": rules.drop_fragments,
         "max_loc_length": MAX_LOC_LENGTH,
@@ -125,13 +127,7 @@ def normalize_urls(
 
     For tests, debugging and tools that want the exact rules a build applies.
     """
-    from sitemap_ops import duck
-    from sitemap_ops.stage.normalize import TargetRules
-
-    rules = config.normalize
-    con = duck.connect(
-        threads=1, target_rules=TargetRules(rules.encode_iri, rules.uppercase_escapes, rules.remove_dot_segments)
-    )
+    con = connect(threads=1, normalize=config.normalize)
     try:
         con.register("urls", pa.table({"loc": pa.array(urls, pa.string())}))
         con.execute(

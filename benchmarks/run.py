@@ -1,0 +1,136 @@
+"""The speed benchmark: sitemap-ops on 1M and 10M synthetic URLs, and sitemap.js on the same 1M for the ratio.
+
+Run from the repository root with the project installed: `python benchmarks/run.py`. It generates the
+inventories (benchmarks/generate.py), runs each build in its own process (wall time and peak RSS from
+wait4), installs sitemap.js with npm into a temporary folder and times it on the deduplicated 1M URLs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+HERE = Path(__file__).resolve().parent
+SITEMAPJS_VERSION = "9.0.1"
+
+
+def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int, str]:
+    """Like run_measured, but reaps the child with wait4 to read its own peak RSS."""
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.monotonic() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
+    return seconds, usage.ru_maxrss * 1024, out
+
+
+def build(inventory: Path, work: Path, memory_limit: str) -> dict[str, float]:
+    out = work / "public"
+    cmd = [
+        sys.executable, "-m", "sitemap_ops.cli", "build", "--source", str(inventory),
+        "--base-url", "https://www.example.com", "--output", str(out), "--work-dir", str(work / "state"),
+        "--memory-limit", memory_limit, "--quiet",
+    ]  # fmt: skip
+    seconds, peak, stdout = peak_rss_of(cmd, work)
+    rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{inventory}')").fetchone()[0]  # type: ignore[index]
+    published = int(next(line for line in stdout.splitlines() if "URLs published" in line).split()[2].replace(",", ""))
+    shards = len(list(out.glob("sitemap-*-*.xml.gz")))
+    size = sum(p.stat().st_size for p in out.glob("sitemap-*.xml.gz"))
+    return {
+        "input_urls": rows,
+        "published_urls": published,
+        "shards": shards,
+        "seconds": round(seconds, 2),
+        "input_urls_per_s": round(rows / seconds),
+        "peak_rss_mb": round(peak / 2**20),
+        "gzipped_mb": round(size / 2**20, 1),
+    }
+
+
+def sitemapjs(work: Path) -> dict[str, float]:
+    """Time sitemap.js on the URLs (and lastmods) the 1M build published."""
+    assignment = next((work / "public").glob("sitemap-assignment-*.parquet"))
+    tsv = work / "urls.tsv"
+    duckdb.sql(
+        f"COPY (SELECT loc, strftime(lastmod, '%Y-%m-%dT%H:%M:%SZ') FROM read_parquet('{assignment}') "
+        f"ORDER BY shard_key, pos) TO '{tsv}' (FORMAT csv, DELIMITER '\t', HEADER false, QUOTE '')"
+    )
+    npm_dir = Path(tempfile.mkdtemp(prefix="sitemapjs-"))
+    try:
+        (npm_dir / "package.json").write_text('{"name": "bench", "private": true}')
+        subprocess.run(
+            ["npm", "install", "--silent", "--no-audit", "--no-fund", f"sitemap@{SITEMAPJS_VERSION}"],
+            cwd=npm_dir, check=True, capture_output=True,
+        )  # fmt: skip
+        out = work / "sitemapjs"
+        out.mkdir()
+        seconds, peak, stdout = peak_rss_of(["node", str(HERE / "sitemapjs.mjs"), str(tsv), str(out)], npm_dir)
+    finally:
+        shutil.rmtree(npm_dir, ignore_errors=True)
+    urls = json.loads(stdout.strip().splitlines()[-1])["urls"]
+    return {
+        "urls": urls,
+        "seconds": round(seconds, 2),
+        "urls_per_s": round(urls / seconds),
+        "peak_rss_mb": round(peak / 2**20),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="1000000,10000000", help="input rows per run, comma-separated")
+    parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit of each build")
+    parser.add_argument("--no-sitemapjs", action="store_true", help="skip the sitemap.js comparison")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    from generate import generate
+
+    results: dict[str, object] = {"cpus": os.cpu_count(), "memory_limit": args.memory_limit, "builds": []}
+    root = Path(tempfile.mkdtemp(prefix="sitemap-ops-bench-"))
+    try:
+        for size in (int(s) for s in args.sizes.split(",")):
+            work = root / f"n{size}"
+            work.mkdir()
+            inventory = work / "inventory.parquet"
+            generate(inventory, int(size / 1.1))
+            result = build(inventory, work, args.memory_limit)
+            results["builds"].append(result)  # type: ignore[union-attr]
+            print(
+                f"sitemap-ops {result['input_urls']:>11,} input URLs: {result['seconds']:6.1f} s, "
+                f"{result['input_urls_per_s']:>9,} URLs/s, peak RSS {result['peak_rss_mb']:,} MB",
+                flush=True,
+            )
+            if size == min(int(s) for s in args.sizes.split(",")) and not args.no_sitemapjs:
+                peer = sitemapjs(work)
+                results["sitemapjs"] = peer
+                results["ratio_vs_sitemapjs"] = round(result["input_urls_per_s"] / peer["urls_per_s"], 1)
+                print(
+                    f"sitemap.js  {peer['urls']:>11,} URLs (deduplicated): {peer['seconds']:6.1f} s, "
+                    f"{peer['urls_per_s']:>9,} URLs/s -> sitemap-ops is {results['ratio_vs_sitemapjs']}x faster",
+                    flush=True,
+                )
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    target = HERE / "results"
+    target.mkdir(exist_ok=True)
+    (target / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
