@@ -44,7 +44,7 @@ def build(inventory: Path, work: Path, memory_limit: str) -> dict[str, float]:
         "--memory-limit", memory_limit, "--quiet",
     ]  # fmt: skip
     seconds, peak, stdout = peak_rss_of(cmd, work)
-    rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{inventory}')").fetchone()[0]  # type: ignore[index]
+    rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{inventory}')").fetchall()[0][0]
     published = int(next(line for line in stdout.splitlines() if "URLs published" in line).split()[2].replace(",", ""))
     shards = len(list(out.glob("sitemap-*-*.xml.gz")))
     size = sum(p.stat().st_size for p in out.glob("sitemap-*.xml.gz"))

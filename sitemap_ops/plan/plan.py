@@ -137,11 +137,6 @@ def cut_points(
     return cuts
 
 
-def _fetch_arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    result = con.execute(sql).arrow()
-    return result.read_all() if hasattr(result, "read_all") else result  # duckdb 2 returns a reader
-
-
 def _lastmod_text(value: object) -> str | None:
     if value is None:
         return None
@@ -246,7 +241,7 @@ def run_plan(
             "NULL::INTEGER AS shard, NULL::BIGINT AS pos WHERE false"
         )
     try:
-        rows = _fetch_arrow(con, read_sql("plan_rows"))
+        rows = con.sql(read_sql("plan_rows")).to_arrow_table()
         section_rows = con.execute("SELECT section, count(*) FROM staged GROUP BY section ORDER BY section").fetchall()
     except duckdb.Error as exc:
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None

@@ -105,9 +105,7 @@ def render_shards(
         try:
             con.execute(read_sql("render_shards"))
             order = "" if plan.ordered else " ORDER BY shard_key, pos"
-            result = con.execute("SELECT shard_key, entry FROM render_entries" + order)
-            # to_arrow_reader is the newer name of fetch_record_batch
-            reader = getattr(result, "to_arrow_reader", result.fetch_record_batch)(_BATCH_ROWS)
+            reader = con.sql("SELECT shard_key, entry FROM render_entries" + order).to_arrow_reader(_BATCH_ROWS)
             for batch in reader:
                 keys = batch.column(0).to_numpy()
                 if len(keys) == 0:
