@@ -20,8 +20,23 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source", metavar="SRC", help="Parquet/CSV path or glob (local or fsspec URL), or a .duckdb file"
     )
-    parser.add_argument("--table", help="table of a .duckdb source")
-    parser.add_argument("--query", help="SELECT over a .duckdb source (runs with the file as default catalog)")
+    parser.add_argument("--table", help="[schema.]table of a database source")
+    parser.add_argument("--query", help="SELECT over a database source (runs with it as the default catalog)")
+    parser.add_argument(
+        "--column", action="append", default=[], metavar="NAME=COLUMN",
+        help="map an inventory column to a source column, e.g. loc=url (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--filter", help="condition on the source rows with :name placeholders, e.g. 'updated_at > :since'"
+    )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a value for a :name placeholder (repeatable)",
+    )
+    parser.add_argument("--password-file", metavar="FILE", help="file whose first line is the database password")
     parser.add_argument("--base-url", metavar="URL", help="the site's canonical origin, e.g. https://www.example.com")
     parser.add_argument("--output", metavar="DEST", help="where sitemap files go (local folder or fsspec URL)")
     parser.add_argument("--public-url", metavar="URL", help="URL where DEST is served (default: the base URL's root)")
@@ -52,9 +67,17 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             source["table"] = args.table
         if args.query:
             source["query"] = args.query
+        if args.column:
+            source["columns"] = dict(_pair("--column", c) for c in args.column)
+        if args.filter:
+            source["filter"] = args.filter
+        if args.param:
+            source["params"] = dict(_pair("--param", p) for p in args.param)
+        if args.password_file:
+            source["password_file"] = args.password_file
         out["sources"] = [source]
-    elif args.table or args.query:
-        raise SitemapOpsError("--table and --query need --source (the .duckdb file)")
+    elif args.table or args.query or args.column or args.filter or args.param or args.password_file:
+        raise SitemapOpsError("--table, --query, --column, --filter, --param and --password-file need --source")
     render: dict[str, Any] = {}
     if args.format:
         render["format"] = args.format
@@ -70,6 +93,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     if duck:
         out["duckdb"] = duck
     return out
+
+
+def _pair(flag: str, text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise SitemapOpsError(f"{flag} takes NAME=VALUE, not {text!r}")
+    return name, value
 
 
 def _build(args: argparse.Namespace, dry_run: bool) -> int:

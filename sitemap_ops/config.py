@@ -112,8 +112,11 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
             raise ConfigError(f"{where} must be a list")
         return tuple(_convert(v, item_hint, f"{where}[{i}]") for i, v in enumerate(value))
     if origin is dict:
-        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
-            raise ConfigError(f"{where} must be a table of strings")
+        value_hint = typing.get_args(hint)[1]
+        if not isinstance(value, Mapping) or (
+            value_hint is str and not all(isinstance(v, str) for v in value.values())
+        ):
+            raise ConfigError(f"{where} must be a table of {'strings' if value_hint is str else 'values'}")
         return dict(value)
     if origin in (typing.Union, types.UnionType):
         return value
@@ -176,8 +179,9 @@ def _resolve_relative(data: dict[str, Any], base: Path) -> None:
         if isinstance(data.get(key), str) and data[key] and _is_local(data[key]):
             data[key] = str(base / data[key])
     for source in data.get("sources", []) if isinstance(data.get("sources"), list) else []:
-        if isinstance(source, dict) and isinstance(source.get("path"), str) and _is_local(source["path"]):
-            source["path"] = str(base / source["path"])
+        for key in ("path", "password_file"):
+            if isinstance(source, dict) and isinstance(source.get(key), str) and source[key] and _is_local(source[key]):
+                source[key] = str(base / source[key])
 
 
 __all__ = ["DuckDBConfig", "Origin", "SectionRule", "SiteConfig", "from_mapping", "load_config"]

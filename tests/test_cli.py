@@ -80,11 +80,22 @@ def test_flags_alone_without_a_config(tmp_path: Path) -> None:
         "site",
         cwd=tmp_path,
     )
-    # the CSV's URL column is called `url`, which the flags cannot map: a clear one-line error
+    # the CSV's URL column is called `url`: without a mapping, a clear one-line error
     assert result.returncode == 2
     assert _error_line(result).endswith(
         'has no `loc` column; map one with columns.loc = "..." (its columns: url, updated, kind)'
     )
+
+
+def test_column_mapping_filter_and_params_as_flags(tmp_path: Path) -> None:
+    result = run(
+        "build", "--source", str(REPO / "examples" / "inventory.csv"), "--base-url", "https://www.example.com",
+        "--output", "site", "--column", "loc=url", "--column", "section=kind", "--filter", "kind = :kind",
+        "--param", "kind=help", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "URLs published:     6 in 1 shard(s)" in result.stdout
+    assert "sections:           help 6" in result.stdout
 
 
 @pytest.mark.parametrize(

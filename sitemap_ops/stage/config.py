@@ -9,20 +9,32 @@ from sitemap_ops.constants import DEFAULT_TRACKING_PARAMS
 from sitemap_ops.errors import ConfigError
 
 INVENTORY_COLUMNS = ("loc", "lastmod", "changefreq", "priority", "section")
-SOURCE_FORMATS = ("parquet", "csv", "duckdb")
+SOURCE_FORMATS = ("parquet", "csv", "duckdb", "postgres", "mysql", "sqlite")
+DATABASE_FORMATS = ("duckdb", "postgres", "mysql", "sqlite")
+# :name placeholders in a filter (outside quotes, not a :: cast)
+_PARAM = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(?<![:\w]):([A-Za-z_]\w*)")
 _SECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
 class SourceConfig:
-    """One inventory source. `path` is a Parquet/CSV file or glob (local or fsspec URL) or a .duckdb file."""
+    """One inventory source.
+
+    `path`: a Parquet/CSV file or glob (local or fsspec URL), a .duckdb or SQLite file, or a database URL
+    (postgresql://user@host:5432/db, mysql://user@host:3306/db, sqlite:///path/file.db).
+    """
 
     path: str
-    format: str = ""  # parquet | csv | duckdb; empty: from the file name
-    table: str = ""  # for duckdb sources
-    query: str = ""  # for duckdb sources: a SELECT run against the attached database (alias `src`)
+    format: str = ""  # parquet | csv | duckdb | postgres | mysql | sqlite; empty: from the path
+    table: str = ""  # database sources: [schema.]table
+    query: str = ""  # database sources: a SELECT in DuckDB SQL, run with the database as default catalog
     columns: dict[str, str] = field(default_factory=dict)  # inventory column -> source column
     section: str = ""  # a fixed section for every row of this source
+    # A condition on the source's rows with :name placeholders bound from `params`, e.g.
+    # "updated_at > :since"; pushed down to the database server.
+    filter: str = ""
+    params: dict[str, object] = field(default_factory=dict)
+    password_file: str = ""  # a file whose first line is the database password
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -30,13 +42,18 @@ class SourceConfig:
         fmt = self.format or guess_format(self.path)
         if fmt not in SOURCE_FORMATS:
             raise ConfigError(
-                f"source {self.path!r}: cannot tell its format; set format to one of {', '.join(SOURCE_FORMATS)}"
+                f"source {self.label}: cannot tell its format; set format to one of {', '.join(SOURCE_FORMATS)}"
             )
         object.__setattr__(self, "format", fmt)
-        if fmt == "duckdb" and bool(self.table) == bool(self.query):
-            raise ConfigError(f"source {self.path!r}: a DuckDB file needs exactly one of `table` or `query`")
-        if fmt != "duckdb" and (self.table or self.query):
-            raise ConfigError(f"source {self.path!r}: `table`/`query` apply to DuckDB files only")
+        if fmt in DATABASE_FORMATS and bool(self.table) == bool(self.query):
+            raise ConfigError(f"source {self.label}: a database source needs exactly one of `table` or `query`")
+        if fmt not in DATABASE_FORMATS and (self.table or self.query):
+            raise ConfigError(f"source {self.label}: `table`/`query` apply to database sources only")
+        if self.table and not re.fullmatch(r"[^.]+(\.[^.]+){0,2}", self.table):
+            raise ConfigError(f"source {self.label}: table {self.table!r} must be [catalog.][schema.]name")
+        missing = sorted(set(self.placeholders()) - set(self.params))
+        if missing:
+            raise ConfigError(f"source {self.label}: the filter uses :{missing[0]} but `params` has no {missing[0]!r}")
         unknown = set(self.columns) - set(INVENTORY_COLUMNS)
         if unknown:
             raise ConfigError(
@@ -46,15 +63,49 @@ class SourceConfig:
         if self.section and not _SECTION_NAME.match(self.section):
             raise ConfigError(f"source {self.path!r}: section {self.section!r} must match [a-z0-9][a-z0-9_-]*")
 
+    @property
+    def label(self) -> str:
+        """The source as it may be shown in logs and errors (a URL's password replaced by ***)."""
+        return redact(self.path)
+
+    def placeholders(self) -> list[str]:
+        """The :name placeholders of the filter, in order."""
+        return [m.group(1) for m in _PARAM.finditer(self.filter) if m.group(1)]
+
+    def filter_sql(self, variable: str) -> str:
+        """The filter with each :name replaced by getvariable('<variable>_<name>') (values stay bound)."""
+        return _PARAM.sub(
+            lambda m: f"getvariable('{variable}_{m.group(1)}')" if m.group(1) else m.group(0), self.filter
+        )
+
     def column(self, name: str) -> str:
         """The source column that feeds inventory column `name`."""
         return self.columns.get(name, name)
 
 
+def redact(url: str) -> str:
+    """The URL with its password replaced by ***."""
+    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
 def guess_format(path: str) -> str:
     """parquet, csv or duckdb from a path's ending ('' if unknown)."""
     lowered = path.lower().rstrip("/")
-    for ending, fmt in ((".parquet", "parquet"), (".csv", "csv"), (".csv.gz", "csv"), (".duckdb", "duckdb")):
+    scheme = lowered.split("://", 1)[0] if "://" in lowered else ""
+    by_scheme = {
+        "postgresql": "postgres",
+        "postgres": "postgres",
+        "mysql": "mysql",
+        "mariadb": "mysql",
+        "sqlite": "sqlite",
+    }
+    if scheme in by_scheme:
+        return by_scheme[scheme]
+    endings = (
+        (".parquet", "parquet"), (".csv", "csv"), (".csv.gz", "csv"), (".duckdb", "duckdb"),
+        (".sqlite", "sqlite"), (".sqlite3", "sqlite"),
+    )  # fmt: skip
+    for ending, fmt in endings:
         if lowered.endswith(ending):
             return fmt
     return ""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import duckdb
 
-from sitemap_ops.duck import duckdb_path, quote_literal
+from sitemap_ops.duck import duckdb_path, quote_literal, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.stage.config import SourceConfig
+from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
 
 # Types whose values DuckDB turns into a UTC timestamp without parsing text.
@@ -25,22 +28,35 @@ _NUMERIC_TYPES = (
 )
 
 
+@dataclass
+class Inventory:
+    """What create_inventory_view set up: the sources' labels and the secrets to keep out of messages."""
+
+    labels: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+
+    def error(self, exc: BaseException) -> str:
+        """A one-line message for a failure while reading the inventory, with every secret scrubbed."""
+        return scrub(f"cannot read the inventory ({', '.join(self.labels)}): {first_line(exc)}", self.secrets)
+
+
 def quote_identifier(name: str) -> str:
     """A DuckDB identifier in double quotes (embedded quotes doubled)."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _relation_sql(con: duckdb.DuckDBPyConnection, source: SourceConfig, alias: str) -> str:
-    """SQL naming the source's rows (a table function call or a subquery)."""
-    path = duckdb_path(con, source.path)
-    if source.format == "parquet":
-        return f"read_parquet({quote_literal(path)})"
-    if source.format == "csv":
-        return f"read_csv({quote_literal(path)}, header = true)"
-    con.execute(f"ATTACH {quote_literal(source.path)} AS {alias} (READ_ONLY)")
+def _relation_sql(con: duckdb.DuckDBPyConnection, source: SourceConfig, alias: str, inventory: Inventory) -> str:
+    """SQL naming the source's rows (a table function call, a table or a subquery)."""
+    if source.format in ("parquet", "csv"):
+        path = quote_literal(duckdb_path(con, source.path))
+        return f"read_parquet({path})" if source.format == "parquet" else f"read_csv({path}, header = true)"
+    if source.format == "duckdb":
+        con.execute(f"ATTACH {quote_literal(source.path)} AS {alias} (READ_ONLY)")
+    else:
+        inventory.secrets += attach(con, source.path, source.format, alias, source.password_file)
     if source.table:
         return ".".join([alias] + [quote_identifier(part) for part in source.table.split(".")])
-    # A query runs with the attached file as the default catalog, so its table names need no prefix.
+    # A query runs with the attached database as the default catalog, so its table names need no prefix.
     con.execute(f"USE {alias}")
     return f"({source.query})"
 
@@ -71,14 +87,14 @@ def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str
             return mapped
         if name in source.columns:
             raise SourceError(
-                f"source {source.path!r} has no column {mapped!r} (mapped to {name}); its columns: {', '.join(types)}"
+                f"source {source.label} has no column {mapped!r} (mapped to {name}); its columns: {', '.join(types)}"
             )
         return None
 
     loc = col("loc")
     if loc is None:
         raise SourceError(
-            f'source {source.path!r} has no `loc` column; map one with columns.loc = "..." '
+            f'source {source.label} has no `loc` column; map one with columns.loc = "..." '
             f"(its columns: {', '.join(types)})"
         )
     items = [f"{index} AS source", f"CAST({quote_identifier(loc)} AS VARCHAR) AS loc"]
@@ -100,14 +116,25 @@ def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str
     return ", ".join(items)
 
 
-def create_inventory_view(con: duckdb.DuckDBPyConnection, sources: tuple[SourceConfig, ...]) -> None:
+def create_inventory_view(con: duckdb.DuckDBPyConnection, sources: tuple[SourceConfig, ...]) -> Inventory:
     """Create the temp view `inventory` over all sources (combined before dedupe)."""
+    inventory = Inventory(labels=[s.label for s in sources])
     parts = []
     for index, source in enumerate(sources):
+        alias = f"src{index}" if index else "src"
         try:
-            relation = _relation_sql(con, source, f"src{index}" if index else "src")
+            relation = _relation_sql(con, source, alias, inventory)
             types = _column_types(con, relation)
         except duckdb.Error as exc:
-            raise SourceError(f"cannot read source {source.path!r}: {first_line(exc)}") from None
-        parts.append(f"SELECT {_select_list(source, index, types)} FROM {relation}")
+            raise SourceError(
+                scrub(f"cannot read source {source.label}: {first_line(exc)}", inventory.secrets)
+            ) from None
+        where = ""
+        if source.filter:
+            # Values are bound as variables (never formatted into SQL); DuckDB folds them into constants
+            # and pushes the condition down to the database server.
+            set_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
+            where = f" WHERE {source.filter_sql(alias)}"
+        parts.append(f"SELECT {_select_list(source, index, types)} FROM {relation}{where}")
     con.execute("CREATE OR REPLACE TEMP VIEW inventory AS " + "\nUNION ALL\n".join(parts))
+    return inventory

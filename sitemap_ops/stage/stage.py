@@ -80,14 +80,14 @@ def run_stage(
 ) -> StageResult:
     """Stage the inventory into `<work_dir>/staged.parquet` and `<work_dir>/rejects.csv`."""
     progress = progress or Progress(enabled=False)
-    progress.step(f"stage: reading {len(config.sources)} source(s)")
-    create_inventory_view(con, config.sources)
+    progress.step(f"stage: reading {len(config.sources)} source(s): {', '.join(s.label for s in config.sources)}")
+    inventory = create_inventory_view(con, config.sources)
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE normalized AS " + read_sql("stage_normalize"))
     except duckdb.Error as exc:
-        raise SourceError(f"cannot read the inventory: {first_line(exc)}") from None
+        raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
     counts = con.execute(read_sql("stage_counts")).fetchall()

@@ -1,0 +1,368 @@
+"""Database inventories through DuckDB against the real PostgreSQL and MariaDB servers (and SQLite files)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import duckdb
+import pytest
+from lxml import etree
+
+from sitemap_ops import duck
+from sitemap_ops.build import run_build
+from sitemap_ops.config import load_config
+from sitemap_ops.constants import SITEMAP_NS
+from sitemap_ops.stage.exceptions import SourceError
+from sitemap_ops.stage.sources import create_inventory_view
+from sitemap_ops.validate import validate
+from tests.helpers import NOW, assert_schema_valid, published, write_inventory
+from tests.integration.conftest import Database
+
+pytestmark = pytest.mark.service("postgres and mariadb")
+
+SITE = "https://www.example.com"
+UTC = dt.UTC
+
+
+def _config(tmp_path: Path, sources: list[dict], **overrides: object):
+    return load_config(
+        None,
+        {
+            "base_url": SITE,
+            "output": str(tmp_path / "public"),
+            "work_dir": str(tmp_path / "work"),
+            "sources": sources,
+            **overrides,
+        },
+    )
+
+
+def _build(tmp_path: Path, sources: list[dict], *, now: dt.datetime = NOW, force: bool = False, **overrides: object):
+    config = _config(tmp_path, sources, **overrides)
+    summary = run_build(config, now=now, force=force)
+    assert_schema_valid(Path(config.output))
+    return summary, published(Path(config.output))
+
+
+def _source(db: Database, **fields: object) -> dict:
+    return {"path": db.url, **fields}
+
+
+def _create_pages(db: Database) -> None:
+    """A table with every kind of lastmod column and the edge cases of the issue."""
+    if db.kind == "postgres":
+        db.execute(
+            f"CREATE TABLE {db.table('pages')} (id INT, url TEXT, updated TIMESTAMPTZ, naive TIMESTAMP, day DATE, "
+            "text_date TEXT, kind TEXT)"
+        )
+    else:
+        db.execute(
+            f"CREATE TABLE {db.table('pages')} (id INT, url TEXT, updated TIMESTAMP, naive DATETIME, day DATE, "
+            "text_date VARCHAR(40), kind VARCHAR(20))"
+        )
+    rows = [
+        (1, f"{SITE}/a", dt.datetime(2024, 5, 1, 12, tzinfo=UTC), dt.datetime(2024, 5, 1, 12), dt.date(2024, 5, 1),
+         "2024-05-01T14:00:00+02:00", "products"),
+        (2, f"{SITE}/caf\u00e9/men\u00fc", dt.datetime(2024, 6, 1, tzinfo=UTC), None, None, "2024-06-01", "articles"),
+        (3, None, dt.datetime(2024, 6, 2, tzinfo=UTC), None, None, None, "products"),
+        (4, f"{SITE}/no-date", None, None, None, None, None),
+        (5, f"{SITE}/bad-text-date", None, None, None, "yesterday", "products"),
+        (6, "https://other.org/x", None, None, None, None, "products"),
+        (7, f"{SITE}/a?utm_source=mail", dt.datetime(2024, 7, 1, tzinfo=UTC), None, None, None, "products"),
+    ]  # fmt: skip
+    if db.kind == "mysql":  # MariaDB TIMESTAMP columns take naive values in the session zone (UTC below)
+        db.execute("SET time_zone = '+00:00'")
+        rows = [(r[0], r[1], r[2].replace(tzinfo=None) if r[2] else None, *r[3:]) for r in rows]
+    db.executemany(f"INSERT INTO {db.table('pages')} VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
+
+
+@pytest.mark.parametrize("lastmod", ["updated", "naive", "day", "text_date"])
+def test_edge_case_rows_and_every_lastmod_type(tmp_path: Path, database: Database, lastmod: str) -> None:
+    _create_pages(database)
+    source = _source(
+        database, table=database.table("pages"), columns={"loc": "url", "lastmod": lastmod, "section": "kind"}
+    )
+    summary, locs = _build(tmp_path, [source])
+    assert set(locs) == {f"{SITE}/a", f"{SITE}/caf%C3%A9/men%C3%BC", f"{SITE}/no-date", f"{SITE}/bad-text-date"}
+    assert summary.stage.rejected == {"empty": 1, "out_of_scope": 1}
+    assert summary.stage.duplicates == 1  # /a and /a?utm_source=mail
+    expected_a = {
+        "updated": "2024-07-01",  # the duplicate's newer timestamp wins
+        "naive": "2024-05-01T12:00:00Z",
+        "day": "2024-05-01",
+        "text_date": "2024-05-01T12:00:00Z",
+    }[lastmod]
+    assert locs[f"{SITE}/a"]["lastmod"] == expected_a
+    if lastmod == "text_date":
+        assert summary.stage.fields_dropped == {"lastmod_invalid": 1}
+    assert summary.plan.sections == {"articles": 1, "pages": 1, "products": 2}
+
+
+def test_sources_from_two_servers_and_parquet_are_combined_before_dedupe(
+    tmp_path: Path, postgres: Database, mariadb: Database
+) -> None:
+    postgres.execute(f"CREATE TABLE {postgres.table('products')} (url TEXT, updated TIMESTAMPTZ)")
+    postgres.executemany(
+        f"INSERT INTO {postgres.table('products')} VALUES (%s, %s)",
+        [(f"{SITE}/p/{i}", dt.datetime(2024, 1, 1, tzinfo=UTC)) for i in range(100)],
+    )
+    mariadb.execute(f"CREATE TABLE {mariadb.table('articles')} (link TEXT, changed DATETIME)")
+    mariadb.executemany(
+        f"INSERT INTO {mariadb.table('articles')} VALUES (%s, %s)",
+        [(f"{SITE}/p/{i}", dt.datetime(2024, 2, 1)) for i in range(50, 150)],
+    )
+    write_inventory(tmp_path / "extra.parquet", [{"loc": f"{SITE}/p/{i}"} for i in range(140, 160)])
+    sources = [
+        _source(postgres, table=postgres.table("products"), columns={"loc": "url", "lastmod": "updated"}),
+        _source(mariadb, query=f"SELECT link AS loc, changed AS lastmod FROM {mariadb.schema}.articles"),
+        {"path": str(tmp_path / "extra.parquet")},
+    ]
+    summary, locs = _build(tmp_path, sources)
+    assert len(locs) == 160
+    assert summary.stage.duplicates == 50 + 10
+    assert locs[f"{SITE}/p/60"]["lastmod"] == "2024-02-01"  # MariaDB's newer row wins over PostgreSQL's
+    assert locs[f"{SITE}/p/10"]["lastmod"] == "2024-01-01"
+    assert locs[f"{SITE}/p/155"]["lastmod"] is None
+
+
+def test_filter_with_bound_parameters_is_pushed_down(tmp_path: Path, database: Database) -> None:
+    _create_pages(database)
+    since = dt.datetime(2024, 5, 15, tzinfo=UTC)
+    source = _source(
+        database,
+        table=database.table("pages"),
+        columns={"loc": "url", "lastmod": "updated"},
+        filter="updated > :since AND kind = :kind",
+        params={"since": since if database.kind == "postgres" else since.replace(tzinfo=None), "kind": "articles"},
+    )
+    _, locs = _build(tmp_path, [source])
+    assert set(locs) == {f"{SITE}/caf%C3%A9/men%C3%BC"}
+    # the condition reaches the server: DuckDB shows it as a filter of the database scan
+    config = _config(tmp_path, [source])
+    con = duck.connect(threads=1)
+    create_inventory_view(con, config.sources)
+    plan = "\n".join(row[1] for row in con.execute("EXPLAIN SELECT * FROM inventory").fetchall())
+    scan = "POSTGRES_SCAN" if database.kind == "postgres" else "MYSQL_SCAN"
+    assert scan in plan and "Filters:" in plan.split(scan, 1)[1], plan
+
+
+def test_parameter_values_are_never_sql(tmp_path: Path, database: Database) -> None:
+    _create_pages(database)
+    source = _source(
+        database,
+        table=database.table("pages"),
+        columns={"loc": "url"},
+        filter="kind = :kind",
+        params={"kind": "products' OR 'x'='x"},
+    )
+    summary = run_build(_config(tmp_path, [source]), now=NOW, dry_run=True, force=True)
+    assert summary.stage.rows_in == 0, "the quote is part of the value, not of the SQL"
+
+
+def _published_locs(out: Path) -> set[str]:
+    """All <loc>s of all shards, parsed with lxml directly (independent of sitemap_ops' readers)."""
+    locs: set[str] = set()
+    for path in out.glob("sitemap-*.xml.gz"):
+        root = etree.fromstring(gzip.decompress(path.read_bytes()))
+        locs.update(el.text for el in root.iter(f"{{{SITEMAP_NS}}}loc"))
+    return locs
+
+
+@pytest.mark.slow
+def test_one_million_rows_end_to_end(tmp_path: Path, database: Database) -> None:
+    table = database.table("big")
+    if database.kind == "postgres":
+        database.execute(
+            f"CREATE TABLE {table} AS SELECT i AS id, 'https://www.example.com/item/' || i AS url, "
+            "TIMESTAMPTZ '2024-01-01 00:00:00+00' + i * INTERVAL '1 second' AS updated "
+            "FROM generate_series(1, 1000000) i"
+        )
+    else:
+        database.execute(
+            f"CREATE TABLE {table} AS SELECT seq AS id, CONCAT('https://www.example.com/item/', seq) AS url, "
+            f"TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq SECOND AS updated FROM {database.schema}.seq_1_to_1000000"
+        )
+    source = _source(database, table=table, columns={"loc": "url", "lastmod": "updated"})
+    summary = run_build(_config(tmp_path, [source]), now=NOW)
+    assert summary.stage.rows_in == 1_000_000 and summary.plan.total_urls == 1_000_000
+    assert len(summary.plan.shards) == 20
+    out = tmp_path / "public"
+    report = validate(str(out / "robots.txt"), now=NOW)
+    assert report.problems == [] and report.urls == 1_000_000
+    locs = _published_locs(out)
+    assert len(locs) == 1_000_000
+    assert {f"{SITE}/item/1", f"{SITE}/item/500000", f"{SITE}/item/1000000"} <= locs
+
+
+def _previous_site(tmp_path: Path) -> dict[str, bytes]:
+    """Publish a site from Parquet first, so failures can be shown to leave it untouched."""
+    write_inventory(tmp_path / "seed.parquet", [{"loc": f"{SITE}/seed/{i}"} for i in range(10)])
+    run_build(_config(tmp_path, [{"path": str(tmp_path / "seed.parquet")}]), now=NOW)
+    return {p.name: p.read_bytes() for p in (tmp_path / "public").iterdir()}
+
+
+def _failure_sources(db: Database, tmp_path: Path) -> dict[str, tuple[dict, str]]:
+    table = db.table("pages")
+    port_closed = db.url.rsplit(":", 1)[0] + ":1/test"
+    cases = {
+        "unreachable server": (_source(db, table=table) | {"path": port_closed}, "cannot connect to"),
+        "missing table": (_source(db, table=db.table("nope")), "cannot read source"),
+        "missing column": (_source(db, table=table, columns={"loc": "url", "lastmod": "nope"}), "has no column 'nope'"),
+    }
+    if db.kind == "postgres":
+        role = f"so_nologin_{uuid.uuid4().hex[:6]}"
+        db.execute(f"CREATE ROLE {role} NOLOGIN")
+        url = db.url.replace("postgres@", f"{role}@")
+        cases["refused login"] = ({"path": url, "table": table}, "not permitted to log in")
+        # the server fails half-way through the rows it is sending
+        query = f"SELECT * FROM postgres_query('src', 'SELECT url || (1 / (id - 5))::text AS loc FROM {table}')"
+        cases["query fails half-way"] = (_source(db, query=query), "division by zero")
+    else:
+        cases["refused login"] = (
+            _source(db, table=table) | {"path": db.url.replace("root@", "root:wrong-pw@")},
+            "Access denied",
+        )
+        query = f"SELECT url || CAST(CASE WHEN id = 5 THEN 'x' ELSE '1' END AS INTEGER) AS loc FROM {table}"
+        cases["query fails half-way"] = (_source(db, query=query), "Could not convert")
+    return cases
+
+
+@pytest.mark.parametrize(
+    "case", ["unreachable server", "refused login", "missing table", "missing column", "query fails half-way"]
+)
+def test_failures_name_the_source_and_leave_the_published_site_unchanged(
+    tmp_path: Path, database: Database, case: str
+) -> None:
+    _create_pages(database)
+    before = _previous_site(tmp_path)
+    source, message = _failure_sources(database, tmp_path)[case]
+    with pytest.raises(SourceError) as info:
+        run_build(_config(tmp_path, [source]), now=NOW + dt.timedelta(hours=1), force=True)
+    text = str(info.value)
+    assert message in text
+    assert "\n" not in text
+    assert source["path"].split("@")[-1].split("/")[0].split(":")[0] in text or "inventory" in text
+    assert {p.name: p.read_bytes() for p in (tmp_path / "public").iterdir()} == before
+
+
+def _mariadb_user(db: Database, password: str) -> str:
+    user = f"so_user_{uuid.uuid4().hex[:6]}"
+    db.execute(f"CREATE USER '{user}'@'%%' IDENTIFIED BY %s", (password,))
+    db.execute(f"CREATE USER '{user}'@'localhost' IDENTIFIED BY %s", (password,))
+    db.execute(f"GRANT SELECT ON {db.schema}.* TO '{user}'@'%'")
+    db.execute(f"GRANT SELECT ON {db.schema}.* TO '{user}'@'localhost'")
+    return user
+
+
+def test_credentials_from_url_environment_and_file_never_leak(tmp_path: Path, mariadb: Database) -> None:
+    _create_pages(mariadb)
+    password = f"Pw-{uuid.uuid4().hex[:12]}!"
+    user = _mariadb_user(mariadb, password)
+    host = mariadb.url.split("@", 1)[1].rsplit("/", 1)[0] + "/" + mariadb.schema
+    (tmp_path / "db-password").write_text(password + "\n")
+    cli = [
+        sys.executable,
+        "-m",
+        "sitemap_ops.cli",
+        "-v",
+        "build",
+        "--base-url",
+        SITE,
+        "--table",
+        mariadb.table("pages"),
+        "--column",
+        "loc=url",
+    ]
+    runs = {
+        "url": ([*cli, "--source", f"mysql://{user}:{password}@{host}", "--output", "o1"], {}),
+        "environment": ([*cli, "--source", f"mysql://{user}@{host}", "--output", "o2"], {"MYSQL_PWD": password}),
+        "file": (
+            [
+                *cli,
+                "--source",
+                f"mysql://{user}@{host}",
+                "--password-file",
+                str(tmp_path / "db-password"),
+                "--output",
+                "o3",
+            ],
+            {},
+        ),
+        "wrong password": ([*cli, "--source", f"mysql://{user}:{password}x@{host}", "--output", "o4"], {}),
+    }
+    import os
+
+    seen = []
+    for name, (args, env) in runs.items():
+        result = subprocess.run(
+            args, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+        )
+        seen += [result.stdout, result.stderr]
+        if name == "wrong password":
+            assert result.returncode == 2 and "Access denied" in result.stderr
+            assert f"mysql://{user}:***@" in result.stderr
+        else:
+            assert result.returncode == 0, result.stderr
+            assert "URLs published:     4" in result.stdout
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.name != "db-password":
+            data = path.read_bytes()
+            seen.append(
+                gzip.decompress(data).decode("utf-8", "replace")
+                if data[:2] == b"\x1f\x8b"
+                else data.decode("utf-8", "replace")
+            )
+    assert all(password not in text for text in seen)
+    manifest = json.loads((tmp_path / "o1" / "manifest.json").read_text())
+    assert password not in json.dumps(manifest)
+
+
+def test_postgres_password_in_url_is_redacted(tmp_path: Path, postgres: Database) -> None:
+    _create_pages(postgres)
+    secret = f"Pg-{uuid.uuid4().hex}"
+    url = postgres.url.replace("postgres@", f"postgres:{secret}@")
+    summary = run_build(
+        _config(tmp_path, [{"path": url, "table": postgres.table("pages"), "columns": {"loc": "url"}}]), now=NOW
+    )
+    assert summary.plan.total_urls == 4
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            text = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+            assert secret.encode() not in text, path
+
+
+def test_sqlite_files(tmp_path: Path) -> None:
+    path = tmp_path / "content.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE pages (url TEXT, updated TEXT, live INTEGER)")
+    con.executemany(
+        "INSERT INTO pages VALUES (?, ?, ?)",
+        [(f"{SITE}/s/{i}", f"2024-03-{i + 1:02d}T10:00:00Z", i % 2) for i in range(10)] + [(None, None, 1)],
+    )
+    con.commit()
+    con.close()
+    _, locs = _build(
+        tmp_path / "a",
+        [{"path": f"sqlite:///{path}", "table": "pages", "columns": {"loc": "url", "lastmod": "updated"}}],
+    )
+    assert len(locs) == 10 and locs[f"{SITE}/s/0"]["lastmod"] == "2024-03-01T10:00:00Z"
+    _, locs = _build(tmp_path / "b", [{"path": str(path), "query": "SELECT url AS loc FROM pages WHERE live = 1"}])
+    assert len(locs) == 5
+    with pytest.raises(SourceError, match="does not exist"):
+        run_build(_config(tmp_path / "c", [{"path": "sqlite:///nope.sqlite", "table": "pages"}]), now=NOW)
+
+
+def test_extension_loading_reports_every_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sitemap_ops.stage import databases
+
+    con = duckdb.connect()
+    with pytest.raises(SourceError, match=r"cannot load DuckDB's no_such_ext extension .*LOAD: .*INSTALL: "):
+        databases.load_extension(con, "no_such_ext")
