@@ -36,10 +36,12 @@ def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int, str]:
     return seconds, usage.ru_maxrss * 1024, out
 
 
-def build(inventory: Path, work: Path, memory_limit: str) -> dict[str, float]:
+def build(inventory: Path, work: Path, memory_limit: str, source: list[str] | None = None) -> dict[str, float]:
+    """Build `inventory` (or `source`: other --source flags holding the same rows) in its own process."""
+    work.mkdir(exist_ok=True)
     out = work / "public"
     cmd = [
-        sys.executable, "-m", "sitemap_ops.cli", "build", "--source", str(inventory),
+        sys.executable, "-m", "sitemap_ops.cli", "build", *(source or ["--source", str(inventory)]),
         "--base-url", "https://www.example.com", "--output", str(out), "--work-dir", str(work / "state"),
         "--memory-limit", memory_limit, "--quiet",
     ]  # fmt: skip
@@ -88,12 +90,50 @@ def sitemapjs(work: Path) -> dict[str, float]:
     }
 
 
+def postgres_vs_parquet(root: Path, rows: int, url: str, memory_limit: str) -> dict[str, object]:
+    """The same `rows` built from Parquet and from a PostgreSQL table (loaded by DuckDB's COPY)."""
+    from generate import generate
+
+    from sitemap_ops.stage.databases import DatabaseURL, load_extension
+
+    work = root / f"pg{rows}"
+    work.mkdir()
+    inventory = work / "inventory.parquet"
+    generate(inventory, int(rows / 1.1))
+    db = DatabaseURL.parse(url)
+    con = duckdb.connect()
+    load_extension(con, "postgres_scanner")
+    con.execute(
+        "CREATE SECRET bench (TYPE postgres, HOST ?, PORT ?, DATABASE ?, USER ?)",
+        [db.host, db.port, db.database, db.user],
+    )
+    con.execute("ATTACH '' AS pg (TYPE postgres, SECRET bench)")
+    con.execute("DROP TABLE IF EXISTS pg.public.sitemap_ops_bench")
+    con.execute(f"CREATE TABLE pg.public.sitemap_ops_bench AS SELECT * FROM read_parquet('{inventory}')")
+    try:
+        parquet = build(inventory, work / "parquet", memory_limit)
+        postgres = build(
+            inventory, work / "postgres", memory_limit, ["--source", url, "--table", "public.sitemap_ops_bench"]
+        )
+    finally:
+        con.execute("DROP TABLE IF EXISTS pg.public.sitemap_ops_bench")
+        con.close()
+    return {
+        "parquet": parquet,
+        "postgres": postgres,
+        "postgres_share_of_parquet": round(postgres["input_urls_per_s"] / parquet["input_urls_per_s"], 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000000,10000000", help="input rows per run, comma-separated")
     parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit of each build")
     parser.add_argument("--no-sitemapjs", action="store_true", help="skip the sitemap.js comparison")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
+    parser.add_argument("--postgres", metavar="URL", help="also build --postgres-rows rows from this PostgreSQL server")
+    parser.add_argument("--postgres-rows", type=int, default=5_000_000)
+    parser.add_argument("--only-postgres", action="store_true", help="run just the PostgreSQL comparison")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
     from generate import generate
@@ -101,7 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, object] = {"cpus": os.cpu_count(), "memory_limit": args.memory_limit, "builds": []}
     root = Path(tempfile.mkdtemp(prefix="sitemap-ops-bench-"))
     try:
-        for size in (int(s) for s in args.sizes.split(",")):
+        if args.postgres:
+            results["postgres_vs_parquet"] = comparison = postgres_vs_parquet(
+                root, args.postgres_rows, args.postgres, args.memory_limit
+            )
+            for name in ("parquet", "postgres"):
+                run = comparison[name]
+                print(
+                    f"{name:>10} {run['input_urls']:>11,} input URLs: {run['seconds']:6.1f} s, "
+                    f"{run['input_urls_per_s']:>9,} URLs/s, peak RSS {run['peak_rss_mb']:,} MB",
+                    flush=True,
+                )
+        for size in [] if args.only_postgres else (int(s) for s in args.sizes.split(",")):
             work = root / f"n{size}"
             work.mkdir()
             inventory = work / "inventory.parquet"
