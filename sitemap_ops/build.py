@@ -6,18 +6,20 @@ import datetime as dt
 import os
 import secrets
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 
 from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.plan.manifest import Manifest
-from sitemap_ops.plan.plan import Plan, run_plan
+from sitemap_ops.plan.plan import PLANNED_NAME, Plan, run_plan
 from sitemap_ops.progress import Progress
+from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import run_publish, run_retire
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import render_shards
-from sitemap_ops.stage.stage import StageResult, run_stage
+from sitemap_ops.stage.stage import STAGED_NAME, StageResult, run_stage
 from sitemap_ops.storage import Storage
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
@@ -82,10 +84,13 @@ def _fmt(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in counts.items())
 
 
-def _prune_work_dirs(root: str) -> None:
-    builds = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+def _prune_work_dirs(root: Storage) -> None:
+    """Keep the work folders of the last KEEP_WORK_DIRS builds (local work storage only)."""
+    if not root.is_local or not os.path.isdir(root.root):
+        return
+    builds = sorted(d for d in os.listdir(root.root) if os.path.isdir(os.path.join(root.root, d)))
     for old in builds[:-KEEP_WORK_DIRS]:
-        shutil.rmtree(os.path.join(root, old), ignore_errors=True)
+        shutil.rmtree(os.path.join(root.root, old), ignore_errors=True)
 
 
 def run_build(
@@ -100,28 +105,39 @@ def run_build(
     """Run a whole build. `dry_run` stops after the plan and writes nothing public.
 
     `full_rebuild` ignores the last build's assignment and fingerprints (every shard is written again).
+    A build that publishes holds the output's publish lease from before it reads the last manifest until
+    it is done, so two builds of one site never interleave.
     """
     progress = progress or Progress(enabled=False)
     started = time.monotonic()
     now = now or dt.datetime.now(dt.UTC)
     build_id = new_build_id(now)
-    work_root = os.path.abspath(config.work_dir)
-    work_dir = os.path.join(work_root, build_id)
-    os.makedirs(work_dir, exist_ok=True)
-    output = Storage.open(config.output)
-    previous = None if full_rebuild else Manifest.load(output)
+    work_root = Storage.open(
+        config.work_dir if "://" in config.work_dir else os.path.abspath(config.work_dir), config.storage
+    )
+    work = work_root.child(build_id)
+    work.makedirs()
+    output = Storage.open(config.output, config.storage)
+    lease = None
+    if not dry_run and config.storage.lease:
+        output.makedirs()
+        lease = PublishLease(output, build_id, config.storage.lease_seconds, config.storage.lease_wait_seconds)
+        lease.acquire()
     timings: dict[str, float] = {}
-
+    spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
     con = duck.connect(
         threads=config.duckdb.threads or None,
         memory_limit=config.duckdb.memory_limit,
-        temp_directory=os.path.join(work_dir, "duckdb_tmp"),
+        temp_directory=spill,
         normalize=config.normalize,
     )
     try:
+        previous = None if full_rebuild else Manifest.load(output)
         t = time.monotonic()
-        stage = run_stage(config, con, work_dir, now, progress)
+        stage = run_stage(config, con, work, now, progress)
         timings["stage"] = time.monotonic() - t
+        if lease:
+            lease.renew()
         t = time.monotonic()
         existing = set(output.list())
         plan = run_plan(
@@ -130,7 +146,7 @@ def run_build(
             build_id=build_id,
             created_at=now.isoformat(),
             staged_path=stage.staged_path,
-            work_dir=work_dir,
+            work=work,
             previous=previous,
             previous_assignment=(
                 duck.storage_path(con, output, previous.assignment)
@@ -142,19 +158,24 @@ def run_build(
             progress=progress,
         )
         timings["plan"] = time.monotonic() - t
-        summary = BuildSummary(build_id, dry_run, stage, plan, work_dir=work_dir, timings=timings)
+        summary = BuildSummary(build_id, dry_run, stage, plan, work_dir=work.url, timings=timings)
         if dry_run:
             summary.seconds = time.monotonic() - started
             return summary
+        if lease:
+            lease.renew()
 
         t = time.monotonic()
         todo = [s for s in plan.shards if s.render]
         progress.step(
             f"render: {len(todo):,} shard(s) to write ({CODEC} gzip), {len(plan.shards) - len(todo):,} unchanged"
         )
-        output.makedirs()
-        rendered = render_shards(con, plan, config.render, output, threads=os.cpu_count() or 2, progress=progress)
+        rendered = render_shards(
+            con, plan, config.render, output, threads=config.storage.max_concurrency, progress=progress
+        )
         timings["render"] = time.monotonic() - t
+        if lease:
+            lease.renew()
         t = time.monotonic()
         manifest = run_publish(
             config, plan, rendered, output, previous=previous, stage_summary=stage.to_dict(), now=now, progress=progress
@@ -163,12 +184,13 @@ def run_build(
         timings["publish"] = time.monotonic() - t
     finally:
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+        if lease:
+            lease.release()
     summary.shards_written = len(rendered)
     summary.compressed_bytes = sum(r.compressed_bytes or 0 for r in rendered)
-    for big in (stage.staged_path, plan.planned_path):
-        if os.path.exists(big):
-            os.remove(big)
-    shutil.rmtree(os.path.join(work_dir, "duckdb_tmp"), ignore_errors=True)
+    for big in (STAGED_NAME, PLANNED_NAME):
+        work.delete(big)
     _prune_work_dirs(work_root)
     summary.seconds = time.monotonic() - started
     return summary

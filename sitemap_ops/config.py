@@ -19,6 +19,7 @@ from sitemap_ops.publish.config import PublishConfig
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.stage.config import NormalizeConfig, SourceConfig
 from sitemap_ops.stage.normalize import idna_host
+from sitemap_ops.storage import StorageConfig
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class DuckDBConfig:
     """Resources for the DuckDB session that does the set-based work."""
 
     threads: int = 0  # 0: all cores
-    memory_limit: str = "2GB"  # DuckDB spills to work_dir/duckdb_tmp beyond this
+    memory_limit: str = "2GB"  # DuckDB spills to a local temporary folder beyond this
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,13 @@ class SiteConfig:
     name: str = "site"
     public_url: str = ""  # where `output` is served; default: the base URL's root
     robots: str = ""  # robots.txt to update; default: <output>/robots.txt when output is served at the root
-    work_dir: str = ".sitemap-ops"  # staged snapshot, plan and rejects of each build
+    work_dir: str = ".sitemap-ops"  # staged snapshot, plan and rejects of each build (local or fsspec URL)
     normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
     shards: ShardConfig = field(default_factory=ShardConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     publish: PublishConfig = field(default_factory=PublishConfig)
     duckdb: DuckDBConfig = field(default_factory=DuckDBConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
 
     def __post_init__(self) -> None:
         if not self.output:

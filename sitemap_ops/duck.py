@@ -12,7 +12,7 @@ import fsspec
 
 from sitemap_ops.stage.config import NormalizeConfig
 from sitemap_ops.stage.normalize import idna_host, normalize_target
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import Storage, StorageConfig, protocol_of
 
 # In a wheel the SQL files sit inside the package (sitemap_ops/sql); in a source checkout they are the
 # repository's top-level sql/ folder.
@@ -86,11 +86,11 @@ def register_fsspec(con: duckdb.DuckDBPyConnection, fs: fsspec.AbstractFileSyste
     return protocol
 
 
-def duckdb_path(con: duckdb.DuckDBPyConnection, url: str) -> str:
+def duckdb_path(con: duckdb.DuckDBPyConnection, url: str, storage: StorageConfig | None = None) -> str:
     """`url` as DuckDB should see it: local paths as they are, other fsspec URLs through fsspec."""
     if "://" not in url or url.startswith("file://"):
         return url.removeprefix("file://")
-    fs, path = fsspec.core.url_to_fs(url)
+    fs, path = fsspec.core.url_to_fs(url, **(storage or StorageConfig()).fs_options(protocol_of(url)))
     return f"{register_fsspec(con, fs)}://{path}"
 
 

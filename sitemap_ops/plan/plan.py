@@ -11,12 +11,13 @@ import pyarrow as pa
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import ASSIGNMENT_PREFIX
-from sitemap_ops.duck import create_parquet_view, quote_literal, read_sql, set_variables
+from sitemap_ops.duck import create_parquet_view, duckdb_path, quote_literal, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.plan.exceptions import CircuitBreakerError, PlanError
 from sitemap_ops.plan.manifest import Manifest
 from sitemap_ops.progress import Progress
 from sitemap_ops.render.xml import index_entry, index_overhead, shard_overhead
+from sitemap_ops.storage import Storage
 
 PLANNED_NAME = "planned.parquet"
 PLAN_NAME = "plan.json"
@@ -210,14 +211,14 @@ def run_plan(
     build_id: str,
     created_at: str,
     staged_path: str,
-    work_dir: str,
+    work: Storage,
     previous: Manifest | None,
     previous_assignment: str | None,
     existing_files: set[str],
     force: bool = False,
     progress: Progress | None = None,
 ) -> Plan:
-    """Plan the build; writes `<work_dir>/planned.parquet` and `<work_dir>/plan.json`.
+    """Plan the build; writes `planned.parquet` and `plan.json` to the build's work storage.
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
@@ -230,7 +231,7 @@ def run_plan(
     set_variables(con, {"format": config.render.format})
     con.execute(
         "CREATE OR REPLACE TEMP VIEW staged AS SELECT * FROM read_parquet("
-        + quote_literal(staged_path)
+        + quote_literal(duckdb_path(con, staged_path, config.storage))
         + ", file_row_number = true)"
     )
     if previous_assignment:
@@ -287,13 +288,13 @@ def run_plan(
     same = shard_key[1:] == shard_key[:-1]
     ordered = bool(np.all(shard_key[1:] >= shard_key[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
 
-    planned_path = f"{work_dir}/{PLANNED_NAME}"
+    planned_path = storage_path(con, work, PLANNED_NAME)
     progress.step("plan: writing the planned snapshot")
     con.register("assignment", pa.table({"shard_key": shard_key, "shard": shard, "pos": pos}))
     try:
         con.sql(read_sql("plan_planned")).write_parquet(planned_path, compression="snappy", row_group_size=16384)
     except duckdb.Error as exc:
-        raise PlanError(f"cannot write the planned snapshot to {work_dir}: {first_line(exc)}") from None
+        raise PlanError(f"cannot write the planned snapshot to {work.url}: {first_line(exc)}") from None
     finally:
         con.unregister("assignment")
     del size, shard, pos, codes, section_index
@@ -324,7 +325,7 @@ def run_plan(
     plan = Plan(
         build_id=build_id,
         created_at=created_at,
-        planned_path=planned_path,
+        planned_path=work.url_of(PLANNED_NAME),
         shards=shard_plans,
         indexes=_plan_indexes(shard_plans, config),
         total_urls=total,
@@ -334,8 +335,7 @@ def run_plan(
         sections={s.name: s.end - s.start for s in sections},
         compacted=compacted,
     )
-    with open(f"{work_dir}/{PLAN_NAME}", "w", encoding="utf-8") as fh:
-        fh.write(plan.to_json())
+    work.write_bytes(PLAN_NAME, plan.to_json().encode("utf-8"))
     return plan
 
 

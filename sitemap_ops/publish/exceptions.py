@@ -11,3 +11,11 @@ class PublishError(SitemapOpsError):
 
 class MissingShardError(PublishError):
     """A shard the new index would name does not exist on storage."""
+
+
+class LeaseHeldError(PublishError):
+    """Another build of the same site holds the publish lease."""
+
+
+class LeaseLostError(PublishError):
+    """This build's publish lease expired and another build took it over."""

@@ -18,7 +18,7 @@ from sitemap_ops.publish.exceptions import MissingShardError, PublishError
 from sitemap_ops.publish.robots import update_robots
 from sitemap_ops.render.render import RenderedShard
 from sitemap_ops.render.xml import render_index
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import Storage, read_url
 
 
 def _write_if_changed(storage: Storage, name: str, data: bytes) -> bool:
@@ -34,7 +34,7 @@ def robots_storage(config: SiteConfig) -> tuple[Storage, str] | None:
     if not config.robots:
         return None
     folder, _, name = config.robots.rstrip("/").rpartition("/")
-    return Storage.open(folder or "."), name
+    return Storage.open(folder or ".", config.storage), name
 
 
 def run_publish(
@@ -73,8 +73,7 @@ def run_publish(
             # surrogateescape keeps bytes that are not UTF-8 exactly as they were
             text = old.decode("utf-8", errors="surrogateescape") if old is not None else ""
             _write_if_changed(robots, name, update_robots(text, index_urls).encode("utf-8", errors="surrogateescape"))
-        with open(plan.planned_path, "rb") as fh:
-            output.write_bytes(plan.assignment_name, fh.read())
+        output.write_bytes(plan.assignment_name, read_url(plan.planned_path, output.config))
     except StorageError as exc:
         raise PublishError(f"publishing to {output.url} failed: {exc}") from None
 

@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.duck import create_parquet_view, read_sql, set_variables
+from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
@@ -76,7 +76,7 @@ def render_shards(
             "render_max_key": max(by_key),
         },
     )
-    create_parquet_view(con, "planned", plan.planned_path)
+    create_parquet_view(con, "planned", duckdb_path(con, plan.planned_path, output.config))
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()

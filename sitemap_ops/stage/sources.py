@@ -11,6 +11,7 @@ from sitemap_ops.errors import first_line
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
+from sitemap_ops.storage import StorageConfig
 
 # Types whose values DuckDB turns into a UTC timestamp without parsing text.
 _TIMESTAMP_TYPES = ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "DATE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
@@ -45,10 +46,16 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _relation_sql(con: duckdb.DuckDBPyConnection, source: SourceConfig, alias: str, inventory: Inventory) -> str:
+def _relation_sql(
+    con: duckdb.DuckDBPyConnection,
+    source: SourceConfig,
+    alias: str,
+    inventory: Inventory,
+    storage: StorageConfig | None,
+) -> str:
     """SQL naming the source's rows (a table function call, a table or a subquery)."""
     if source.format in ("parquet", "csv"):
-        path = quote_literal(duckdb_path(con, source.path))
+        path = quote_literal(duckdb_path(con, source.path, storage))
         return f"read_parquet({path})" if source.format == "parquet" else f"read_csv({path}, header = true)"
     if source.format == "duckdb":
         con.execute(f"ATTACH {quote_literal(source.path)} AS {alias} (READ_ONLY)")
@@ -116,14 +123,16 @@ def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str
     return ", ".join(items)
 
 
-def create_inventory_view(con: duckdb.DuckDBPyConnection, sources: tuple[SourceConfig, ...]) -> Inventory:
+def create_inventory_view(
+    con: duckdb.DuckDBPyConnection, sources: tuple[SourceConfig, ...], storage: StorageConfig | None = None
+) -> Inventory:
     """Create the temp view `inventory` over all sources (combined before dedupe)."""
     inventory = Inventory(labels=[s.label for s in sources])
     parts = []
     for index, source in enumerate(sources):
         alias = f"src{index}" if index else "src"
         try:
-            relation = _relation_sql(con, source, alias, inventory)
+            relation = _relation_sql(con, source, alias, inventory, storage)
             types = _column_types(con, relation)
         except duckdb.Error as exc:
             raise SourceError(

@@ -10,12 +10,13 @@ import pyarrow as pa
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import DEFAULT_SECTION, MAX_LOC_LENGTH
-from sitemap_ops.duck import connect, read_sql, set_variables
+from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.normalize import TARGET_NEEDS_WORK
 from sitemap_ops.stage.sources import create_inventory_view
+from sitemap_ops.storage import Storage
 
 STAGED_NAME = "staged.parquet"
 REJECTS_NAME = "rejects.csv"
@@ -74,14 +75,14 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
 def run_stage(
     config: SiteConfig,
     con: duckdb.DuckDBPyConnection,
-    work_dir: str,
+    work: Storage,
     build_time: dt.datetime,
     progress: Progress | None = None,
 ) -> StageResult:
-    """Stage the inventory into `<work_dir>/staged.parquet` and `<work_dir>/rejects.csv`."""
+    """Stage the inventory into `staged.parquet` and `rejects.csv` in the build's work storage."""
     progress = progress or Progress(enabled=False)
     progress.step(f"stage: reading {len(config.sources)} source(s): {', '.join(s.label for s in config.sources)}")
-    inventory = create_inventory_view(con, config.sources)
+    inventory = create_inventory_view(con, config.sources, config.storage)
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     try:
@@ -97,15 +98,14 @@ def run_stage(
     valid = next(n for kind, _, n in counts if kind == "valid")
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
 
-    staged_path = f"{work_dir}/{STAGED_NAME}"
-    rejects_path = f"{work_dir}/{REJECTS_NAME}"
+    staged_path = storage_path(con, work, STAGED_NAME)
     try:
-        con.sql(read_sql("stage_rejects")).write_csv(rejects_path, header=True)
+        con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         con.execute("CREATE OR REPLACE TEMP TABLE dup_locs AS " + read_sql("stage_duplicates"))
         con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
         (staged,) = con.execute("SELECT count(*) FROM read_parquet(?)", [staged_path]).fetchall()[0]
     except duckdb.Error as exc:
-        raise StageError(f"cannot write the staged snapshot to {work_dir}: {first_line(exc)}") from None
+        raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
         con.execute("DROP TABLE IF EXISTS normalized")
         con.execute("DROP TABLE IF EXISTS dup_locs")
@@ -115,8 +115,8 @@ def run_stage(
         duplicates=valid - staged,
         rejected=dict(sorted(rejected.items())),
         fields_dropped=dict(sorted(dropped.items())),
-        staged_path=staged_path,
-        rejects_path=rejects_path,
+        staged_path=work.url_of(STAGED_NAME),
+        rejects_path=work.url_of(REJECTS_NAME),
     )
 
 

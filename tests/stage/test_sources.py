@@ -138,4 +138,4 @@ def test_broken_source_stops_before_anything_is_published(tmp_path: Path) -> Non
     (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(SourceError, match="cannot read source"):
         _build(tmp_path, [{"path": str(tmp_path / "bad.parquet")}])
-    assert not (tmp_path / "public").exists()
+    assert not list((tmp_path / "public").iterdir()), "nothing published, and the lease was released"
