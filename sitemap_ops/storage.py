@@ -3,6 +3,7 @@ and the conditional writes the publish lease relies on (local disk, S3, GCS, fss
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import random
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -49,6 +51,10 @@ class StorageConfig:
     def fs_options(self, protocol: str) -> dict[str, Any]:
         """fsspec keyword arguments for a filesystem of `protocol`."""
         options: dict[str, Any] = dict(self.options)
+        if protocol in ("s3", "s3a"):
+            # One attempt per call in s3fs and botocore: with_retries is the one retry loop (with backoff),
+            # so a failing upload takes seconds, not minutes of nested retries.
+            options.setdefault("config_kwargs", {"retries": {"max_attempts": 1, "mode": "standard"}})
         if self.endpoint_url and protocol in ("s3", "s3a"):
             options["client_kwargs"] = {**options.get("client_kwargs", {}), "endpoint_url": self.endpoint_url}  # type: ignore[dict-item]
         elif self.endpoint_url and protocol in ("gs", "gcs"):
@@ -100,6 +106,8 @@ class Storage:
             fs, root = fsspec.core.url_to_fs(url, **config.fs_options(protocol_of(url)))
         except (ImportError, ValueError) as exc:
             raise StorageError(f"cannot open storage {url!r}: {exc}") from None
+        if hasattr(fs, "call_s3"):
+            fs.retries = 1  # s3fs's own retry loop off as well (see fs_options)
         return cls(url=url, fs=fs, root=root.rstrip("/"), config=config)
 
     @property
@@ -300,22 +308,30 @@ class Storage:
                     lambda: self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfMatch=token),
                     f"replacing {path}",
                 )
-            else:  # gs: ifGenerationMatch=<generation>
+            else:  # gs: the same multipart upload gcsfs makes, with ifGenerationMatch=<generation>
                 from fsspec.asyn import sync
 
                 bucket, key, _ = self.fs.split_path(path)
-                upload = f"{self.fs._location}/upload/storage/v1/b/{bucket}/o"
+                head = json.dumps({"name": key, "contentType": content_type(name)})
+                body = (
+                    (
+                        f"--==0==\nContent-Type: application/json; charset=UTF-8\n\n{head}\n--==0==\n"
+                        f"Content-Type: {content_type(name)}\n\n"
+                    ).encode()
+                    + data
+                    + b"\n--==0==--"
+                )
                 self._retry(
                     lambda: sync(
                         self.fs.loop,
                         self.fs._call,
                         "POST",
-                        upload,
-                        uploadType="media",
-                        name=key,
+                        f"{self.fs._location}/upload/storage/v1/b/{quote(bucket)}/o",
+                        uploadType="multipart",
                         ifGenerationMatch=token,
-                        data=data,
-                        headers={"Content-Type": "application/json"},
+                        data=body,
+                        json_out=True,
+                        headers={"Content-Type": 'multipart/related; boundary="==0=="'},
                     ),
                     f"replacing {path}",
                 )

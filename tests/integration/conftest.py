@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,3 +101,134 @@ def mariadb() -> Iterator[Database]:
 def database(request: pytest.FixtureRequest) -> Database:
     """Each test that takes `database` runs against PostgreSQL and against MariaDB."""
     return request.getfixturevalue(request.param)
+
+
+# -- object storage servers over HTTP ------------------------------------------------------------------
+
+# gcsfs 2026.x first probes a bucket's type over gRPC, which hangs against the emulator; must be set
+# before gcsfs is imported.
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+
+
+class RecordingApp:
+    """WSGI middleware in front of moto's S3 app: logs every request and injects HTTP failures."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests: list[tuple[str, str]] = []
+        self.faults: list[dict[str, Any]] = []  # {"method", "suffix", "times" (None: always), "status"}
+        self.lock = threading.Lock()
+
+    def fail(self, method: str, suffix: str, times: int | None = None, status: int = 503) -> None:
+        with self.lock:
+            self.faults.append({"method": method, "suffix": suffix, "times": times, "status": status})
+
+    def puts(self, suffix: str = "") -> list[str]:
+        return [path for method, path in self.requests if method == "PUT" and path.endswith(suffix)]
+
+    def __call__(self, environ: dict, start_response: Any) -> Any:
+        method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
+        with self.lock:
+            self.requests.append((method, path))
+            for fault in self.faults:
+                if fault["method"] == method and path.endswith(fault["suffix"]) and fault["times"] != 0:
+                    if fault["times"] is not None:
+                        fault["times"] -= 1
+                    status = fault["status"]
+                    break
+            else:
+                status = None
+        if status is not None:
+            reason = {500: "Internal Server Error", 503: "Slow Down"}.get(status, "Error")
+            start_response(f"{status} {reason}", [("Content-Type", "application/xml")])
+            return [b"<Error><Code>SlowDown</Code><Message>injected by the test</Message></Error>"]
+        return self.app(environ, start_response)
+
+
+@dataclass
+class S3Server:
+    endpoint: str
+    bucket: str
+    app: RecordingApp
+    client: Any
+
+    def storage(self, **fields: Any) -> dict[str, Any]:
+        return {"endpoint_url": self.endpoint, **fields}
+
+    def url(self, path: str) -> str:
+        return f"s3://{self.bucket}/{path}"
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """moto's S3 server over HTTP on 127.0.0.1 (a real S3 API server, not an in-process mock of boto)."""
+    try:
+        import boto3
+        from moto.server import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import make_server
+    except ImportError as exc:
+        require_service("s3", f"moto[server] and boto3 are not installed: {exc}")
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    app = RecordingApp(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # for clients that are given no endpoint (validate)
+    client = boto3.client("s3", endpoint_url=endpoint)
+    bucket = f"site-{uuid.uuid4().hex[:8]}"
+    client.create_bucket(Bucket=bucket)
+    import fsspec
+
+    fsspec.config.conf.pop("s3", None)
+    try:
+        yield S3Server(endpoint, bucket, app, client)
+    finally:
+        server.shutdown()
+        server.server_close()
+        import s3fs
+
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+@dataclass
+class GCSServer:
+    endpoint: str
+    bucket: str
+    fs: Any
+
+    def storage(self, **fields: Any) -> dict[str, Any]:
+        return {"endpoint_url": self.endpoint, "options": {"token": "anon", "project": "test"}, **fields}
+
+    def url(self, path: str) -> str:
+        return f"gs://{self.bucket}/{path}"
+
+
+@pytest.fixture
+def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[GCSServer]:
+    """gcp-storage-emulator serving the GCS JSON API over HTTP on 127.0.0.1."""
+    try:
+        import gcsfs
+        from gcp_storage_emulator.server import create_server
+    except ImportError as exc:
+        require_service("gcs", f"gcsfs and gcp-storage-emulator are not installed: {exc}")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    bucket = f"site-{uuid.uuid4().hex[:8]}"
+    server = create_server("127.0.0.1", port, in_memory=True, default_bucket=bucket)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
+    gcsfs.GCSFileSystem.clear_instance_cache()
+    fs = gcsfs.GCSFileSystem(endpoint_url=endpoint, token="anon", project="test")
+    try:
+        yield GCSServer(endpoint, bucket, fs)
+    finally:
+        server.stop()
+        gcsfs.GCSFileSystem.clear_instance_cache()

@@ -1,0 +1,260 @@
+"""Publishing to S3 (moto's server over HTTP, s3fs) and GCS (gcp-storage-emulator over HTTP, gcsfs)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from usp.fetch_parse import SitemapFetcher
+
+from sitemap_ops.build import run_build
+from sitemap_ops.config import load_config
+from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.plan.exceptions import CircuitBreakerError
+from sitemap_ops.publish.exceptions import LeaseHeldError
+from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
+from sitemap_ops.storage import Storage, StorageConfig
+from sitemap_ops.validate import validate
+from tests.helpers import NOW, write_inventory
+
+pytestmark = pytest.mark.service("s3 (moto server) and gcs (emulator)")
+
+SITE = "https://www.example.com"
+CACHE = "public, max-age=300"
+EXPECTED_TYPES = {
+    ".xml.gz": "application/gzip",
+    ".xml": "application/xml",
+    "robots.txt": "text/plain; charset=utf-8",
+    ".json": "application/json",
+    ".parquet": "application/vnd.apache.parquet",
+}
+
+
+def _rows(n: int, start: int = 0) -> list[dict]:
+    return [{"loc": f"{SITE}/p/{i:05d}", "lastmod": dt.datetime(2024, 1, 1)} for i in range(start, start + n)]
+
+
+def _config(tmp_path: Path, server, **overrides: object):
+    data = {
+        "base_url": SITE,
+        "output": server.url("site"),
+        "work_dir": server.url("work"),  # the staged snapshot and plan live on object storage too
+        "sources": [{"path": str(tmp_path / "inventory.parquet")}],
+        "shards": {"max_urls": 100},
+        "storage": server.storage(cache_control=CACHE),
+    }
+    data.update(overrides)
+    return load_config(None, data)
+
+
+def _build(tmp_path: Path, server, rows: list[dict] | None = None, *, now: dt.datetime = NOW, **kwargs: object):
+    if rows is not None:
+        write_inventory(tmp_path / "inventory.parquet", rows)
+    force = bool(kwargs.pop("force", False))
+    return run_build(_config(tmp_path, server, **kwargs), now=now, force=force)
+
+
+@pytest.fixture(params=["s3", "gcs"])
+def store(request: pytest.FixtureRequest):
+    return request.getfixturevalue(request.param)
+
+
+def _objects(store) -> dict[str, dict]:
+    """name -> metadata of every object under site/."""
+    if hasattr(store, "client"):
+        listing = store.client.list_objects_v2(Bucket=store.bucket, Prefix="site/").get("Contents", [])
+        result = {}
+        for obj in listing:
+            head = store.client.head_object(Bucket=store.bucket, Key=obj["Key"])
+            result[obj["Key"].removeprefix("site/")] = {
+                "content_type": head["ContentType"],
+                "cache_control": head.get("CacheControl"),
+                "version": head["ETag"] + str(head["LastModified"]),
+            }
+        return result
+    store.fs.invalidate_cache()
+    return {
+        info["name"].split("/site/", 1)[1]: {
+            "content_type": info["contentType"],
+            "cache_control": info.get("cacheControl"),
+            "version": info["generation"],
+        }
+        for info in store.fs.ls(f"{store.bucket}/site", detail=True)
+    }
+
+
+def test_full_build_metadata_incremental_rebuild_and_retire(tmp_path: Path, store) -> None:
+    first = _build(tmp_path, store, _rows(250))
+    assert first.shards_written == 3
+    objects = _objects(store)
+    assert {"sitemap.xml", "robots.txt", "manifest.json", "sitemap-pages-00003.xml.gz"} <= set(objects)
+    assert LEASE_NAME not in objects, "the lease is released after the build"
+    for name, meta in objects.items():
+        ending = next(e for e in EXPECTED_TYPES if name.endswith(e))
+        expected = EXPECTED_TYPES[ending]
+        if not hasattr(store, "client"):  # the GCS emulator drops media-type parameters (; charset=utf-8)
+            expected = expected.split(";")[0]
+        assert meta["content_type"] == expected, name
+        assert meta["cache_control"] == CACHE, name
+    assert validate(store.url("site/robots.txt"), now=NOW).problems == []
+
+    # an unchanged rebuild uploads no shard (and rewrites neither the index nor robots.txt)
+    before = _objects(store)
+    second = _build(tmp_path, store, now=NOW + dt.timedelta(hours=1))
+    assert second.shards_written == 0
+    after = _objects(store)
+    for name in ("sitemap-pages-00001.xml.gz", "sitemap-pages-00003.xml.gz", "sitemap.xml", "robots.txt"):
+        assert after[name]["version"] == before[name]["version"], name
+
+    # shrinking by 40% (forced past the breaker) leaves shard 3 unreferenced; it is retired after 7 days
+    _build(tmp_path, store, _rows(150), now=NOW + dt.timedelta(hours=2), force=True)
+    assert "sitemap-pages-00003.xml.gz" in _objects(store), "kept during the grace period"
+    third = _build(tmp_path, store, now=NOW + dt.timedelta(days=8))
+    assert "sitemap-pages-00003.xml.gz" in third.retired
+    remaining = set(_objects(store))
+    assert "sitemap-pages-00003.xml.gz" not in remaining
+    assert "sitemap-pages-00002.xml.gz" in remaining
+    assert validate(store.url("site/robots.txt"), now=NOW + dt.timedelta(days=8)).urls == 150
+
+
+def test_s3_put_count_and_transient_errors_are_retried(tmp_path: Path, s3) -> None:
+    s3.app.fail("PUT", "/site/sitemap-pages-00002.xml.gz", times=2, status=503)
+    summary = _build(tmp_path, s3, _rows(250))
+    assert summary.shards_written == 3
+    assert len(s3.app.puts("/site/sitemap-pages-00002.xml.gz")) == 3  # two 503s, then success
+    s3.app.requests.clear()
+    _build(tmp_path, s3, now=NOW + dt.timedelta(hours=1))
+    assert [p for p in s3.app.puts() if ".xml" in p] == [], "an unchanged rebuild uploads no sitemap file"
+    s3.app.requests.clear()
+    _build(tmp_path, s3, _rows(260), now=NOW + dt.timedelta(hours=2))
+    assert sorted(p.rsplit("/", 1)[1] for p in s3.app.puts(".xml.gz")) == ["sitemap-pages-00003.xml.gz"]
+
+
+@pytest.mark.parametrize(
+    "failing", ["sitemap-pages-00004.xml.gz", "sitemap.xml", "robots.txt"], ids=["4th shard", "index", "robots"]
+)
+def test_upload_failure_at_each_step_keeps_the_live_site_whole(tmp_path: Path, s3, failing: str) -> None:
+    _build(tmp_path, s3, _rows(250))
+    s3.client.delete_object(Bucket=s3.bucket, Key="site/robots.txt")  # so the next build must write it
+    s3.app.fail("PUT", f"/site/{failing}", times=None, status=500)  # fails every time
+    with pytest.raises(SitemapOpsError, match=r"failed after 2 attempt"):
+        _build(tmp_path, s3, _rows(600), now=NOW + dt.timedelta(hours=1), storage=s3.storage(retries=1))
+    report = validate(s3.url("site/sitemap.xml"), now=NOW + dt.timedelta(hours=2))
+    assert report.problems == [], "the live index names only objects that exist"
+    s3.app.faults.clear()
+    summary = _build(tmp_path, s3, now=NOW + dt.timedelta(hours=3))
+    assert summary.plan.total_urls == 600
+    assert validate(s3.url("site/robots.txt"), now=NOW + dt.timedelta(hours=4)).urls == 600
+
+
+KILL_BEFORE_PUBLISH = """
+import os, signal, sys
+import sitemap_ops.build as build
+build.run_publish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # dies between shards and index
+from sitemap_ops.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_process_killed_between_shards_and_index(tmp_path: Path, s3) -> None:
+    _build(tmp_path, s3, _rows(250))
+    write_inventory(tmp_path / "inventory.parquet", _rows(600))
+    (tmp_path / "site.toml").write_text(
+        f'base_url = "{SITE}"\noutput = "{s3.url("site")}"\nwork_dir = "{s3.url("work")}"\n'
+        f'[[sources]]\npath = "{tmp_path / "inventory.parquet"}"\n[shards]\nmax_urls = 100\n'
+        f'[storage]\nendpoint_url = "{s3.endpoint}"\n'
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_BEFORE_PUBLISH, "build", "--config", str(tmp_path / "site.toml")],
+        capture_output=True, text=True, timeout=120, env=os.environ.copy(),
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    assert len(s3.app.puts(".xml.gz")) >= 6, "the new shards were uploaded before the kill"
+    report = validate(s3.url("site/robots.txt"), now=NOW + dt.timedelta(hours=1))
+    assert report.problems == []
+    assert report.urls < 600, "the index of the killed build was never published"
+    # the dead build's lease is taken over at once (same machine, process gone) and the rerun completes
+    rerun = subprocess.run(
+        [sys.executable, "-m", "sitemap_ops.cli", "build", "--config", str(tmp_path / "site.toml")],
+        capture_output=True, text=True, timeout=120, env=os.environ.copy(),
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    assert validate(s3.url("site/robots.txt"), now=NOW + dt.timedelta(hours=2)).urls == 600
+
+
+def test_a_second_build_stops_or_waits_while_one_publishes(tmp_path: Path, s3) -> None:
+    _build(tmp_path, s3, _rows(250))
+    output = Storage.open(s3.url("site"), StorageConfig(endpoint_url=s3.endpoint))
+    other = PublishLease(output, "other-build", seconds=60)
+    other.acquire()
+    with pytest.raises(LeaseHeldError, match=r"another build is publishing to .*build other-build"):
+        _build(tmp_path, s3, now=NOW + dt.timedelta(hours=1))
+    # a build told to wait gets the lease once the other build releases it
+    threading.Timer(1.5, other.release).start()
+    waited = _build(tmp_path, s3, now=NOW + dt.timedelta(hours=2), storage=s3.storage(lease_wait_seconds=30))
+    assert waited.plan.total_urls == 250
+    # an expired lease (a crashed build elsewhere) is taken over
+    stale = PublishLease(output, "crashed-elsewhere", seconds=0.001)
+    stale.acquire()
+    _build(tmp_path, s3, now=NOW + dt.timedelta(hours=3))
+
+
+def test_two_concurrent_builds_never_interleave(tmp_path: Path, s3) -> None:
+    write_inventory(tmp_path / "inventory.parquet", _rows(400))
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def one_build(name: str) -> None:
+        barrier.wait()
+        try:
+            run_build(_config(tmp_path, s3), now=NOW)
+            outcomes.append("published")
+        except LeaseHeldError:
+            outcomes.append("stopped")
+
+    threads = [threading.Thread(target=one_build, args=(n,)) for n in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert "published" in outcomes and len(outcomes) == 2
+    # whichever way they ran, the site is whole and consistent with one manifest
+    manifest = json.loads(s3.client.get_object(Bucket=s3.bucket, Key="site/manifest.json")["Body"].read())
+    assert manifest["totals"]["urls"] == 400
+    assert validate(s3.url("site/robots.txt"), now=NOW).urls == 400
+    with pytest.raises(Exception, match=r"Not Found|404|NoSuchKey"):
+        s3.client.head_object(Bucket=s3.bucket, Key=f"site/{LEASE_NAME}")
+
+
+def test_circuit_breaker_on_object_storage(tmp_path: Path, s3) -> None:
+    _build(tmp_path, s3, _rows(250))
+    before = _objects(s3)
+    with pytest.raises(CircuitBreakerError, match="40%"):
+        _build(tmp_path, s3, _rows(100), now=NOW + dt.timedelta(hours=1))
+    with pytest.raises(CircuitBreakerError, match="no URL"):
+        _build(tmp_path, s3, [], now=NOW + dt.timedelta(hours=1))
+    assert _objects(s3) == before
+    forced = _build(tmp_path, s3, _rows(100), now=NOW + dt.timedelta(hours=2), force=True)
+    assert forced.plan.total_urls == 100
+
+
+def test_round_trip_over_http_straight_from_the_s3_endpoint(tmp_path: Path, s3) -> None:
+    # objects readable without credentials, as behind a CDN
+    storage = s3.storage(options={"s3_additional_kwargs": {"ACL": "public-read"}})
+    public = f"{s3.endpoint}/{s3.bucket}/site/"
+    # served below the site root, so robots.txt is named explicitly (it lists the index's public URL)
+    _build(tmp_path, s3, _rows(250), public_url=public, storage=storage, robots=s3.url("site/robots.txt"))
+    sitemap = SitemapFetcher(url=public + "sitemap.xml", recursion_level=0).sitemap()
+    urls = {page.url for page in sitemap.all_pages()}
+    assert urls == {r["loc"] for r in _rows(250)}
+    robots = s3.client.get_object(Bucket=s3.bucket, Key="site/robots.txt")["Body"].read().decode()
+    assert f"Sitemap: {public}sitemap.xml" in robots
+    shard = s3.client.get_object(Bucket=s3.bucket, Key="site/sitemap-pages-00001.xml.gz")["Body"].read()
+    assert gzip.decompress(shard).startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
