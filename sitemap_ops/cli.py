@@ -48,6 +48,10 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--work-dir", metavar="DIR", help="folder for staged snapshots and rejects (default .sitemap-ops)"
     )
+    parser.add_argument(
+        "--endpoint-url", metavar="URL", help="S3-compatible endpoint (MinIO, R2) or the GCS emulator, for all storage"
+    )
+    parser.add_argument("--cache-control", metavar="VALUE", help="Cache-Control of the objects written")
     parser.add_argument("--memory-limit", metavar="SIZE", help="DuckDB memory limit, e.g. 2GB (spills beyond)")
     parser.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     parser.add_argument("--force", action="store_true", help="publish even if the circuit breaker trips")
@@ -85,6 +89,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         render["gzip"] = False
     if render:
         out["render"] = render
+    storage: dict[str, Any] = {}
+    if args.endpoint_url:
+        storage["endpoint_url"] = args.endpoint_url
+    if args.cache_control:
+        storage["cache_control"] = args.cache_control
+    if storage:
+        out["storage"] = storage
     duck: dict[str, Any] = {}
     if args.memory_limit:
         duck["memory_limit"] = args.memory_limit
