@@ -82,27 +82,15 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["sources"] = [source]
     elif args.table or args.query or args.column or args.filter or args.param or args.password_file:
         raise SitemapOpsError("--table, --query, --column, --filter, --param and --password-file need --source")
-    render: dict[str, Any] = {}
-    if args.format:
-        render["format"] = args.format
-    if args.no_gzip:
-        render["gzip"] = False
-    if render:
-        out["render"] = render
-    storage: dict[str, Any] = {}
-    if args.endpoint_url:
-        storage["endpoint_url"] = args.endpoint_url
-    if args.cache_control:
-        storage["cache_control"] = args.cache_control
-    if storage:
-        out["storage"] = storage
-    duck: dict[str, Any] = {}
-    if args.memory_limit:
-        duck["memory_limit"] = args.memory_limit
-    if args.threads:
-        duck["threads"] = args.threads
-    if duck:
-        out["duckdb"] = duck
+    tables = {
+        "render": {"format": args.format, "gzip": False if args.no_gzip else None},
+        "storage": {"endpoint_url": args.endpoint_url, "cache_control": args.cache_control},
+        "duckdb": {"memory_limit": args.memory_limit, "threads": args.threads},
+    }
+    for table, values in tables.items():
+        given = {key: value for key, value in values.items() if value is not None}
+        if given:
+            out[table] = given
     return out
 
 

@@ -239,102 +239,82 @@ class Storage:
 
     def create_exclusive(self, name: str, data: bytes) -> bool:
         """Create `name` only if it does not exist; False if it does (atomic on every supported store)."""
+        if not self.is_local:
+            return self._put_if(name, data, None)
         path = self.path(name)
-        if self.is_local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            return True
-        if self.protocol == "memory":
-            with _MEMORY_LOCK:
-                if self.fs.exists(path):
-                    return False
-                self.fs.pipe_file(path, data)
-                return True
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         try:
-            if self.protocol in ("s3", "s3a"):
-                bucket, key, _ = self.fs.split_path(path)
-                self._retry(
-                    lambda: self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*"),
-                    f"creating {path}",
-                )
-            elif self.protocol in ("gs", "gcs"):
-                # ifGenerationMatch=0. (The GCS emulator used in the tests ignores preconditions, so the
-                # tests prove the lease against S3 only.)
-                self._retry(lambda: self.fs.pipe_file(path, data, mode="create"), f"creating {path}")
-            else:
-                raise StorageError(
-                    f"{self.url}: {self.protocol} storage has no conditional writes for the publish lease; "
-                    "set storage.lease = false if only one build publishes at a time"
-                )
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return False
-        except StorageError as exc:
-            if _is_precondition_failure(exc.__cause__):
-                return False
-            raise
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         return True
 
     def replace_if(self, name: str, data: bytes, token: str) -> bool:
         """Replace `name` only if it still has version `token`; False if it changed or vanished."""
+        if not self.is_local:
+            return self._put_if(name, data, token)
+        # Move the old file aside atomically (only one contender can), then create anew.
+        current = self.read_versioned(name)
+        if current is None or current[1] != token:
+            return False
         path = self.path(name)
-        if self.is_local:
-            # Move the old file aside atomically (only one contender can), then create anew.
-            current = self.read_versioned(name)
-            if current is None or current[1] != token:
-                return False
-            aside = f"{path}.{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
-            try:
-                os.rename(path, aside)
-            except FileNotFoundError:
-                return False
-            os.unlink(aside)
-            return self.create_exclusive(name, data)
+        aside = f"{path}.{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return False
+        os.unlink(aside)
+        return self.create_exclusive(name, data)
+
+    def _put_if(self, name: str, data: bytes, token: str | None) -> bool:
+        """Write `name` if it is absent (token None) or still at version `token`; False otherwise."""
+        path = self.path(name)
         if self.protocol == "memory":
             with _MEMORY_LOCK:
                 current = self.read_versioned(name)
-                if current is None or current[1] != token:
+                if (current is not None) if token is None else (current is None or current[1] != token):
                     return False
                 self.fs.pipe_file(path, data)
                 return True
-        try:
-            if self.protocol in ("s3", "s3a"):
-                bucket, key, _ = self.fs.split_path(path)
-                self._retry(
-                    lambda: self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfMatch=token),
-                    f"replacing {path}",
-                )
-            else:  # gs: the same multipart upload gcsfs makes, with ifGenerationMatch=<generation>
-                from fsspec.asyn import sync
+        if self.protocol in ("s3", "s3a"):
+            bucket, key, _ = self.fs.split_path(path)
+            condition = {"IfNoneMatch": "*"} if token is None else {"IfMatch": token}
 
-                bucket, key, _ = self.fs.split_path(path)
-                head = json.dumps({"name": key, "contentType": content_type(name)})
-                body = (
-                    (
-                        f"--==0==\nContent-Type: application/json; charset=UTF-8\n\n{head}\n--==0==\n"
-                        f"Content-Type: {content_type(name)}\n\n"
-                    ).encode()
-                    + data
-                    + b"\n--==0==--"
-                )
-                self._retry(
-                    lambda: sync(
-                        self.fs.loop,
-                        self.fs._call,
-                        "POST",
-                        f"{self.fs._location}/upload/storage/v1/b/{quote(bucket)}/o",
-                        uploadType="multipart",
-                        ifGenerationMatch=token,
-                        data=body,
-                        json_out=True,
-                        headers={"Content-Type": 'multipart/related; boundary="==0=="'},
-                    ),
-                    f"replacing {path}",
-                )
+            def put() -> object:
+                return self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **condition)
+
+        elif self.protocol in ("gs", "gcs"):
+            # The multipart upload gcsfs makes, with ifGenerationMatch (0: only if absent). The GCS emulator
+            # used in the tests ignores preconditions, so the tests prove the lease against S3 only.
+            from fsspec.asyn import sync
+
+            bucket, key, _ = self.fs.split_path(path)
+            head = json.dumps({"name": key, "contentType": content_type(name)})
+            body = (
+                (
+                    f"--==0==\nContent-Type: application/json; charset=UTF-8\n\n{head}\n--==0==\n"
+                    f"Content-Type: {content_type(name)}\n\n"
+                ).encode()
+                + data
+                + b"\n--==0==--"
+            )
+
+            def put() -> object:
+                return sync(
+                    self.fs.loop, self.fs._call, "POST", f"{self.fs._location}/upload/storage/v1/b/{quote(bucket)}/o",
+                    uploadType="multipart", ifGenerationMatch=token or "0", data=body, json_out=True,
+                    headers={"Content-Type": 'multipart/related; boundary="==0=="'},
+                )  # fmt: skip
+
+        else:
+            raise StorageError(
+                f"{self.url}: {self.protocol} storage has no conditional writes for the publish lease; "
+                "set storage.lease = false if only one build publishes at a time"
+            )
+        try:
+            self._retry(put, f"writing {path} conditionally")
         except (FileNotFoundError, FileExistsError):
             return False
         except (OSError, StorageError) as exc:
