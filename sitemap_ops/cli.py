@@ -18,7 +18,10 @@ log = logging.getLogger("sitemap_ops")
 def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="site TOML file (flags win over it)")
     parser.add_argument(
-        "--source", metavar="SRC", help="Parquet/CSV path or glob (local or fsspec URL), or a .duckdb file"
+        "--source",
+        metavar="SRC",
+        help="Parquet/CSV path or glob (local or fsspec URL), a .duckdb/SQLite file, "
+        "or a postgresql://, mysql:// or sqlite:/// URL",
     )
     parser.add_argument("--table", help="[schema.]table of a database source")
     parser.add_argument("--query", help="SELECT over a database source (runs with it as the default catalog)")

@@ -1,0 +1,1 @@
+"""sitemap_ops tests, grouped by feature."""

@@ -1,0 +1,1 @@
+"""Plan step: stable URL -> shard assignment, limits, fingerprints, the manifest."""

@@ -1,0 +1,1 @@
+"""Stage step: inventory sources, URL normalization, rejects, dedupe, the staged snapshot."""
