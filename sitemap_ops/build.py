@@ -10,6 +10,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+import duckdb
+
 from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.plan.manifest import Manifest
@@ -125,17 +127,25 @@ def run_build(
         lease.acquire()
     timings: dict[str, float] = {}
     spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
-    con = duck.connect(
-        threads=config.duckdb.threads or None,
-        memory_limit=config.duckdb.memory_limit,
-        temp_directory=spill,
-        normalize=config.normalize,
-    )
+
+    def connect() -> duckdb.DuckDBPyConnection:
+        return duck.connect(
+            threads=config.duckdb.threads or None,
+            memory_limit=config.duckdb.memory_limit,
+            temp_directory=spill,
+            normalize=config.normalize,
+        )
+
+    # Stages hand over files, so each gets a fresh DuckDB: closing the stage's connection returns its
+    # memory before plan builds its arrays (this keeps the peak RSS near the memory limit).
+    con = connect()
     try:
         previous = None if full_rebuild else Manifest.load(output)
         t = time.monotonic()
         stage = run_stage(config, con, work, now, progress)
         timings["stage"] = time.monotonic() - t
+        con.close()
+        con = connect()
         if lease:
             lease.renew()
         t = time.monotonic()
