@@ -1,8 +1,8 @@
 """The speed benchmark: sitemap-ops on 1M and 10M synthetic URLs, and sitemap.js on the same 1M for the ratio.
 
 Run from the repository root with the project installed: `python benchmarks/run.py`. It generates the
-inventories (benchmarks/generate.py), runs each build in its own process (wall time and peak RSS from
-wait4), installs sitemap.js with npm into a temporary folder and times it on the deduplicated 1M URLs.
+inventories (benchmarks/generate.py), runs each build in its own process (wall time and its peak RSS,
+polled from /proc), installs sitemap.js with npm into a temporary folder and times it on the deduplicated 1M URLs.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -23,17 +24,45 @@ HERE = Path(__file__).resolve().parent
 SITEMAPJS_VERSION = "9.0.1"
 
 
+def _hwm_kib(pid: int) -> int:
+    """VmHWM (peak RSS) of a running process, in KiB; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), 0)
+    except OSError:
+        return 0
+
+
 def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int, str]:
-    """Like run_measured, but reaps the child with wait4 to read its own peak RSS."""
+    """(wall seconds, peak RSS in bytes, stdout) of one child process.
+
+    The peak is the child's own VmHWM, polled while it runs: wait4's ru_maxrss would also count the
+    pages a forked child shares with this (large) parent before it execs.
+    """
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    peak = [0]
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _hwm_kib(proc.pid))
+            done.wait(0.05)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    out, err = proc.communicate()
+    done.set()
+    watcher.join()
     seconds = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
-    return seconds, usage.ru_maxrss * 1024, out
+    return seconds, peak[0] * 1024, out
+
+
+def generate_inventory(path: Path, rows: int) -> None:
+    """Generate in a child process, so this process stays small while it measures others."""
+    subprocess.run([sys.executable, str(HERE / "generate.py"), str(path), "--rows", str(rows)], check=True)
 
 
 def build(inventory: Path, work: Path, memory_limit: str, source: list[str] | None = None) -> dict[str, float]:
@@ -92,14 +121,13 @@ def sitemapjs(work: Path) -> dict[str, float]:
 
 def postgres_vs_parquet(root: Path, rows: int, url: str, memory_limit: str) -> dict[str, object]:
     """The same `rows` built from Parquet and from a PostgreSQL table (loaded by DuckDB's COPY)."""
-    from generate import generate
 
     from sitemap_ops.stage.databases import DatabaseURL, load_extension
 
     work = root / f"pg{rows}"
     work.mkdir()
     inventory = work / "inventory.parquet"
-    generate(inventory, int(rows / 1.1))
+    generate_inventory(inventory, rows)
     db = DatabaseURL.parse(url)
     con = duckdb.connect()
     load_extension(con, "postgres_scanner")
@@ -130,7 +158,6 @@ def s3_vs_local(root: Path, rows: int) -> dict[str, object]:
     import socket
 
     import boto3
-    from generate import generate
 
     from sitemap_ops.build import run_build
     from sitemap_ops.config import load_config
@@ -139,7 +166,7 @@ def s3_vs_local(root: Path, rows: int) -> dict[str, object]:
     work = root / f"s3-{rows}"
     work.mkdir()
     inventory = work / "inventory.parquet"
-    generate(inventory, int(rows / 1.1))
+    generate_inventory(inventory, rows)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -218,7 +245,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-s3", action="store_true", help="run just the S3 comparison")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
-    from generate import generate
 
     results: dict[str, object] = {"cpus": os.cpu_count(), "memory_limit": args.memory_limit, "builds": []}
     root = Path(tempfile.mkdtemp(prefix="sitemap-ops-bench-"))
@@ -242,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             work = root / f"n{size}"
             work.mkdir()
             inventory = work / "inventory.parquet"
-            generate(inventory, int(size / 1.1))
+            generate_inventory(inventory, size)
             result = build(inventory, work, args.memory_limit)
             results["builds"].append(result)  # type: ignore[union-attr]
             print(
