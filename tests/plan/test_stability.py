@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from sitemap_ops.build import run_build
 from sitemap_ops.plan.exceptions import CircuitBreakerError
-from tests.helpers import NOW, build, mtimes, published, shard_entries, write_inventory
+from tests.helpers import NOW, build, mtimes, published, shard_entries, site_config, write_inventory
 
 SITE = "https://www.example.com"
 SECTIONS = ("products", "articles")
@@ -128,3 +129,13 @@ def test_circuit_breaker_stops_a_shrunken_build_before_anything_changes(base) ->
     with pytest.raises(CircuitBreakerError, match="no URL"):
         _rebuild(tmp_path, [], NOW + dt.timedelta(hours=1), shards={"max_urls": 1000})
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_full_rebuild_rewrites_every_shard(base) -> None:
+    tmp_path, rows, first, out = base
+    write_inventory(tmp_path / "inventory.parquet", rows)
+    config = site_config(tmp_path, str(tmp_path / "inventory.parquet"), shards={"max_urls": 1000})
+
+    summary = run_build(config, now=NOW + dt.timedelta(hours=1), full_rebuild=True)
+    assert summary.shards_written == 20
+    assert set(published(out)) == {r["loc"] for r in rows}
