@@ -122,10 +122,16 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from sitemap_ops.storage import StorageConfig
     from sitemap_ops.validate import validate
 
     try:
-        report = validate(args.target, base_url=args.base_url, public_url=args.public_url)
+        report = validate(
+            args.target,
+            base_url=args.base_url,
+            public_url=args.public_url,
+            storage=StorageConfig(endpoint_url=args.endpoint_url or ""),
+        )
     except FileNotFoundError as exc:
         raise SitemapOpsError(f"cannot read {exc}") from None
     for problem in report.problems:
@@ -137,9 +143,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     from sitemap_ops.plan.manifest import Manifest
-    from sitemap_ops.storage import Storage
+    from sitemap_ops.storage import Storage, StorageConfig
 
-    manifest = Manifest.load(Storage.open(args.output))
+    manifest = Manifest.load(Storage.open(args.output, StorageConfig(endpoint_url=args.endpoint_url or "")))
     if manifest is None:
         raise SitemapOpsError(f"no manifest.json in {args.output}: nothing was published there yet")
     if args.json:
@@ -176,9 +182,11 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("target", metavar="PATH_OR_URL")
     validate.add_argument("--base-url", metavar="URL", help="the site the URLs must belong to")
     validate.add_argument("--public-url", metavar="URL", help="URL where the target's folder is served")
+    validate.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
     inspect = sub.add_parser("inspect", help="summarize the last published build (its manifest)")
     inspect.add_argument("output", metavar="DEST", help="the build's output folder or fsspec URL")
     inspect.add_argument("--json", action="store_true", help="print the whole manifest")
+    inspect.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
     return main
 
 

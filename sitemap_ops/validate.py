@@ -35,7 +35,7 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.errors import StorageError
 from sitemap_ops.publish.robots import sitemap_lines
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import Storage, StorageConfig
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 _NS = f"{{{SITEMAP_NS}}}"
@@ -146,12 +146,12 @@ def _http_get(url: str) -> bytes:
         return response.read(MAX_BYTES_PER_SITEMAP * 2 + 1)
 
 
-def _read_target(target: str) -> tuple[bytes, Storage | None, str]:
+def _read_target(target: str, config: StorageConfig | None) -> tuple[bytes, Storage | None, str]:
     """(bytes, the storage folder holding the target or None for http(s), the target's file name)."""
     if urlsplit(target).scheme in ALLOWED_SCHEMES:
         return _http_get(target), None, posixpath.basename(urlsplit(target).path)
     folder, _, name = target.rstrip("/").rpartition("/")
-    storage = Storage.open(folder or ".")
+    storage = Storage.open(folder or ".", config)
     data = storage.read_bytes(name)
     if data is None:
         raise FileNotFoundError(target)
@@ -433,6 +433,7 @@ def validate(
     public_url: str | None = None,
     now: dt.datetime | None = None,
     fetch: Callable[[str], bytes] | None = None,
+    storage: StorageConfig | None = None,
 ) -> Report:
     """Validate a sitemap, index or robots.txt at a local path, fsspec URL or http(s) URL.
 
@@ -442,7 +443,7 @@ def validate(
     """
     now = now or dt.datetime.now(dt.UTC)
     is_http = urlsplit(target).scheme in ALLOWED_SCHEMES
-    data, storage, name = _read_target(target)
+    data, folder, name = _read_target(target, storage)
     if public_url and not public_url.endswith("/"):
         public_url += "/"
     if is_http:
@@ -453,9 +454,9 @@ def validate(
         prefix = public_url or (urljoin(listed[0], "/") if listed else None)
         own_url = (prefix + name) if prefix else None
     else:
-        prefix = public_url or (_infer_prefix(data, storage, name) if storage else None)
+        prefix = public_url or (_infer_prefix(data, folder, name) if folder else None)
         own_url = (prefix + name) if prefix else None
-    fetcher = Fetcher(storage, prefix, network=is_http)
+    fetcher = Fetcher(folder, prefix, network=is_http)
     if fetch is not None:
         fetcher.fetch = fetch  # type: ignore[method-assign]
     validator = Validator(fetcher, base_url, now)

@@ -72,3 +72,13 @@ def test_toml_file_with_relative_paths_and_flag_overrides(tmp_path: Path) -> Non
     (tmp_path / "broken.toml").write_text("base_url = ")
     with pytest.raises(ConfigError, match=r"broken\.toml"):
         load_config(tmp_path / "broken.toml")
+
+
+def test_the_shipped_examples_load() -> None:
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    production = load_config(examples / "production.toml")
+    assert production.sources[0].format == "postgres" and production.sources[1].format == "parquet"
+    assert production.sources[0].placeholders() == ["since"]
+    assert production.storage.cache_control == "public, max-age=3600"
+    assert production.shards.max_bytes == 10_485_760
+    assert load_config(examples / "site.toml").shards.max_urls == 100

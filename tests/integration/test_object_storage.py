@@ -258,3 +258,20 @@ def test_round_trip_over_http_straight_from_the_s3_endpoint(tmp_path: Path, s3) 
     assert f"Sitemap: {public}sitemap.xml" in robots
     shard = s3.client.get_object(Bucket=s3.bucket, Key="site/sitemap-pages-00001.xml.gz")["Body"].read()
     assert gzip.decompress(shard).startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
+
+
+def test_validate_and_inspect_on_s3_from_the_command_line(tmp_path: Path, s3) -> None:
+    _build(tmp_path, s3, _rows(120))
+    env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}  # the flag must do it
+    common = ["--endpoint-url", s3.endpoint]
+    checked = subprocess.run(
+        [sys.executable, "-m", "sitemap_ops.cli", "validate", s3.url("site/robots.txt"), *common],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.strip().endswith("OK: 4 file(s), 120 URL(s) checked")
+    inspected = subprocess.run(
+        [sys.executable, "-m", "sitemap_ops.cli", "inspect", s3.url("site"), *common],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert "120 URLs in 2 shard(s)" in inspected.stdout, inspected.stderr
