@@ -124,3 +124,26 @@ def test_text_sitemap_and_robots(tmp_path: Path) -> None:
     assert any("'/relative.xml' is not an absolute" in p for p in problems)
     (tmp_path / "robots.txt").write_text("User-agent: *\nDisallow:\n")
     assert _problems(tmp_path / "robots.txt") == ["no Sitemap: line"]
+
+
+EXTENDED_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+    'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" '
+    'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n'
+)
+
+
+def test_extensions_are_checked_against_the_shipped_extension_schemas_offline(tmp_path: Path) -> None:
+    good = (
+        "<url><loc>https://www.example.com/a</loc>"
+        "<image:image><image:loc>https://cdn.example.com/a.jpg</image:loc></image:image>"
+        '<xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/a"/>'
+        "</url>\n"
+    )
+    path = tmp_path / "rich.xml"
+    path.write_text(EXTENDED_HEAD + good + TAIL)
+    assert _problems(path, public_url="https://www.example.com/") == []
+    bad = "<url><loc>https://www.example.com/b</loc><image:image><image:title>x</image:title></image:image></url>\n"
+    path.write_text(EXTENDED_HEAD + bad + TAIL)
+    assert any("schema" in p and "image" in p for p in _problems(path, public_url="https://www.example.com/"))
