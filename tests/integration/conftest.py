@@ -7,7 +7,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +28,7 @@ class Database:
     url: str  # server URL (no schema)
     schema: str
     conn: Any
+    cleanup: list[str] = field(default_factory=list)  # statements run at teardown (drop users, roles)
 
     def execute(self, sql: str, params: tuple | list | None = None) -> None:
         with self.conn.cursor() as cur:
@@ -76,10 +77,13 @@ def postgres() -> Iterator[Database]:
     conn = _postgres()
     schema = f"so_{uuid.uuid4().hex[:10]}"
     conn.execute(f"CREATE SCHEMA {schema}")
+    database = Database("postgres", POSTGRES_URL, schema, conn)
     try:
-        yield Database("postgres", POSTGRES_URL, schema, conn)
+        yield database
     finally:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        for statement in database.cleanup:
+            conn.execute(statement)
         conn.close()
 
 
@@ -89,11 +93,14 @@ def mariadb() -> Iterator[Database]:
     schema = f"so_{uuid.uuid4().hex[:10]}"
     with conn.cursor() as cur:
         cur.execute(f"CREATE DATABASE {schema} CHARACTER SET utf8mb4")
+    database = Database("mysql", MYSQL_URL, schema, conn)
     try:
-        yield Database("mysql", MYSQL_URL, schema, conn)
+        yield database
     finally:
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE {schema}")
+            for statement in database.cleanup:
+                cur.execute(statement)
         conn.close()
 
 

@@ -219,6 +219,7 @@ def _failure_sources(db: Database, tmp_path: Path) -> dict[str, tuple[dict, str]
     if db.kind == "postgres":
         role = f"so_nologin_{uuid.uuid4().hex[:6]}"
         db.execute(f"CREATE ROLE {role} NOLOGIN")
+        db.cleanup.append(f"DROP ROLE {role}")
         url = db.url.replace("postgres@", f"{role}@")
         cases["refused login"] = ({"path": url, "table": table}, "not permitted to log in")
         # the server fails half-way through the rows it is sending
@@ -256,6 +257,7 @@ def _mariadb_user(db: Database, password: str) -> str:
     user = f"so_user_{uuid.uuid4().hex[:6]}"
     db.execute(f"CREATE USER '{user}'@'%%' IDENTIFIED BY %s", (password,))
     db.execute(f"CREATE USER '{user}'@'localhost' IDENTIFIED BY %s", (password,))
+    db.cleanup += [f"DROP USER '{user}'@'%'", f"DROP USER '{user}'@'localhost'"]
     db.execute(f"GRANT SELECT ON {db.schema}.* TO '{user}'@'%'")
     db.execute(f"GRANT SELECT ON {db.schema}.* TO '{user}'@'localhost'")
     return user
