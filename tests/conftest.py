@@ -6,6 +6,13 @@ import os
 import warnings
 
 import pytest
+from hypothesis import settings
+
+# CI replays the same examples on every run (a failure there is reproducible); locally hypothesis
+# explores new ones each time.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 REQUIRE_SERVICES = os.environ.get("SITEMAP_OPS_REQUIRE_SERVICES") == "1"
 
