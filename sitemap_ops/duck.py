@@ -81,7 +81,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, values: Mapping[str, object]) 
 def register_fsspec(con: duckdb.DuckDBPyConnection, fs: fsspec.AbstractFileSystem) -> str:
     """Let DuckDB read and write `fs`'s URLs through fsspec (no httpfs extension needed); its protocol."""
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    if not any(protocol in name for name in con.list_filesystems()):
+    if protocol not in con.list_filesystems():  # DuckDB lists registered fsspec filesystems by protocol
         con.register_filesystem(fs)
     return protocol
 

@@ -31,6 +31,8 @@ from sitemap_ops.constants import (
     MAX_LOC_LENGTH,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_SITEMAP,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     SITEMAP_NS,
 )
 from sitemap_ops.errors import StorageError
@@ -158,14 +160,19 @@ def _read_target(target: str, config: StorageConfig | None) -> tuple[bytes, Stor
     return data, storage, name
 
 
+def _scope_folder(scope: str) -> str:
+    """The path of the folder a sitemap URL (or a folder URL) is served from, ending in '/'."""
+    path = urlsplit(scope).path
+    return path if path.endswith("/") else path.rsplit("/", 1)[0] + "/"
+
+
 @functools.lru_cache(maxsize=64)
 def _fast_path(scope: str | None) -> re.Pattern[str] | None:
     """A regex that proves a URL fine in one match: under the scope's folder, only RFC 3986 characters."""
     if not scope:
         return None
     parts = urlsplit(scope)
-    folder = parts.path if parts.path.endswith("/") else parts.path.rsplit("/", 1)[0] + "/"
-    prefix = f"{parts.scheme.lower()}://{parts.netloc.lower()}{folder}"
+    prefix = f"{parts.scheme.lower()}://{parts.netloc.lower()}{_scope_folder(scope)}"
     return re.compile(re.escape(prefix) + r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*")
 
 
@@ -215,9 +222,7 @@ def in_scope(url: str, scope: str) -> bool:
     """Same scheme, host and port as `scope`, and a path under scope's directory."""
     if _origin(url) != _origin(scope):
         return False
-    folder = urlsplit(scope).path
-    folder = folder if folder.endswith("/") else folder.rsplit("/", 1)[0] + "/"
-    return (urlsplit(url).path or "/").startswith(folder)
+    return (urlsplit(url).path or "/").startswith(_scope_folder(scope))
 
 
 def check_lastmod(value: str | None, where: str, report: Report, now: dt.datetime) -> None:
@@ -328,7 +333,7 @@ class Validator:
             priority = fields.get(_NS + "priority")
             if priority is not None:
                 try:
-                    ok = 0.0 <= float(priority) <= 1.0
+                    ok = PRIORITY_MIN <= float(priority) <= PRIORITY_MAX
                 except ValueError:
                     ok = False
                 if not ok:

@@ -200,12 +200,12 @@ fields AS (
         CASE
             WHEN priority_value IS NULL AND priority_text IS NULL THEN NULL
             WHEN priority_num IS NULL THEN CASE WHEN trim(priority_text) = '' THEN NULL ELSE 'priority_invalid' END
-            WHEN NOT (priority_num BETWEEN 0.0 AND 1.0) THEN 'priority_out_of_range'
+            WHEN NOT (priority_num BETWEEN getvariable('priority_min') AND getvariable('priority_max'))
+                THEN 'priority_out_of_range'
         END AS priority_issue,
         CASE
             WHEN changefreq_txt IS NULL OR changefreq_txt = '' THEN NULL
-            WHEN changefreq_txt NOT IN ('always', 'hourly', 'daily', 'weekly', 'monthly', 'yearly', 'never')
-                THEN 'changefreq_invalid'
+            WHEN NOT list_contains(getvariable('changefreq_values'), changefreq_txt) THEN 'changefreq_invalid'
         END AS changefreq_issue
     FROM judged
 )

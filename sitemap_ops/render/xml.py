@@ -11,11 +11,13 @@ from sitemap_ops.constants import (
     URLSET_CLOSE,
     URLSET_OPEN,
     XML_DECLARATION,
+    XML_ESCAPES,
 )
 
 XML_HEAD = (XML_DECLARATION + URLSET_OPEN).encode()
 XML_TAIL = URLSET_CLOSE.encode()
-_QUOTES = {"'": "&apos;", '"': "&quot;"}
+# saxutils.escape handles & < > itself; the quotes come from the protocol's escape table.
+_QUOTES = {char: entity for char, entity in XML_ESCAPES.items() if char in "'\""}
 
 
 def shard_overhead(fmt: str) -> int:

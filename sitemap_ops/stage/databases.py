@@ -156,9 +156,10 @@ def attach(con: duckdb.DuckDBPyConnection, location: str, kind: str, alias: str,
         raise SourceError(
             f"cannot use the credentials of {redact(location)}: {scrub(first_line(exc), [password])}"
         ) from None
-    options = "".join(
-        f" {k}={v}" for k, v in url.options if re.fullmatch(r"[a-z_]+", k) and re.fullmatch(r"[\w.-]+", v)
-    )
+    for key, value in url.options:
+        if not (re.fullmatch(r"[a-z_]+", key) and re.fullmatch(r"[\w./:-]+", value)):
+            raise SourceError(f"{redact(location)}: connection option {key!r} has characters it may not carry")
+    options = "".join(f" {key}={value}" for key, value in url.options)
     try:
         con.execute(
             f"ATTACH {quote_literal(options.strip())} AS {alias} (TYPE {attach_type}, SECRET {secret}, READ_ONLY)"

@@ -153,3 +153,12 @@ def test_idna_hosts(tmp_path: Path) -> None:
     rows = [{"loc": "https://BÜCHER.example/straße"}, {"loc": "https://xn--bcher-kva.example/x"}]
     _, out = build(tmp_path, rows, base_url="https://bücher.example")
     assert set(published(out)) == {"https://xn--bcher-kva.example/stra%C3%9Fe", "https://xn--bcher-kva.example/x"}
+
+
+def test_every_reason_the_sql_gives_is_a_documented_one(hostile) -> None:
+    from sitemap_ops.constants import FIELD_DROP_REASONS, REJECT_REASONS
+
+    summary, _, _, rejects = hostile
+    assert set(summary.stage.rejected) <= set(REJECT_REASONS)
+    assert set(summary.stage.fields_dropped) <= set(FIELD_DROP_REASONS)
+    assert {r["reason"] for r in rejects} <= set(REJECT_REASONS) | set(FIELD_DROP_REASONS)
