@@ -52,6 +52,43 @@ SELECT loc, lastmod, section FROM variants ORDER BY hash(loc)
 """
 
 
+# Rich pages: every page exists in 5 languages and lists all 5 (itself included) as hreflang alternates,
+# and has 3 images of its own on a CDN host. `rich` false writes the same pages without the extensions.
+_RICH_QUERY = """
+WITH pages AS (
+    SELECT
+        i,
+        i // 5 AS g,
+        ['en', 'de', 'fr', 'es', 'it'][1 + i % 5] AS lang,
+        TIMESTAMP '2020-01-01' + to_seconds((hash(i) % 180000000)::BIGINT) AS lastmod
+    FROM range({pages}) t(i)
+)
+SELECT
+    'https://www.example.com/' || lang || '/products/item-' || g || '-' || substr(md5(g::VARCHAR), 1, 8) AS loc,
+    lastmod,
+    'products' AS section{rich_columns}
+FROM pages
+ORDER BY hash(i)
+"""
+_RICH_COLUMNS = """,
+    ['https://cdn.example.com/img/' || lang || '/' || g || '-1.jpg',
+     'https://cdn.example.com/img/' || lang || '/' || g || '-2.jpg',
+     'https://cdn.example.com/img/' || lang || '/' || g || '-3.jpg'] AS images,
+    list_transform(
+        ['en', 'de', 'fr', 'es', 'it'],
+        lambda l: {'hreflang': l, 'href': 'https://www.example.com/' || l || '/products/item-' || g || '-'
+            || substr(md5(g::VARCHAR), 1, 8)}
+    ) AS alternates"""
+
+
+def generate_rich(path: Path, pages: int, rich: bool = True) -> None:
+    """Write `pages` distinct pages (with 3 images and 5 alternates each when `rich`) to `path`."""
+    query = _RICH_QUERY.format(pages=int(pages), rich_columns=_RICH_COLUMNS if rich else "")
+    con = duckdb.connect()
+    con.execute(f"COPY ({query}) TO '{path}' (FORMAT parquet)")
+    con.close()
+
+
 def generate(path: Path, pages: int) -> None:
     """Write a Parquet inventory of roughly `pages` * 1.1 rows to `path`."""
     con = duckdb.connect()
@@ -63,8 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("output", type=Path)
     parser.add_argument("--rows", type=int, default=1_000_000, help="total rows, duplicates included")
+    parser.add_argument("--rich", action="store_true", help="distinct pages with 3 images and 5 alternates each")
+    parser.add_argument("--plain", action="store_true", help="the --rich pages without their extensions")
     args = parser.parse_args(argv)
-    generate(args.output, int(args.rows / 1.1))
+    if args.rich or args.plain:
+        generate_rich(args.output, args.rows, rich=args.rich)
+    else:
+        generate(args.output, int(args.rows / 1.1))
     return 0
 
 

@@ -17,7 +17,7 @@ from sitemap_ops.errors import ConfigError
 from sitemap_ops.plan.config import SectionRule, ShardConfig
 from sitemap_ops.publish.config import PublishConfig
 from sitemap_ops.render.config import RenderConfig
-from sitemap_ops.stage.config import NormalizeConfig, SourceConfig
+from sitemap_ops.stage.config import ExtensionsConfig, NormalizeConfig, SourceConfig
 from sitemap_ops.stage.normalize import idna_host
 from sitemap_ops.storage import StorageConfig
 
@@ -80,6 +80,7 @@ class SiteConfig:
     robots: str = ""  # robots.txt to update; default: <output>/robots.txt when output is served at the root
     work_dir: str = ".sitemap-ops"  # staged snapshot, plan and rejects of each build (local or fsspec URL)
     normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    extensions: ExtensionsConfig = field(default_factory=ExtensionsConfig)
     shards: ShardConfig = field(default_factory=ShardConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     publish: PublishConfig = field(default_factory=PublishConfig)
@@ -94,6 +95,15 @@ class SiteConfig:
         object.__setattr__(self, "public_url", public.url)
         if not self.robots and public.path == "/":
             object.__setattr__(self, "robots", self.output.rstrip("/") + "/robots.txt")
+        if not any(s.kind == "pages" for s in self.sources) and self.sources:
+            raise ConfigError("sources: at least one source must be of kind `pages` (the URL inventory)")
+        if self.render.format == "txt" and any(s.kind != "pages" for s in self.sources):
+            raise ConfigError("text sitemaps cannot carry images, videos, news or alternates; use render.format xml")
+        if self.extensions.news_section in {rule.name for rule in self.shards.sections}:
+            raise ConfigError(
+                f"shards.sections: {self.extensions.news_section!r} is the news series' section "
+                "(extensions.news_section); pick another name"
+            )
 
     @property
     def site(self) -> Origin:

@@ -30,6 +30,15 @@ XML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&apos;", '"': "&quo
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
 URLSET_OPEN = f'<urlset xmlns="{SITEMAP_NS}">\n'
 URLSET_CLOSE = "</urlset>\n"
+# A shard that carries extension elements declares their namespaces on the root element.
+IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
+VIDEO_NS = "http://www.google.com/schemas/sitemap-video/1.1"
+NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
+XHTML_NS = "http://www.w3.org/1999/xhtml"
+URLSET_OPEN_EXTENDED = (
+    f'<urlset xmlns="{SITEMAP_NS}" xmlns:image="{IMAGE_NS}" xmlns:video="{VIDEO_NS}" '
+    f'xmlns:news="{NEWS_NS}" xmlns:xhtml="{XHTML_NS}">\n'
+)
 INDEX_OPEN = f'<sitemapindex xmlns="{SITEMAP_NS}">\n'
 INDEX_CLOSE = "</sitemapindex>\n"
 
@@ -60,6 +69,55 @@ FIELD_DROP_REASONS = (
     "priority_out_of_range",
     "changefreq_invalid",
 )
+
+# Extensions -------------------------------------------------------------------------------------------
+# https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps ("up to 1,000
+# images for each page"; caption, title, geo_location and license were deprecated in 2022 and are not written).
+MAX_IMAGES_PER_PAGE = 1_000
+# https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap ("only include URLs for
+# articles published in the last two days"; "up to 1,000 news:news tags" per sitemap).
+NEWS_MAX_AGE_HOURS = 48
+MAX_NEWS_PER_SITEMAP = 1_000
+# sitemap-news.xsd: <news:language> "zh-cn|zh-tw|([a-z]{2,3})".
+NEWS_LANGUAGE_PATTERN = r"^(zh-cn|zh-tw|[a-z]{2,3})$"
+# https://developers.google.com/search/docs/appearance/video-sitemaps and sitemap-video.xsd: title at most
+# 100 characters, description at most 2,048, duration 1..28,800 seconds, rating 0.0..5.0, up to 32 tags.
+VIDEO_TITLE_MAX = 100
+VIDEO_DESCRIPTION_MAX = 2_048
+VIDEO_DURATION_MAX = 28_800
+VIDEO_RATING_MAX = 5.0
+VIDEO_MAX_TAGS = 32
+VIDEO_UPLOADER_MAX = 255
+VIDEO_PLATFORMS = ("web", "mobile", "tv")
+VIDEO_RELATIONSHIPS = ("allow", "deny")
+# https://developers.google.com/search/docs/specialty/international/localized-versions#language-codes:
+# an ISO 639-1 language, optionally followed by an ISO 15924 script or an ISO 3166-1 alpha-2 region,
+# or x-default. The code lists below are checked against pycountry in tests/test_constants.py.
+HREFLANG_DEFAULT = "x-default"
+# Space-separated (the SQL reads them as lists; see ISO_639_1 / ISO_3166_1_ALPHA_2 below).
+ISO_639_1_CODES = (
+    "aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz "
+    "ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii "
+    "ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi "
+    "mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw "
+    "sa sc sd se sg sh si sk sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug "
+    "uk ur uz ve vi vo wa wo xh yi yo za zh zu"
+)
+ISO_3166_1_ALPHA_2_CODES = (
+    "AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV "
+    "BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES "
+    "ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE "
+    "IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY "
+    "MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU "
+    "NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM "
+    "SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE "
+    "VG VI VN VU WF WS YE YT ZA ZM ZW"
+)
+ISO_639_1 = tuple(ISO_639_1_CODES.split(" "))
+ISO_3166_1_ALPHA_2 = tuple(ISO_3166_1_ALPHA_2_CODES.split(" "))
+# https://www.w3.org/TR/xml/#charsets: characters XML 1.0 cannot carry at all (a text value holding one is
+# dropped with the reason <field>_control_characters; tab, LF and CR are allowed).
+XML_FORBIDDEN_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]"
 
 # Content types written to storage (issue 4 relies on them for object metadata).
 CONTENT_TYPES = {

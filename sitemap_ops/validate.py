@@ -26,14 +26,23 @@ from sitemap_ops.constants import (
     ALLOWED_SCHEMES,
     CHANGEFREQ_VALUES,
     DEFAULT_PORTS,
+    HREFLANG_DEFAULT,
+    IMAGE_NS,
+    ISO_639_1,
+    ISO_3166_1_ALPHA_2,
     LASTMOD_PATTERN,
     MAX_BYTES_PER_SITEMAP,
+    MAX_IMAGES_PER_PAGE,
     MAX_LOC_LENGTH,
+    MAX_NEWS_PER_SITEMAP,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_SITEMAP,
+    NEWS_NS,
     PRIORITY_MAX,
     PRIORITY_MIN,
     SITEMAP_NS,
+    VIDEO_NS,
+    XHTML_NS,
 )
 from sitemap_ops.errors import StorageError
 from sitemap_ops.publish.robots import sitemap_lines
@@ -225,6 +234,16 @@ def in_scope(url: str, scope: str) -> bool:
     return (urlsplit(url).path or "/").startswith(_scope_folder(scope))
 
 
+def valid_hreflang(code: str) -> bool:
+    """An ISO 639-1 language with an optional ISO 15924 script or ISO 3166-1 region, or x-default."""
+    if code.lower() == HREFLANG_DEFAULT:
+        return True
+    lang, _, sub = code.partition("-")
+    if lang.lower() not in ISO_639_1:
+        return False
+    return not sub or (len(sub) == 4 and sub.isalpha() and sub.isascii()) or sub.upper() in ISO_3166_1_ALPHA_2
+
+
 def check_lastmod(value: str | None, where: str, report: Report, now: dt.datetime) -> None:
     if value is None:
         return
@@ -338,6 +357,28 @@ class Validator:
                     ok = False
                 if not ok:
                     self.report.add(line, f"priority {priority!r} is not a number from 0.0 to 1.0")
+            if has_extensions:
+                self.extensions(entry, line)
+        if has_extensions:
+            news = len(root.findall(f"{_NS}url/{{{NEWS_NS}}}news"))
+            if news > MAX_NEWS_PER_SITEMAP:
+                self.report.add(where, f"{news:,} news articles (the limit is {MAX_NEWS_PER_SITEMAP:,} per sitemap)")
+
+    def extensions(self, entry: etree._Element, line: str) -> None:
+        """What the extension schemas leave open: image count, URL syntax, hreflang codes."""
+        images = entry.findall(f"{{{IMAGE_NS}}}image/{{{IMAGE_NS}}}loc")
+        if len(images) > MAX_IMAGES_PER_PAGE:
+            self.report.add(line, f"{len(images):,} images (the limit is {MAX_IMAGES_PER_PAGE:,} per page)")
+        video_urls = [
+            el for name in ("thumbnail_loc", "content_loc", "player_loc") for el in entry.iter(f"{{{VIDEO_NS}}}{name}")
+        ]
+        for el in images + video_urls:
+            check_loc((el.text or "").strip(), line, self.report, None)
+        for link in entry.iter(f"{{{XHTML_NS}}}link"):
+            code = link.get("hreflang") or ""
+            if link.get("rel") != "alternate" or not valid_hreflang(code):
+                self.report.add(line, f"xhtml:link rel={link.get('rel')!r} hreflang={code!r} is not a valid alternate")
+            check_loc((link.get("href") or "").strip(), line, self.report, None)
 
     def index(self, root: etree._Element, where: str, url: str | None) -> None:
         xsd = schema("siteindex.xsd")

@@ -4,7 +4,7 @@
 SELECT
     CASE
         WHEN getvariable('format') = 'txt' THEN so_text_entry_bytes(s.loc)
-        ELSE so_url_entry_bytes(s.loc, s.lastmod, s.changefreq, s.priority)
+        ELSE so_url_entry_bytes(s.loc, s.lastmod, s.changefreq, s.priority, s.ext_xml)
     END AS bytes,
     p.shard AS kept_shard,
     p.pos AS kept_pos

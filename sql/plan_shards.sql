@@ -1,10 +1,21 @@
 -- Plan 2c: per shard, the newest lastmod and a content fingerprint (two independent 64-bit XORs of row
--- hashes, position included), used to skip shards whose content did not change. Reads the view `planned`.
+-- hashes, position and extension XML included), used to skip shards whose content did not change.
+-- Reads the view `planned`.
 SELECT
     shard_key,
     max(lastmod) AS lastmod,
-    bit_xor(hash(loc, lastmod, changefreq, priority, pos)) AS h1,
-    bit_xor(hash(pos, priority, changefreq, lastmod, loc || '#')) AS h2
+    bit_xor(
+        CASE
+            WHEN ext_xml IS NULL THEN hash(loc, lastmod, changefreq, priority, pos)
+            ELSE hash(loc, lastmod, changefreq, priority, pos, ext_xml)
+        END
+    ) AS h1,
+    bit_xor(
+        CASE
+            WHEN ext_xml IS NULL THEN hash(pos, priority, changefreq, lastmod, loc || '#')
+            ELSE hash(pos, priority, changefreq, lastmod, loc || '#', '#' || ext_xml)
+        END
+    ) AS h2
 FROM planned
 GROUP BY shard_key
 ORDER BY shard_key

@@ -32,18 +32,22 @@ CREATE OR REPLACE MACRO so_lastmod_length(ts) AS
 
 CREATE OR REPLACE MACRO so_priority_text(p) AS CAST(p AS VARCHAR);
 
-CREATE OR REPLACE MACRO so_url_entry(loc, lastmod, changefreq, priority) AS
+-- `ext`: the page's extension elements (images, videos, news, xhtml:link), rendered and escaped in stage
+-- (sql/stage_ext_xml.sql); NULL for none.
+CREATE OR REPLACE MACRO so_url_entry(loc, lastmod, changefreq, priority, ext) AS
     '<url><loc>' || so_xml_escape(loc) || '</loc>'
     || CASE WHEN lastmod IS NULL THEN '' ELSE '<lastmod>' || so_lastmod_text(lastmod) || '</lastmod>' END
     || CASE WHEN changefreq IS NULL THEN '' ELSE '<changefreq>' || changefreq || '</changefreq>' END
     || CASE WHEN priority IS NULL THEN '' ELSE '<priority>' || so_priority_text(priority) || '</priority>' END
+    || coalesce(ext, '')
     || '</url>' || chr(10);
 
-CREATE OR REPLACE MACRO so_url_entry_bytes(loc, lastmod, changefreq, priority) AS
+CREATE OR REPLACE MACRO so_url_entry_bytes(loc, lastmod, changefreq, priority, ext) AS
     10 + so_xml_escaped_length(loc) + 6
     + CASE WHEN lastmod IS NULL THEN 0 ELSE 9 + so_lastmod_length(lastmod) + 10 END
     + CASE WHEN changefreq IS NULL THEN 0 ELSE 12 + strlen(changefreq) + 13 END
     + CASE WHEN priority IS NULL THEN 0 ELSE 10 + strlen(so_priority_text(priority)) + 11 END
+    + coalesce(strlen(ext), 0)
     + 7;
 
 -- The text format: one URL per line.

@@ -1,9 +1,11 @@
 -- Stage 1a: normalize every inventory row and decide its fate (published, rewritten or rejected).
--- Reads the view `inventory` (loc, lastmod, changefreq, priority, section; built by sitemap_ops.stage.sources)
--- and the variables set by sitemap_ops.stage.stage (site scheme/host/scope and one switch per rule).
--- One output row per input row. `reason` is NULL for a publishable URL; `*_issue` names an optional field
--- that was dropped. Lambda-free string functions on the common path; regexes and the Python UDFs
--- (so_idna, so_normalize_target) run only on the rows a cheap test routes to them.
+-- Reads the view `inventory` (loc, lastmod, changefreq, priority, section and the inline extension columns;
+-- built by sitemap_ops.stage.sources) and the variables set by sitemap_ops.stage.stage (site scheme/host/scope
+-- and one switch per rule). One output row per input row. `reason` is NULL for a publishable URL; `*_issue`
+-- names an optional field that was dropped. Lambda-free string functions on the common path; regexes and
+-- the Python UDFs (so_idna, so_normalize_target) run only on the rows a cheap test routes to them.
+-- With the variable check_scope false (extension URLs: images, videos, alternates), the host, scheme and
+-- scope rules are not applied; `host` is returned so the caller can check the host against its own list.
 WITH src AS (
     SELECT
         source,
@@ -14,7 +16,14 @@ WITH src AS (
         changefreq AS raw_changefreq,
         priority_value,
         priority_text,
-        section AS raw_section
+        section AS raw_section,
+        images,
+        videos,
+        alternates,
+        news_publication,
+        news_language,
+        news_publication_date,
+        news_title
     FROM inventory
 ),
 screened AS (
@@ -100,8 +109,10 @@ targets AS (
                 THEN getvariable('site_host')
             ELSE host2
         END AS host3,
+        -- only the site's own URLs are moved to its scheme (another host may not serve it)
         CASE
             WHEN scheme1 <> getvariable('site_scheme') AND getvariable('other_scheme') = 'rewrite'
+                AND (host2 = getvariable('site_host') OR host2 = getvariable('alt_host'))
                 THEN getvariable('site_scheme')
             ELSE scheme1
         END AS scheme2,
@@ -167,10 +178,13 @@ judged AS (
             early_reason,
             CASE
                 WHEN host2 IS NULL OR host2 = '' OR target1 IS NULL THEN 'unparseable'
+                WHEN NOT getvariable('check_scope') THEN NULL
                 WHEN host2 = getvariable('alt_host') AND host3 <> getvariable('site_host') THEN 'other_host_form'
                 WHEN host3 <> getvariable('site_host') THEN 'out_of_scope'
                 WHEN scheme2 <> getvariable('site_scheme') THEN 'other_scheme'
                 WHEN NOT starts_with(path, getvariable('scope_path')) THEN 'out_of_scope'
+            END,
+            CASE
                 WHEN length(norm_loc) > getvariable('max_loc_length') THEN 'too_long'
                 -- with IRI encoding turned off, a URL that is not plain RFC 3986 cannot be published
                 WHEN NOT getvariable('rule_encode_iri')
@@ -211,7 +225,8 @@ fields AS (
 )
 SELECT
     source,
-    CASE WHEN reason IS NOT NULL THEN raw_loc END AS raw_loc,
+    -- the original only where it is needed (rejects; extension URLs, which are looked up by it)
+    CASE WHEN reason IS NOT NULL OR getvariable('keep_raw') THEN raw_loc END AS raw_loc,
     reason,
     CASE WHEN reason IS NULL THEN norm_loc END AS loc,
     CASE WHEN lastmod_issue IS NULL THEN date_trunc('second', lastmod_ts) END AS lastmod,
@@ -230,5 +245,14 @@ SELECT
     CASE WHEN priority_issue IS NOT NULL THEN coalesce(priority_text, CAST(priority_value AS VARCHAR)) END
         AS raw_priority,
     changefreq_issue,
-    CASE WHEN changefreq_issue IS NOT NULL THEN CAST(raw_changefreq AS VARCHAR) END AS raw_changefreq
+    CASE WHEN changefreq_issue IS NOT NULL THEN CAST(raw_changefreq AS VARCHAR) END AS raw_changefreq,
+    host3 AS host,
+    -- the extensions of a publishable row travel on to sql/stage_extensions.sql
+    CASE WHEN reason IS NULL THEN images END AS images,
+    CASE WHEN reason IS NULL THEN videos END AS videos,
+    CASE WHEN reason IS NULL THEN alternates END AS alternates,
+    CASE WHEN reason IS NULL THEN news_publication END AS news_publication,
+    CASE WHEN reason IS NULL THEN news_language END AS news_language,
+    CASE WHEN reason IS NULL THEN news_publication_date END AS news_publication_date,
+    CASE WHEN reason IS NULL THEN news_title END AS news_title
 FROM fields

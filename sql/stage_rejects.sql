@@ -1,5 +1,6 @@
 -- Stage 1c: the rejects file. One row per rejected URL (field NULL) and one per dropped optional field,
--- with the original value and the reason. Reads the temp table `normalized`.
+-- with the original value and the reason; then every dropped extension value (`ext_rejects`, reason
+-- <field>_<issue>, e.g. image_host_not_allowed). Reads the temp tables `normalized` and `ext_rejects`.
 SELECT source, raw_loc AS loc, reason, NULL AS field, NULL AS value
 FROM normalized WHERE reason IS NOT NULL
 UNION ALL
@@ -11,3 +12,6 @@ FROM normalized WHERE reason IS NULL AND priority_issue IS NOT NULL
 UNION ALL
 SELECT source, loc, changefreq_issue, 'changefreq', raw_changefreq
 FROM normalized WHERE reason IS NULL AND changefreq_issue IS NOT NULL
+UNION ALL
+SELECT source, loc, field || '_' || issue, field, value
+FROM ext_rejects

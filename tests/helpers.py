@@ -91,7 +91,7 @@ def assert_schema_valid(out: Path) -> None:
         return
     for path in sitemap_files(out):
         root = etree.fromstring(read_file(path))
-        xsd = schema("siteindex.xsd" if root.tag.endswith("sitemapindex") else "sitemap.xsd")
+        xsd = schema("siteindex.xsd" if root.tag.endswith("sitemapindex") else "urlset-all.xsd")
         assert xsd.validate(root), f"{path.name}: {xsd.error_log}"
 
 

@@ -20,6 +20,7 @@ from sitemap_ops.render.xml import index_entry, index_overhead, shard_overhead
 from sitemap_ops.storage import Storage
 
 PLANNED_NAME = "planned.parquet"
+ASSIGNMENT_NAME = "assignment.parquet"
 PLAN_NAME = "plan.json"
 # Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
 RENDER_VERSION = 1
@@ -71,6 +72,8 @@ class Plan:
     indexes: list[IndexPlan]
     total_urls: int
     ordered: bool = False  # planned.parquet is in (shard_key, pos) order
+    extended: bool = False  # some entries carry extensions: shards declare their namespaces
+    assignment_path: str = ""  # the assignment to publish (default: planned_path)
     previous_build_id: str | None = None
     previous_urls: int | None = None
     sections: dict[str, int] = field(default_factory=dict)
@@ -227,13 +230,18 @@ def run_plan(
     progress = progress or Progress(enabled=False)
     shards_cfg = config.shards
     max_urls = shards_cfg.max_urls
-    payload = shards_cfg.max_bytes - shard_overhead(config.render.format)
     set_variables(con, {"format": config.render.format})
     con.execute(
         "CREATE OR REPLACE TEMP VIEW staged AS SELECT * FROM read_parquet("
         + quote_literal(duckdb_path(con, staged_path, config.storage))
         + ", file_row_number = true)"
     )
+    try:
+        (extended,) = con.execute("SELECT count(ext_xml) > 0 FROM staged").fetchall()[0]
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
+    overhead = shard_overhead(config.render.format, extended)
+    payload = shards_cfg.max_bytes - overhead
     if previous_assignment:
         create_parquet_view(con, "previous", previous_assignment)
     else:
@@ -269,7 +277,8 @@ def run_plan(
             shard[sec.start : sec.end],
             pos[sec.start : sec.end],
             size[sec.start : sec.end],
-            max_urls,
+            # the news series: at most news_max_urls articles per sitemap
+            min(max_urls, config.extensions.news_max_urls) if sec.name == config.extensions.news_section else max_urls,
             payload,
             shards_cfg.compact_below,
         )
@@ -300,8 +309,17 @@ def run_plan(
     del size, shard, pos, codes, section_index
 
     create_parquet_view(con, "planned", planned_path)
+    assignment_path = ""
+    if extended:
+        assignment_path = work.url_of(ASSIGNMENT_NAME)
+        try:
+            con.sql(read_sql("plan_assignment")).write_parquet(
+                storage_path(con, work, ASSIGNMENT_NAME), compression="snappy", row_group_size=16384
+            )
+        except duckdb.Error as exc:
+            raise PlanError(f"cannot write the assignment to {work.url}: {first_line(exc)}") from None
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
-    overhead = shard_overhead(config.render.format)
+    signature += "-ext" if extended else ""
     previous_fp = {s.name: s.fingerprint for s in previous.shards} if previous else {}
     shard_plans = []
     for key, lastmod, h1, h2 in con.execute(read_sql("plan_shards")).fetchall():
@@ -330,6 +348,8 @@ def run_plan(
         indexes=_plan_indexes(shard_plans, config),
         total_urls=total,
         ordered=ordered,
+        extended=bool(extended),
+        assignment_path=assignment_path,
         previous_build_id=previous.build_id if previous else None,
         previous_urls=previous_urls,
         sections={s.name: s.end - s.start for s in sections},

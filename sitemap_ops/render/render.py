@@ -82,7 +82,7 @@ def render_shards(
     lock = threading.Lock()
 
     def finish(shard: ShardPlan, pieces: list[bytes]) -> None:
-        raw = shard_bytes(config.format, pieces)
+        raw = shard_bytes(config.format, pieces, plan.extended)
         if len(raw) != shard.bytes:
             raise ShardSizeMismatch(f"{shard.name}: rendered {len(raw)} bytes, planned {shard.bytes}")
         payload = gzip_bytes(raw, config.gzip_level) if config.gzip else raw

@@ -10,25 +10,32 @@ from sitemap_ops.constants import (
     INDEX_OPEN,
     URLSET_CLOSE,
     URLSET_OPEN,
+    URLSET_OPEN_EXTENDED,
     XML_DECLARATION,
     XML_ESCAPES,
 )
 
 XML_HEAD = (XML_DECLARATION + URLSET_OPEN).encode()
+# Shards of a build with extensions declare the image, video, news and xhtml namespaces.
+XML_HEAD_EXTENDED = (XML_DECLARATION + URLSET_OPEN_EXTENDED).encode()
 XML_TAIL = URLSET_CLOSE.encode()
 # saxutils.escape handles & < > itself; the quotes come from the protocol's escape table.
 _QUOTES = {char: entity for char, entity in XML_ESCAPES.items() if char in "'\""}
 
 
-def shard_overhead(fmt: str) -> int:
+def _head(extended: bool) -> bytes:
+    return XML_HEAD_EXTENDED if extended else XML_HEAD
+
+
+def shard_overhead(fmt: str, extended: bool = False) -> int:
     """Bytes of a shard file besides its entries (declaration, root element)."""
-    return 0 if fmt == "txt" else len(XML_HEAD) + len(XML_TAIL)
+    return 0 if fmt == "txt" else len(_head(extended)) + len(XML_TAIL)
 
 
-def shard_bytes(fmt: str, pieces: Iterable[bytes]) -> bytes:
+def shard_bytes(fmt: str, pieces: Iterable[bytes], extended: bool = False) -> bytes:
     """A whole uncompressed shard file from its rendered entries."""
     body = b"".join(pieces)
-    return body if fmt == "txt" else XML_HEAD + body + XML_TAIL
+    return body if fmt == "txt" else _head(extended) + body + XML_TAIL
 
 
 def index_entry(loc: str, lastmod: str | None) -> str:

@@ -5,10 +5,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sitemap_ops.constants import DEFAULT_TRACKING_PARAMS
+from sitemap_ops.constants import (
+    DEFAULT_TRACKING_PARAMS,
+    MAX_IMAGES_PER_PAGE,
+    MAX_NEWS_PER_SITEMAP,
+    NEWS_MAX_AGE_HOURS,
+)
 from sitemap_ops.errors import ConfigError
 
-INVENTORY_COLUMNS = ("loc", "lastmod", "changefreq", "priority", "section")
+# The fields of one video (inline: a list of structs with these field names; a `videos` source: columns).
+VIDEO_FIELDS = (
+    "thumbnail_loc", "title", "description", "content_loc", "player_loc", "duration", "expiration_date",
+    "rating", "view_count", "publication_date", "family_friendly", "restriction", "restriction_relationship",
+    "platform", "platform_relationship", "requires_subscription", "uploader", "uploader_info", "live", "tag",
+)  # fmt: skip
+NEWS_FIELDS = ("news_publication", "news_language", "news_publication_date", "news_title")
+# Columns of a page source (`kind = "pages"`): the URL fields, then the extensions kept inline.
+INVENTORY_COLUMNS = ("loc", "lastmod", "changefreq", "priority", "section", "images", "videos", "alternates")
+INVENTORY_COLUMNS += NEWS_FIELDS
+# Columns of the sources that keep an extension in its own table or file, joined on the page URL
+# (one row per image, alternate or video; one row per news article).
+EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {
+    "images": ("page", "image"),
+    "alternates": ("page", "hreflang", "href"),
+    "videos": ("page", *VIDEO_FIELDS),
+    "news": ("page", *NEWS_FIELDS),
+}
+SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS)
 SOURCE_FORMATS = ("parquet", "csv", "duckdb", "postgres", "mysql", "sqlite")
 DATABASE_FORMATS = ("duckdb", "postgres", "mysql", "sqlite")
 # :name placeholders in a filter (outside quotes, not a :: cast)
@@ -35,6 +58,9 @@ class SourceConfig:
     filter: str = ""
     params: dict[str, object] = field(default_factory=dict)
     password_file: str = ""  # a file whose first line is the database password
+    # pages: the URL inventory; images | alternates | videos | news: one extension kept apart from the
+    # pages, joined on its `page` column (the page's URL, normalized like `loc`).
+    kind: str = "pages"
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -54,12 +80,17 @@ class SourceConfig:
         missing = sorted(set(self.placeholders()) - set(self.params))
         if missing:
             raise ConfigError(f"source {self.label}: the filter uses :{missing[0]} but `params` has no {missing[0]!r}")
-        unknown = set(self.columns) - set(INVENTORY_COLUMNS)
+        if self.kind not in SOURCE_KINDS:
+            raise ConfigError(f"source {self.label}: kind {self.kind!r} is not one of {', '.join(SOURCE_KINDS)}")
+        known = self.known_columns()
+        unknown = set(self.columns) - set(known)
         if unknown:
             raise ConfigError(
-                f"source {self.path!r}: unknown inventory column(s) {sorted(unknown)} in `columns`; "
-                f"known: {', '.join(INVENTORY_COLUMNS)}"
+                f"source {self.path!r}: unknown inventory column(s) {sorted(unknown)} in `columns` "
+                f"for kind {self.kind}; known: {', '.join(known)}"
             )
+        if self.section and self.kind != "pages":
+            raise ConfigError(f"source {self.label}: `section` applies to page sources only")
         if self.section and not _SECTION_NAME.match(self.section):
             raise ConfigError(f"source {self.path!r}: section {self.section!r} must match [a-z0-9][a-z0-9_-]*")
 
@@ -67,6 +98,10 @@ class SourceConfig:
     def label(self) -> str:
         """The source as it may be shown in logs and errors (a URL's password replaced by ***)."""
         return redact(self.path)
+
+    def known_columns(self) -> tuple[str, ...]:
+        """The columns `columns` may map for this source's kind."""
+        return INVENTORY_COLUMNS if self.kind == "pages" else EXTENSION_COLUMNS[self.kind]
 
     def placeholders(self) -> list[str]:
         """The :name placeholders of the filter, in order."""
@@ -142,3 +177,43 @@ class NormalizeConfig:
             return None, None
         names = "|".join(re.escape(p).replace(r"\*", "[^=&]*") for p in self.tracking_params)
         return f"(?i)(^|&)({names})(=|&|$)", f"(?i)^({names})(=|$)"
+
+
+_HOST = re.compile(r"^(\*|[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?)$")
+
+
+@dataclass(frozen=True)
+class ExtensionsConfig:
+    """Images, videos, news and hreflang alternates: which hosts they may use and how they are checked.
+
+    Extension URLs are normalized like `loc`. They may sit on the site's host (any path) or on a host
+    listed here ("*": any host); a URL elsewhere is dropped with the reason <kind>_host_not_allowed.
+    """
+
+    image_hosts: tuple[str, ...] = ()  # e.g. ["cdn.example.com"]
+    video_hosts: tuple[str, ...] = ()  # thumbnail, content and player URLs
+    alternate_hosts: tuple[str, ...] = ()  # other hosts of the site's language versions, e.g. ["www.example.de"]
+    # Complete every hreflang set: each page of a set lists every member and itself (missing return
+    # links are always reported; with this on, they are also added).
+    complete_alternates: bool = False
+    # The news series is its own section of shards (at most 1,000 articles each), listed in the index.
+    news_section: str = "news-recent"
+    news_max_age_hours: int = NEWS_MAX_AGE_HOURS
+    news_max_urls: int = MAX_NEWS_PER_SITEMAP
+    max_images_per_page: int = MAX_IMAGES_PER_PAGE
+
+    def __post_init__(self) -> None:
+        for name in ("image_hosts", "video_hosts", "alternate_hosts"):
+            hosts = tuple(h.strip().lower() for h in getattr(self, name))
+            bad = [h for h in hosts if not _HOST.match(h)]
+            if bad:
+                raise ConfigError(f'extensions.{name}: {bad[0]!r} is not a host name (or "*" for any host)')
+            object.__setattr__(self, name, hosts)
+        if not _SECTION_NAME.match(self.news_section):
+            raise ConfigError(f"extensions.news_section {self.news_section!r} must match [a-z0-9][a-z0-9_-]*")
+        if self.news_max_age_hours < 1:
+            raise ConfigError("extensions.news_max_age_hours must be at least 1")
+        if not 1 <= self.news_max_urls <= MAX_NEWS_PER_SITEMAP:
+            raise ConfigError(f"extensions.news_max_urls must be between 1 and {MAX_NEWS_PER_SITEMAP}")
+        if not 0 <= self.max_images_per_page <= MAX_IMAGES_PER_PAGE:
+            raise ConfigError(f"extensions.max_images_per_page must be between 0 and {MAX_IMAGES_PER_PAGE}")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import duckdb
 
 from sitemap_ops.duck import duckdb_path, quote_literal, set_variables
 from sitemap_ops.errors import first_line
-from sitemap_ops.stage.config import SourceConfig
+from sitemap_ops.stage.config import EXTENSION_COLUMNS, NEWS_FIELDS, VIDEO_FIELDS, SourceConfig
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.storage import StorageConfig
@@ -29,12 +30,33 @@ _NUMERIC_TYPES = (
 )
 
 
+# The typed shape every extension takes on its way into sql/stage_extensions.sql.
+VIDEO_TYPE = "STRUCT(" + ", ".join(f"{f} VARCHAR" for f in VIDEO_FIELDS if f != "tag") + ", tag VARCHAR[])"
+ALTERNATE_TYPE = "STRUCT(hreflang VARCHAR, href VARCHAR)"
+# Extension columns of the `inventory` view: (name, type, NULL default).
+_INLINE_EXTENSIONS = (
+    ("images", "VARCHAR[]"),
+    ("videos", f"{VIDEO_TYPE}[]"),
+    ("alternates", f"{ALTERNATE_TYPE}[]"),
+    *((name, "VARCHAR") for name in NEWS_FIELDS),
+)
+# The views of the extension sources (`kind` images | alternates | videos | news) and their columns.
+_EXTENSION_VIEWS = {
+    "images": ("ext_images_src", (("image", "VARCHAR"),)),
+    "alternates": ("ext_alternates_src", (("hreflang", "VARCHAR"), ("href", "VARCHAR"))),
+    "videos": ("ext_videos_src", (("video", VIDEO_TYPE),)),
+    "news": ("ext_news_src", tuple((name, "VARCHAR") for name in NEWS_FIELDS)),
+}
+
+
 @dataclass
 class Inventory:
     """What create_inventory_view set up: the sources' labels and the secrets to keep out of messages."""
 
     labels: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
+    # The extension kinds the sources carry (images, videos, alternates, news), inline or in their own source.
+    extensions: set[str] = field(default_factory=set)
 
     def error(self, exc: BaseException) -> str:
         """A one-line message for a failure while reading the inventory, with every secret scrubbed."""
@@ -68,25 +90,26 @@ def _relation_sql(
     return f"({source.query})"
 
 
-def _column_types(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, str]:
-    rows = con.execute(f"DESCRIBE SELECT * FROM {relation_sql}").fetchall()
-    return {row[0]: row[1] for row in rows}
+def _column_types(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, duckdb.typing.DuckDBPyType]:
+    """Column -> DuckDB type (str() gives the SQL name; lists and structs can be inspected)."""
+    relation = con.sql(f"SELECT * FROM {relation_sql}")
+    return dict(zip(relation.columns, relation.types, strict=True))
 
 
 def _value_or_text(
-    name: str, column: str | None, types: dict[str, str], typed: tuple[str, ...], sql_type: str
+    name: str, column: str | None, types: Mapping[str, object], typed: tuple[str, ...], sql_type: str
 ) -> list[str]:
     """Select items `<name>_value` (typed columns, cast) and `<name>_text` (anything else, parsed in SQL)."""
     value, text = f"NULL::{sql_type} AS {name}_value", f"NULL::VARCHAR AS {name}_text"
-    if column is not None and types[column].upper().split("(")[0] in typed:
+    if column is not None and str(types[column]).upper().split("(")[0] in typed:
         value = f"CAST({quote_identifier(column)} AS {sql_type}) AS {name}_value"
     elif column is not None:
         text = f"CAST({quote_identifier(column)} AS VARCHAR) AS {name}_text"
     return [value, text]
 
 
-def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str:
-    """The typed select list mapping one source's columns onto the inventory contract."""
+def _column_finder(source: SourceConfig, types: Mapping[str, object]) -> Callable[[str], str | None]:
+    """col(name): the source column feeding `name` (None if absent; an error if mapped but missing)."""
 
     def col(name: str) -> str | None:
         mapped = source.column(name)
@@ -98,6 +121,104 @@ def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str
             )
         return None
 
+    return col
+
+
+def _text(column: str | None) -> str:
+    return f"CAST({quote_identifier(column)} AS VARCHAR)" if column else "NULL::VARCHAR"
+
+
+def _text_list(expr: str, sql_type: duckdb.typing.DuckDBPyType) -> str:
+    """A list of strings from a list column, or from a text column of whitespace-separated values."""
+    if sql_type.id == "list":
+        return f"CAST({expr} AS VARCHAR[])"
+    return f"nullif(string_split_regex(trim(CAST({expr} AS VARCHAR)), '\\s+'), [''])"
+
+
+def _struct_fields(source: SourceConfig, column: str, sql_type: duckdb.typing.DuckDBPyType, what: str) -> dict:
+    if sql_type.id != "list" or sql_type.child.id != "struct":
+        raise SourceError(
+            f"source {source.label}: column {column!r} ({what}) must be a list of structs, not {sql_type}"
+        )
+    return dict(sql_type.child.children)
+
+
+def _video_struct(get: Callable[[str], tuple[str, duckdb.typing.DuckDBPyType] | None]) -> str:
+    """struct_pack of every video field from `get(field)` -> (expression, type) or None (NULL)."""
+    items = []
+    for name in VIDEO_FIELDS:
+        found = get(name)
+        if name == "tag":
+            value = _text_list(*found) if found else "NULL::VARCHAR[]"
+        else:
+            value = f"CAST({found[0]} AS VARCHAR)" if found else "NULL::VARCHAR"
+        items.append(f"{name} := {value}")
+    return f"struct_pack({', '.join(items)})"
+
+
+def _inline_extensions(
+    source: SourceConfig, types: dict[str, duckdb.typing.DuckDBPyType], found: set[str]
+) -> list[str]:
+    """Select items for the inventory's extension columns of one page source (typed NULLs when absent)."""
+    col = _column_finder(source, types)
+    items = []
+    for name, sql_type in _INLINE_EXTENSIONS:
+        column = col(name)
+        if column is None:
+            items.append(f"NULL::{sql_type} AS {name}")
+            continue
+        found.add("news" if name in NEWS_FIELDS else name)
+        quoted, column_type = quote_identifier(column), types[column]
+        if name == "images":
+            items.append(f"{_text_list(quoted, column_type)} AS images")
+        elif name == "alternates":
+            fields = _struct_fields(source, column, column_type, "alternates: hreflang, href")
+            if not {"hreflang", "href"} <= set(fields):
+                raise SourceError(f"source {source.label}: the alternates structs need fields hreflang and href")
+            items.append(
+                f"list_transform({quoted}, lambda a: struct_pack(hreflang := CAST(a.hreflang AS VARCHAR), "
+                "href := CAST(a.href AS VARCHAR))) AS alternates"
+            )
+        elif name == "videos":
+            fields = _struct_fields(source, column, column_type, "videos")
+            unknown = sorted(set(fields) - set(VIDEO_FIELDS))
+            if unknown:
+                raise SourceError(
+                    f"source {source.label}: unknown video field(s) {unknown}; known: {', '.join(VIDEO_FIELDS)}"
+                )
+            struct = _video_struct(
+                lambda f, fields=fields: (f"v.{quote_identifier(f)}", fields[f]) if f in fields else None
+            )
+            items.append(f"list_transform({quoted}, lambda v: {struct}) AS videos")
+        else:
+            items.append(f"{_text(column)} AS {name}")
+    return items
+
+
+def _extension_select(source: SourceConfig, index: int, types: dict[str, duckdb.typing.DuckDBPyType]) -> str:
+    """The select list of an extension source (kind images | alternates | videos | news)."""
+    col = _column_finder(source, types)
+    page = col("page")
+    if page is None:
+        raise SourceError(
+            f'source {source.label} ({source.kind}) has no `page` column; map one with columns.page = "..." '
+            f"(its columns: {', '.join(types)})"
+        )
+    items = [f"{index} AS source", f"{_text(page)} AS page_raw"]
+    if source.kind == "videos":
+        items.append(_video_struct(lambda f: (quote_identifier(c), types[c]) if (c := col(f)) else None) + " AS video")
+    else:
+        needed = EXTENSION_COLUMNS[source.kind][1:]
+        missing = [name for name in needed if col(name) is None]
+        if missing:
+            raise SourceError(f"source {source.label} ({source.kind}) has no {missing[0]!r} column")
+        items += [f"{_text(col(name))} AS {name}" for name in needed]
+    return ", ".join(items)
+
+
+def _select_list(source: SourceConfig, index: int, types: Mapping[str, object]) -> str:
+    """The typed select list mapping one source's columns onto the inventory contract."""
+    col = _column_finder(source, types)
     loc = col("loc")
     if loc is None:
         raise SourceError(
@@ -123,12 +244,20 @@ def _select_list(source: SourceConfig, index: int, types: dict[str, str]) -> str
     return ", ".join(items)
 
 
+def _empty_view(con: duckdb.DuckDBPyConnection, name: str, columns: tuple[tuple[str, str], ...]) -> None:
+    items = ", ".join(f"NULL::{sql_type} AS {column}" for column, sql_type in columns)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {items} WHERE false")
+
+
 def create_inventory_view(
     con: duckdb.DuckDBPyConnection, sources: tuple[SourceConfig, ...], storage: StorageConfig | None = None
 ) -> Inventory:
-    """Create the temp view `inventory` over all sources (combined before dedupe)."""
+    """Create the temp view `inventory` over all page sources (combined before dedupe), and one view per
+    extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
+    ext_news_src; empty when no source has that kind)."""
     inventory = Inventory(labels=[s.label for s in sources])
-    parts = []
+    parts: list[str] = []
+    extension_parts: dict[str, list[str]] = {kind: [] for kind in _EXTENSION_VIEWS}
     for index, source in enumerate(sources):
         alias = f"src{index}" if index else "src"
         try:
@@ -144,6 +273,30 @@ def create_inventory_view(
             # and pushes the condition down to the database server.
             set_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
             where = f" WHERE {source.filter_sql(alias)}"
-        parts.append(f"SELECT {_select_list(source, index, types)} FROM {relation}{where}")
+        if source.kind == "pages":
+            select = ", ".join(
+                [_select_list(source, index, types), *_inline_extensions(source, types, inventory.extensions)]
+            )
+            parts.append(f"SELECT {select} FROM {relation}{where}")
+        else:
+            inventory.extensions.add(source.kind)
+            extension_parts[source.kind].append(
+                f"SELECT {_extension_select(source, index, types)} FROM {relation}{where}"
+            )
     con.execute("CREATE OR REPLACE TEMP VIEW inventory AS " + "\nUNION ALL\n".join(parts))
+    for kind, (view, columns) in _EXTENSION_VIEWS.items():
+        if extension_parts[kind]:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS " + "\nUNION ALL\n".join(extension_parts[kind]))
+        else:
+            _empty_view(con, view, (("source", "INTEGER"), ("page_raw", "VARCHAR"), *columns))
     return inventory
+
+
+def create_url_inventory_view(con: duckdb.DuckDBPyConnection, relation: str) -> None:
+    """The view `inventory` over bare URLs (`relation` has a column `loc`), for stage_normalize.sql."""
+    extensions = ", ".join(f"NULL::{sql_type} AS {name}" for name, sql_type in _INLINE_EXTENSIONS)
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW inventory AS SELECT 0 AS source, loc, NULL::TIMESTAMP AS lastmod_value, "
+        "NULL::VARCHAR AS lastmod_text, NULL::VARCHAR AS changefreq, NULL::DOUBLE AS priority_value, "
+        f"NULL::VARCHAR AS priority_text, NULL::VARCHAR AS section, {extensions} FROM {relation}"
+    )

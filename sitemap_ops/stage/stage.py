@@ -14,8 +14,9 @@ from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import SourceError, StageError
+from sitemap_ops.stage.extensions import HREFLANG_NAME, run_extensions
 from sitemap_ops.stage.normalize import TARGET_NEEDS_WORK
-from sitemap_ops.stage.sources import create_inventory_view
+from sitemap_ops.stage.sources import create_inventory_view, create_url_inventory_view
 from sitemap_ops.storage import Storage
 
 STAGED_NAME = "staged.parquet"
@@ -33,6 +34,8 @@ class StageResult:
     fields_dropped: dict[str, int] = field(default_factory=dict)
     staged_path: str = ""
     rejects_path: str = ""
+    # images, videos, news and alternates (sitemap_ops.stage.extensions.ExtensionResult); {} without any
+    extensions: dict[str, object] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -72,6 +75,10 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
         "section_prefixes": [rule.prefix for rule in config.shards.sections] or [""],
         "section_names": [rule.name for rule in config.shards.sections] or [DEFAULT_SECTION],
         "default_section": DEFAULT_SECTION,
+        "news_section": config.extensions.news_section,
+        # page URLs: the site's scope applies; the original is kept for rejected rows only
+        "check_scope": True,
+        "keep_raw": False,
     }
 
 
@@ -94,24 +101,30 @@ def run_stage(
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
+    staged_path = storage_path(con, work, STAGED_NAME)
+    extensions: dict[str, object] = {}
+    if inventory.extensions:
+        extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
+    else:
+        con.execute(read_sql("stage_ext_empty"))
     counts = con.execute(read_sql("stage_counts")).fetchall()
-    rejected = {reason: n for kind, reason, n in counts if kind == "reject"}
-    dropped = {reason: n for kind, reason, n in counts if kind == "field"}
     rows_in = next(n for kind, _, n in counts if kind == "rows")
     valid = next(n for kind, _, n in counts if kind == "valid")
+    rejected = {reason: n for kind, reason, n in counts if kind == "reject"}
+    dropped = {reason: n for kind, reason, n in counts if kind == "field"}
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
-
-    staged_path = storage_path(con, work, STAGED_NAME)
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         con.execute("CREATE OR REPLACE TEMP TABLE dup_locs AS " + read_sql("stage_duplicates"))
         con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
-        (staged,) = con.execute("SELECT count(*) FROM read_parquet(?)", [staged_path]).fetchall()[0]
+        (rows_staged,) = con.execute("SELECT count(*) FROM read_parquet(?)", [staged_path]).fetchall()[0]
+        # the news series' rows repeat pages that are staged already
+        staged = rows_staged - int(extensions.get("news", 0))
     except duckdb.Error as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
-        con.execute("DROP TABLE IF EXISTS normalized")
-        con.execute("DROP TABLE IF EXISTS dup_locs")
+        for table in ("normalized", "dup_locs", "page_ext", "news_ext"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
     return StageResult(
         rows_in=rows_in,
         staged=staged,
@@ -120,7 +133,40 @@ def run_stage(
         fields_dropped=dict(sorted(dropped.items())),
         staged_path=work.url_of(STAGED_NAME),
         rejects_path=work.url_of(REJECTS_NAME),
+        extensions=extensions,
     )
+
+
+def _stage_extensions(
+    config: SiteConfig,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    build_time: dt.datetime,
+    kinds: set[str],
+    progress: Progress,
+) -> dict[str, object]:
+    """Check and render the inventory's extensions (tables page_ext, news_ext, ext_rejects)."""
+    if config.render.format == "txt":
+        raise StageError(
+            f"the inventory carries {', '.join(sorted(kinds))}, which text sitemaps cannot hold; "
+            'use render.format = "xml" or drop those columns'
+        )
+    if "news" in kinds:
+        (clash,) = con.execute(
+            "SELECT count(*) FROM normalized WHERE reason IS NULL AND section = getvariable('news_section')"
+        ).fetchall()[0]
+        if clash:
+            raise StageError(
+                f"{clash:,} page(s) are in section {config.extensions.news_section!r}, the news series' section; "
+                "set extensions.news_section to another name"
+            )
+    progress.step(f"stage: checking {', '.join(sorted(kinds))}")
+    try:
+        result = run_extensions(config, con, build_time, storage_path(con, work, HREFLANG_NAME))
+    except duckdb.Error as exc:
+        raise SourceError(f"cannot read the extensions: {first_line(exc)}") from None
+    result.hreflang_path = work.url_of(HREFLANG_NAME)
+    return result.to_dict()
 
 
 def normalize_urls(
@@ -133,11 +179,7 @@ def normalize_urls(
     con = connect(threads=1, normalize=config.normalize)
     try:
         con.register("urls", pa.table({"loc": pa.array(urls, pa.string())}))
-        con.execute(
-            "CREATE TEMP VIEW inventory AS SELECT 0 AS source, loc, NULL::TIMESTAMP AS lastmod_value, "
-            "NULL::VARCHAR AS lastmod_text, NULL::VARCHAR AS changefreq, NULL::DOUBLE AS priority_value, "
-            "NULL::VARCHAR AS priority_text, NULL::VARCHAR AS section FROM urls"
-        )
+        create_url_inventory_view(con, "urls")
         set_variables(con, normalize_variables(config, build_time or dt.datetime.now(dt.UTC)))
         # DuckDB keeps the input order for this projection-only query (preserve_insertion_order)
         return [

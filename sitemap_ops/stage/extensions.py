@@ -1,0 +1,173 @@
+"""Stage, extensions: images, videos, news and hreflang alternates checked and rendered once per page."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+
+import duckdb
+
+from sitemap_ops.config import SiteConfig
+from sitemap_ops.constants import (
+    HREFLANG_DEFAULT,
+    ISO_639_1,
+    ISO_3166_1_ALPHA_2,
+    NEWS_LANGUAGE_PATTERN,
+    VIDEO_DESCRIPTION_MAX,
+    VIDEO_DURATION_MAX,
+    VIDEO_MAX_TAGS,
+    VIDEO_PLATFORMS,
+    VIDEO_RATING_MAX,
+    VIDEO_RELATIONSHIPS,
+    VIDEO_TITLE_MAX,
+    VIDEO_UPLOADER_MAX,
+    XML_FORBIDDEN_CHARS,
+)
+from sitemap_ops.duck import read_sql, set_variables
+from sitemap_ops.stage.exceptions import StageError
+from sitemap_ops.stage.sources import create_url_inventory_view
+
+HREFLANG_NAME = "hreflang.csv"
+# Label propagation needs one step per hop of a cluster's longest path; real hreflang sets are 1-2 hops.
+_MAX_LABEL_STEPS = 64
+
+
+@dataclass
+class ExtensionResult:
+    """What the extension step found (small and JSON-able; part of StageResult)."""
+
+    pages_with_images: int = 0
+    images: int = 0
+    videos: int = 0
+    pages_with_alternates: int = 0
+    alternates: int = 0
+    news: int = 0
+    news_too_old: int = 0
+    hreflang_issues: dict[str, int] = field(default_factory=dict)  # found in the sets as the sources give them
+    hreflang_links_added: int = 0  # by completion (extensions.complete_alternates)
+    hreflang_issues_left: dict[str, int] = field(default_factory=dict)  # after completion
+    hreflang_path: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str, object]:
+    """The values the extension SQL files read with getvariable()."""
+    ext = config.extensions
+    utc = build_time.astimezone(dt.UTC).replace(tzinfo=None)
+    return {
+        # a one-element list with "" when empty: an empty list variable would not be typed VARCHAR[]
+        "image_hosts": list(ext.image_hosts) or [""],
+        "video_hosts": list(ext.video_hosts) or [""],
+        "alternate_hosts": list(ext.alternate_hosts) or [""],
+        "xml_forbidden": XML_FORBIDDEN_CHARS,
+        "max_images_per_page": ext.max_images_per_page,
+        "video_title_max": VIDEO_TITLE_MAX,
+        "video_description_max": VIDEO_DESCRIPTION_MAX,
+        "video_duration_max": VIDEO_DURATION_MAX,
+        "video_rating_max": VIDEO_RATING_MAX,
+        "video_uploader_max": VIDEO_UPLOADER_MAX,
+        "video_max_tags": VIDEO_MAX_TAGS,
+        "video_platforms": list(VIDEO_PLATFORMS),
+        "video_relationships": list(VIDEO_RELATIONSHIPS),
+        "news_language_pattern": NEWS_LANGUAGE_PATTERN,
+        "news_cutoff": utc - dt.timedelta(hours=ext.news_max_age_hours),
+        "hreflang_default": HREFLANG_DEFAULT,
+        "iso_languages": list(ISO_639_1),
+        "iso_regions": list(ISO_3166_1_ALPHA_2),
+    }
+
+
+def _issue_counts(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, int]:
+    return dict(con.execute(f"SELECT issue, count(*) FROM {table} GROUP BY issue ORDER BY issue").fetchall())
+
+
+def _complete_alternates(con: duckdb.DuckDBPyConnection) -> None:
+    """Cluster the alternate links; every page of a cluster gets the whole set (ext_alt_completed)."""
+    con.execute(read_sql("stage_hreflang_labels"))
+    for _ in range(_MAX_LABEL_STEPS):
+        (changed,) = con.execute(read_sql("stage_hreflang_step")).fetchall()[0]
+        con.execute("DROP TABLE alt_labels")
+        con.execute("ALTER TABLE alt_labels_next RENAME TO alt_labels")
+        if changed == 0:
+            break
+    else:
+        raise StageError(f"hreflang completion: the alternate clusters did not settle in {_MAX_LABEL_STEPS} steps")
+    con.execute(read_sql("stage_hreflang_complete"))
+
+
+def run_extensions(
+    config: SiteConfig, con: duckdb.DuckDBPyConnection, build_time: dt.datetime, hreflang_path: str
+) -> ExtensionResult:
+    """Check and render the extensions of the staged pages (the tables page_ext, news_ext, ext_rejects).
+
+    Needs the temp table `normalized` and the extension source views; writes the hreflang report to
+    `hreflang_path` (a path DuckDB can write).
+    """
+    set_variables(con, extension_variables(config, build_time))
+    con.execute(read_sql("stage_ext_collect"))
+    # Every distinct extension URL goes through the same normalization as loc, without the site-scope
+    # rules (hosts are checked per kind in stage_ext_resolve.sql).
+    create_url_inventory_view(con, "ext_url_raw")
+    set_variables(con, {"check_scope": False, "keep_raw": True})
+    try:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE ext_url_map AS SELECT raw_loc AS raw, loc, reason, host FROM ("
+            + read_sql("stage_normalize")
+            + ")"
+        )
+    finally:
+        set_variables(con, {"check_scope": True, "keep_raw": False})
+    con.execute(read_sql("stage_ext_resolve"))
+
+    result = ExtensionResult()
+    con.execute("CREATE OR REPLACE TEMP VIEW alt_checked_edges AS SELECT * FROM ext_alt_edges")
+    con.execute("CREATE OR REPLACE TEMP TABLE hreflang_found AS " + read_sql("stage_hreflang_check"))
+    result.hreflang_issues = _issue_counts(con, "hreflang_found")
+    if config.extensions.complete_alternates:
+        _complete_alternates(con)
+        con.execute("CREATE OR REPLACE TEMP VIEW alt_checked_edges AS SELECT * FROM ext_alt_completed")
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE hreflang_left AS "
+            + read_sql("stage_hreflang_check")
+            + " UNION ALL SELECT * FROM hreflang_conflicts"
+        )
+        result.hreflang_issues_left = _issue_counts(con, "hreflang_left")
+        (added,) = con.execute(
+            "SELECT (SELECT count(*) FROM ext_alt_completed) - (SELECT count(*) FROM ext_alt_edges)"
+        ).fetchall()[0]
+        result.hreflang_links_added = int(added)
+        con.execute("CREATE OR REPLACE TEMP VIEW alt_final AS SELECT * FROM ext_alt_completed")
+        # each problem found, and whether completion fixed it; conflicts that blocked completion too
+        report = (
+            "SELECT f.*, l.page IS NULL AS fixed FROM hreflang_found f "
+            "LEFT JOIN hreflang_left l ON l.page = f.page AND l.issue = f.issue "
+            "AND l.href IS NOT DISTINCT FROM f.href "
+            "UNION ALL SELECT *, false FROM hreflang_conflicts"
+        )
+    else:
+        con.execute("CREATE OR REPLACE TEMP VIEW alt_final AS SELECT * FROM ext_alt_edges")
+        report = "SELECT *, false AS fixed FROM hreflang_found"
+    con.sql(f"SELECT * FROM ({report}) ORDER BY page, issue, href").write_csv(hreflang_path, header=True)
+    result.hreflang_path = hreflang_path
+
+    con.execute(read_sql("stage_ext_xml"))
+    row = con.execute(
+        "SELECT (SELECT count(*) FROM ext_image_pages), "
+        "(SELECT coalesce(sum(least(len(images), getvariable('max_images_per_page'))), 0) FROM ext_image_pages), "
+        "(SELECT count(*) FROM ext_video_checked WHERE issue IS NULL), "
+        "(SELECT count(DISTINCT page) FROM alt_final), (SELECT count(*) FROM alt_final), "
+        "(SELECT count(*) FROM news_ext), "
+        "(SELECT count(*) FROM ext_news_checked WHERE issue = 'too_old')"
+    ).fetchall()[0]
+    (
+        result.pages_with_images,
+        result.images,
+        result.videos,
+        result.pages_with_alternates,
+        result.alternates,
+        result.news,
+        result.news_too_old,
+    ) = (int(v) for v in row)
+    return result
