@@ -65,20 +65,27 @@ def generate_inventory(path: Path, rows: int) -> None:
     subprocess.run([sys.executable, str(HERE / "generate.py"), str(path), "--rows", str(rows)], check=True)
 
 
-def build(inventory: Path, work: Path, memory_limit: str, source: list[str] | None = None) -> dict[str, float]:
+def build(
+    inventory: Path, work: Path, memory_limit: str, source: list[str] | None = None, config: Path | None = None
+) -> dict[str, float]:
     """Build `inventory` (or `source`: other --source flags holding the same rows) in its own process."""
     work.mkdir(exist_ok=True)
     out = work / "public"
     cmd = [
-        sys.executable, "-m", "sitemap_ops.cli", "build", *(source or ["--source", str(inventory)]),
+        sys.executable, "-m", "sitemap_ops.cli", "build", *(["--config", str(config)] if config else []),
+        *(source or ["--source", str(inventory)]),
         "--base-url", "https://www.example.com", "--output", str(out), "--work-dir", str(work / "state"),
         "--memory-limit", memory_limit, "--quiet",
     ]  # fmt: skip
     seconds, peak, stdout = peak_rss_of(cmd, work)
     rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{inventory}')").fetchall()[0][0]
     published = int(next(line for line in stdout.splitlines() if "URLs published" in line).split()[2].replace(",", ""))
-    shards = len(list(out.glob("sitemap-*-*.xml.gz")))
+    shard_files = list(out.glob("sitemap-*-*.xml.gz"))
+    shards = len(shard_files)
     size = sum(p.stat().st_size for p in out.glob("sitemap-*.xml.gz"))
+    raw = int(
+        next(line for line in stdout.splitlines() if line.strip().startswith("bytes:")).split()[1].replace(",", "")
+    )
     return {
         "input_urls": rows,
         "published_urls": published,
@@ -87,7 +94,28 @@ def build(inventory: Path, work: Path, memory_limit: str, source: list[str] | No
         "input_urls_per_s": round(rows / seconds),
         "peak_rss_mb": round(peak / 2**20),
         "gzipped_mb": round(size / 2**20, 1),
+        "mb_per_shard": round(raw / max(shards, 1) / 2**20, 1),
+        "gzipped_mb_per_shard": round(sum(p.stat().st_size for p in shard_files) / max(shards, 1) / 2**20, 2),
     }
+
+
+def rich_vs_plain(root: Path, pages: int, memory_limit: str) -> dict[str, object]:
+    """The same pages built plain and with 3 images and 5 hreflang alternates each (benchmarks/generate.py)."""
+    work = root / f"rich-{pages}"
+    work.mkdir()
+    results: dict[str, object] = {}
+    for kind in ("plain", "rich"):
+        inventory = work / f"{kind}.parquet"
+        subprocess.run(
+            [sys.executable, str(HERE / "generate.py"), str(inventory), "--rows", str(pages), f"--{kind}"], check=True
+        )
+        config = work / f"{kind}.toml"
+        # the images are on a CDN host, allowed as an extension host
+        config.write_text('[extensions]\nimage_hosts = ["cdn.example.com"]\n')
+        results[kind] = build(inventory, work / kind, memory_limit, config=config)
+    plain, rich = results["plain"], results["rich"]
+    results["rich_share_of_plain"] = round(rich["input_urls_per_s"] / plain["input_urls_per_s"], 2)  # type: ignore[index]
+    return results
 
 
 def sitemapjs(work: Path) -> dict[str, float]:
@@ -243,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-postgres", action="store_true", help="run just the PostgreSQL comparison")
     parser.add_argument("--s3-rows", type=int, default=0, help="also build this many rows to S3 (moto) and local disk")
     parser.add_argument("--only-s3", action="store_true", help="run just the S3 comparison")
+    parser.add_argument(
+        "--rich-pages", type=int, default=0, help="also build this many pages plain and with extensions"
+    )
+    parser.add_argument("--only-rich", action="store_true", help="run just the extensions comparison")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
 
@@ -263,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.s3_rows:
             results["s3_vs_local"] = comparison = s3_vs_local(root, args.s3_rows)
             print(json.dumps(comparison, indent=2), flush=True)
-        only = args.only_postgres or args.only_s3
+        if args.rich_pages:
+            results["rich_vs_plain"] = comparison = rich_vs_plain(root, args.rich_pages, args.memory_limit)
+            print(json.dumps(comparison, indent=2), flush=True)
+        only = args.only_postgres or args.only_s3 or args.only_rich
         for size in [] if only else (int(s) for s in args.sizes.split(",")):
             work = root / f"n{size}"
             work.mkdir()

@@ -15,7 +15,7 @@ import duckdb
 from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.plan.manifest import Manifest
-from sitemap_ops.plan.plan import PLANNED_NAME, Plan, run_plan
+from sitemap_ops.plan.plan import ASSIGNMENT_NAME, PLANNED_NAME, Plan, run_plan
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import run_publish, run_retire
@@ -77,6 +77,19 @@ class BuildSummary:
             f"  rejects file:       {st.rejects_path}",
             f"  seconds:            {self.seconds:.1f}",
         ]
+        ext = st.extensions
+        if ext:
+            out.insert(
+                6,
+                f"  extensions:         {ext['images']:,} images on {ext['pages_with_images']:,} pages, "
+                f"{ext['alternates']:,} alternates on {ext['pages_with_alternates']:,} pages, "
+                f"{ext['videos']:,} videos, {ext['news']:,} news articles ({ext['news_too_old']:,} too old)",
+            )
+            issues = ext["hreflang_issues"]
+            line = f"  hreflang issues:    {sum(issues.values()):,}" + (f"  ({_fmt(issues)})" if issues else "")
+            if ext["hreflang_links_added"]:
+                line += f"; completion added {ext['hreflang_links_added']:,} link(s)"
+            out.insert(7, line + (f"; report: {ext['hreflang_path']}" if issues else ""))
         if self.retired:
             out.append(f"  retired:            {len(self.retired)} file(s)")
         return out
@@ -199,7 +212,7 @@ def run_build(
             lease.release()
     summary.shards_written = len(rendered)
     summary.compressed_bytes = sum(r.compressed_bytes or 0 for r in rendered)
-    for big in (STAGED_NAME, PLANNED_NAME):
+    for big in (STAGED_NAME, PLANNED_NAME, ASSIGNMENT_NAME):  # a missing file is no error
         work.delete(big)
     _prune_work_dirs(work_root)
     summary.seconds = time.monotonic() - started

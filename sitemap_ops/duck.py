@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -9,6 +10,8 @@ from typing import Any
 
 import duckdb
 import fsspec
+import numpy as np
+import pyarrow as pa
 
 from sitemap_ops.stage.config import NormalizeConfig
 from sitemap_ops.stage.normalize import idna_host, normalize_target
@@ -49,6 +52,7 @@ def connect(
     # Naive timestamps and zone-less date strings are read as UTC; lastmod is always emitted in UTC.
     con.execute("SET TimeZone = 'UTC'")
     con.execute(read_sql("render_macros"))
+    con.execute(read_sql("stage_macros"))
 
     # null_handling="special": the UDFs may return NULL (input they cannot normalize -> `unparseable`).
     def so_idna(authority: str | None) -> str | None:
@@ -72,8 +76,47 @@ def create_parquet_view(con: duckdb.DuckDBPyConnection, name: str, path: str) ->
     con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM read_parquet({quote_literal(path)})")
 
 
+def sql_literal(value: object) -> str:
+    """A SQL literal for one of the build's own values (None, bool, int, float, str, naive datetime, list)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"CAST('{value!r}' AS DOUBLE)"
+    if isinstance(value, str):
+        return quote_literal(value)
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, list) and value:
+        return "[" + ", ".join(sql_literal(v) for v in value) + "]"
+    raise TypeError(f"no SQL literal for {value!r}")
+
+
+def numpy_of(column: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.ndarray:
+    """A non-null fixed-width Arrow column of a DuckDB result as a new numpy array, read from its buffers.
+
+    Not to_numpy(), nor DuckDB's register() the other way: those import pandas when it is installed
+    (about 1 s of a 3 s build).
+    """
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = [np.frombuffer(c.buffers()[1], dtype=dtype)[c.offset : c.offset + len(c)] for c in chunks if len(c)]
+    # a new, writable array (buffer views are read-only)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
 def set_variables(con: duckdb.DuckDBPyConnection, values: Mapping[str, object]) -> None:
-    """`SET VARIABLE` each value; the SQL files read them with getvariable() (folded to constants)."""
+    """`SET VARIABLE` each of the build's own values as a literal; the SQL files read them with getvariable()
+    (folded to constants). Literals, not parameters: DuckDB imports pandas (about 1 s) the first time a
+    parameter is bound, when pandas is installed."""
+    for name, value in values.items():
+        con.execute(f"SET VARIABLE {name} = {sql_literal(value)}")
+
+
+def bind_variables(con: duckdb.DuckDBPyConnection, values: Mapping[str, object]) -> None:
+    """`SET VARIABLE` each value bound as a parameter: for values from users (filters), never formatted."""
     for name, value in values.items():
         con.execute(f"SET VARIABLE {name} = ?", [value])
 

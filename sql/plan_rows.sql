@@ -2,12 +2,15 @@
 -- last published build had it in the same section, the shard and position it keeps (NULL otherwise).
 -- Reads the views `staged` and `previous` (the last published assignment; empty on a first build).
 SELECT
-    CASE
-        WHEN getvariable('format') = 'txt' THEN so_text_entry_bytes(s.loc)
-        ELSE so_url_entry_bytes(s.loc, s.lastmod, s.changefreq, s.priority, s.ext_xml)
-    END AS bytes,
-    p.shard AS kept_shard,
-    p.pos AS kept_pos
+    CAST(
+        CASE
+            WHEN getvariable('format') = 'txt' THEN so_text_entry_bytes(s.loc)
+            ELSE so_url_entry_bytes(s.loc, s.lastmod, s.changefreq, s.priority, s.ext_bytes)
+        END AS BIGINT
+    ) AS bytes,
+    -- -1: not kept
+    CAST(coalesce(p.shard, -1) AS INTEGER) AS kept_shard,
+    CAST(coalesce(p.pos, -1) AS BIGINT) AS kept_pos
 FROM staged s
 LEFT JOIN previous p ON p.loc = s.loc AND p.section = s.section
 ORDER BY s.file_row_number

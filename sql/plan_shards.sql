@@ -6,14 +6,14 @@ SELECT
     max(lastmod) AS lastmod,
     bit_xor(
         CASE
-            WHEN ext_xml IS NULL THEN hash(loc, lastmod, changefreq, priority, pos)
-            ELSE hash(loc, lastmod, changefreq, priority, pos, ext_xml)
+            WHEN ext_hash IS NULL THEN hash(loc, lastmod, changefreq, priority, pos)
+            ELSE hash(loc, lastmod, changefreq, priority, pos, ext_hash)
         END
     ) AS h1,
     bit_xor(
         CASE
-            WHEN ext_xml IS NULL THEN hash(pos, priority, changefreq, lastmod, loc || '#')
-            ELSE hash(pos, priority, changefreq, lastmod, loc || '#', '#' || ext_xml)
+            WHEN ext_hash IS NULL THEN hash(pos, priority, changefreq, lastmod, loc || '#')
+            ELSE hash(ext_hash, pos, priority, changefreq, lastmod, loc || '#')
         END
     ) AS h2
 FROM planned

@@ -1,9 +1,9 @@
 -- Macros shared by plan (byte sizes) and render (the bytes themselves). so_url_entry_bytes must equal
 -- strlen(so_url_entry(...)) for every row: the plan cuts shards by it and render checks it (tests too).
-CREATE OR REPLACE MACRO so_has_xml_special(s) AS
+CREATE OR REPLACE TEMP MACRO so_has_xml_special(s) AS
     contains(s, '&') OR contains(s, '<') OR contains(s, '>') OR contains(s, '''') OR contains(s, '"');
 
-CREATE OR REPLACE MACRO so_xml_escape(s) AS
+CREATE OR REPLACE TEMP MACRO so_xml_escape(s) AS
     CASE
         WHEN so_has_xml_special(s) THEN
             replace(replace(replace(replace(replace(s, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '''', '&apos;'),
@@ -11,7 +11,7 @@ CREATE OR REPLACE MACRO so_xml_escape(s) AS
         ELSE s
     END;
 
-CREATE OR REPLACE MACRO so_xml_escaped_length(s) AS
+CREATE OR REPLACE TEMP MACRO so_xml_escaped_length(s) AS
     strlen(s) + CASE
         WHEN so_has_xml_special(s) THEN
             4 * (strlen(s) - strlen(replace(s, '&', ''))) + 3 * (strlen(s) - strlen(replace(s, '<', '')))
@@ -21,35 +21,74 @@ CREATE OR REPLACE MACRO so_xml_escaped_length(s) AS
     END;
 
 -- W3C datetime in UTC, second precision; midnight UTC is written as the date alone.
-CREATE OR REPLACE MACRO so_lastmod_text(ts) AS
+CREATE OR REPLACE TEMP MACRO so_lastmod_text(ts) AS
     CASE
         WHEN ts = date_trunc('day', ts) THEN strftime(ts, '%Y-%m-%d')
         ELSE strftime(ts, '%Y-%m-%dT%H:%M:%SZ')
     END;
 
-CREATE OR REPLACE MACRO so_lastmod_length(ts) AS
+CREATE OR REPLACE TEMP MACRO so_lastmod_length(ts) AS
     CASE WHEN ts IS NULL THEN 0 WHEN ts = date_trunc('day', ts) THEN 10 ELSE 20 END;
 
-CREATE OR REPLACE MACRO so_priority_text(p) AS CAST(p AS VARCHAR);
+CREATE OR REPLACE TEMP MACRO so_priority_text(p) AS CAST(p AS VARCHAR);
 
--- `ext`: the page's extension elements (images, videos, news, xhtml:link), rendered and escaped in stage
--- (sql/stage_ext_xml.sql); NULL for none.
-CREATE OR REPLACE MACRO so_url_entry(loc, lastmod, changefreq, priority, ext) AS
-    '<url><loc>' || so_xml_escape(loc) || '</loc>'
-    || CASE WHEN lastmod IS NULL THEN '' ELSE '<lastmod>' || so_lastmod_text(lastmod) || '</lastmod>' END
-    || CASE WHEN changefreq IS NULL THEN '' ELSE '<changefreq>' || changefreq || '</changefreq>' END
-    || CASE WHEN priority IS NULL THEN '' ELSE '<priority>' || so_priority_text(priority) || '</priority>' END
-    || coalesce(ext, '')
-    || '</url>' || chr(10);
+-- The extension XML of a page from its joined lists (sql/stage_macros.sql: images are URLs separated by
+-- newlines, alternates "code<TAB>href" lines; neither character can occur in a URL or a code): one escape
+-- and one or two replaces per page, not a call per value. The *_bytes macros are their exact sizes.
+-- (NULL for none: concat() in so_url_entry skips NULLs; one concat() of many parts copies each byte once,
+-- where a chain of || copies the growing string at every step)
+CREATE OR REPLACE TEMP MACRO so_images_xml(joined) AS
+    CASE
+        WHEN joined <> '' THEN concat(
+            '<image:image><image:loc>',
+            replace(so_xml_escape(joined), chr(10), '</image:loc></image:image><image:image><image:loc>'),
+            '</image:loc></image:image>'
+        )
+    END;
 
-CREATE OR REPLACE MACRO so_url_entry_bytes(loc, lastmod, changefreq, priority, ext) AS
+CREATE OR REPLACE TEMP MACRO so_alternates_xml(joined) AS
+    CASE
+        WHEN joined <> '' THEN concat(
+            '<xhtml:link rel="alternate" hreflang="',
+            replace(replace(so_xml_escape(joined), chr(9), '" href="'), chr(10), '"/><xhtml:link rel="alternate" hreflang="'),
+            '"/>'
+        )
+    END;
+
+-- 24 + 26 bytes of markup per image (n of them); the n - 1 newlines become markup
+CREATE OR REPLACE TEMP MACRO so_images_bytes(joined, n) AS
+    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE so_xml_escaped_length(joined) + 49 * n + 1 END;
+
+-- 38 + 8 + 3 bytes of markup per link (n of them); the tabs and the n - 1 newlines become markup
+CREATE OR REPLACE TEMP MACRO so_alternates_bytes(joined, n) AS
+    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE so_xml_escaped_length(joined) + 47 * n + 1 END;
+
+-- Extensions inside <url>, after the core fields: images (joined), `ext` (elements stage rendered already:
+-- videos, or a news series entry; NULL for none), alternates (joined). Plan sizes them by `ext_bytes`, which
+-- stage computes with the macros above (sql/stage_dedupe.sql).
+CREATE OR REPLACE TEMP MACRO so_url_entry(loc, lastmod, changefreq, priority, images_j, ext, alternates_j) AS
+    concat(
+        '<url><loc>',
+        so_xml_escape(loc),
+        '</loc>',
+        CASE WHEN lastmod IS NOT NULL THEN concat('<lastmod>', so_lastmod_text(lastmod), '</lastmod>') END,
+        CASE WHEN changefreq IS NOT NULL THEN concat('<changefreq>', changefreq, '</changefreq>') END,
+        CASE WHEN priority IS NOT NULL THEN concat('<priority>', so_priority_text(priority), '</priority>') END,
+        so_images_xml(images_j),
+        ext,
+        so_alternates_xml(alternates_j),
+        '</url>',
+        chr(10)
+    );
+
+CREATE OR REPLACE TEMP MACRO so_url_entry_bytes(loc, lastmod, changefreq, priority, ext_bytes) AS
     10 + so_xml_escaped_length(loc) + 6
     + CASE WHEN lastmod IS NULL THEN 0 ELSE 9 + so_lastmod_length(lastmod) + 10 END
     + CASE WHEN changefreq IS NULL THEN 0 ELSE 12 + strlen(changefreq) + 13 END
     + CASE WHEN priority IS NULL THEN 0 ELSE 10 + strlen(so_priority_text(priority)) + 11 END
-    + coalesce(strlen(ext), 0)
+    + coalesce(ext_bytes, 0)
     + 7;
 
 -- The text format: one URL per line.
-CREATE OR REPLACE MACRO so_text_entry(loc) AS loc || chr(10);
-CREATE OR REPLACE MACRO so_text_entry_bytes(loc) AS strlen(loc) + 1;
+CREATE OR REPLACE TEMP MACRO so_text_entry(loc) AS loc || chr(10);
+CREATE OR REPLACE TEMP MACRO so_text_entry_bytes(loc) AS strlen(loc) + 1;

@@ -7,7 +7,7 @@ SELECT
     pos,
     CASE
         WHEN getvariable('format') = 'txt' THEN so_text_entry(loc)
-        ELSE so_url_entry(loc, lastmod, changefreq, priority, ext_xml)
+        ELSE so_url_entry(loc, lastmod, changefreq, priority, images_j, ext_xml, alternates_j)
     END AS entry
 FROM planned
 WHERE shard_key BETWEEN getvariable('render_min_key') AND getvariable('render_max_key')

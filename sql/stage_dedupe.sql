@@ -3,8 +3,9 @@
 -- The newest lastmod wins; ties are broken by the other fields' values (priority, changefreq, section),
 -- so the winner never depends on input order or thread timing. The sort here is the build's only
 -- full sort: plan relies on this file order (section, then URL) to number new URLs without sorting again.
--- Each page gets its extension XML (`page_ext`); each recent news article is also a row of the news series
--- (section news_section, `news_ext`), so the news sitemaps are shards of their own.
+-- Each page gets its extensions: its own joined lists when they passed the fast path, else the checked
+-- ones (`page_ext`; videos rendered as ext_xml); each recent news article is also a row of the news series
+-- (section news_section, `news_ext`: ext_xml), so the news sitemaps are shards of their own.
 -- Reads the temp tables `normalized` (stage_normalize.sql), `dup_locs` (stage_duplicates.sql), `page_ext`
 -- and `news_ext` (stage_ext_xml.sql; empty when the inventory has no extensions).
 WITH winners AS (
@@ -21,7 +22,7 @@ WITH winners AS (
     GROUP BY loc
 ),
 pages AS (
-    SELECT loc, lastmod, changefreq, priority, section
+    SELECT loc, lastmod, changefreq, priority, section, images_j, images_n, alternates_j, alternates_n
     FROM normalized
     WHERE reason IS NULL AND loc NOT IN (SELECT loc FROM dup_locs)
     UNION ALL
@@ -30,14 +31,44 @@ pages AS (
         CASE WHEN isfinite(b.lastmod) THEN b.lastmod END,
         nullif(b.changefreq, ''),
         nullif(b.priority, -1.0),
-        b.section
+        b.section,
+        NULL,
+        NULL,
+        NULL,
+        NULL
     FROM winners
+),
+entries AS (
+    SELECT
+        p.loc,
+        p.lastmod,
+        p.changefreq,
+        p.priority,
+        p.section,
+        nullif(coalesce(p.images_j, x.images_j), '') AS images_j,
+        x.videos_xml AS ext_xml,
+        nullif(coalesce(p.alternates_j, x.alternates_j), '') AS alternates_j,
+        coalesce(p.images_n, x.images_n, 0) AS images,
+        coalesce(p.alternates_n, x.alternates_n, 0) AS alternates
+    FROM pages p
+    LEFT JOIN page_ext x ON x.loc = p.loc
+    UNION ALL
+    -- a news entry's lastmod is its publication date (its page is always a published page)
+    SELECT loc, lastmod, NULL, NULL, getvariable('news_section'), NULL, ext_xml, NULL, 0, 0
+    FROM news_ext
 )
-SELECT p.loc, p.lastmod, p.changefreq, p.priority, p.section, x.ext_xml
-FROM pages p
-LEFT JOIN page_ext x ON x.loc = p.loc
-UNION ALL
-SELECT p.loc, p.lastmod, NULL, NULL, getvariable('news_section'), n.ext_xml
-FROM pages p
-JOIN news_ext n ON n.loc = p.loc
+-- Plan sizes and fingerprints the extensions by ext_bytes and ext_hash, so it never reads them;
+-- images and alternates count them for the summary. Render writes their XML (sql/render_macros.sql).
+SELECT
+    *,
+    CASE
+        WHEN images_j IS NOT NULL OR ext_xml IS NOT NULL OR alternates_j IS NOT NULL
+            THEN so_images_bytes(images_j, images) + coalesce(strlen(ext_xml), 0)
+                + so_alternates_bytes(alternates_j, alternates)
+    END AS ext_bytes,
+    CASE
+        WHEN images_j IS NOT NULL OR ext_xml IS NOT NULL OR alternates_j IS NOT NULL
+            THEN hash(images_j, ext_xml, alternates_j)
+    END AS ext_hash
+FROM entries
 ORDER BY section, loc

@@ -2,28 +2,10 @@
 -- stage_ext_collect.sql, `ext_url_map` (each raw extension URL normalized by stage_normalize.sql with
 -- check_scope off: loc, reason, host) and `normalized`; variables from sitemap_ops.stage.stage.
 -- Writes one checked table per kind and `ext_rejects` (source, loc, field, issue, value): every value
--- dropped, with its reason; the rejects file and the counts are made from it.
-CREATE OR REPLACE MACRO so_host_ok(host, hosts) AS
-    host = getvariable('site_host') OR list_contains(hosts, host) OR list_contains(hosts, '*');
-
-CREATE OR REPLACE MACRO so_url_issue(reason, host, hosts) AS
-    CASE WHEN reason IS NOT NULL THEN reason WHEN NOT so_host_ok(host, hosts) THEN 'host_not_allowed' END;
-
-CREATE OR REPLACE MACRO so_text_issue(s, max_length) AS
-    CASE
-        WHEN s IS NULL OR trim(s) = '' THEN 'missing'
-        WHEN regexp_matches(s, getvariable('xml_forbidden')) THEN 'control_characters'
-        WHEN length(s) > max_length THEN 'too_long'
-    END;
-
-CREATE OR REPLACE MACRO so_yes_no(s) AS
-    CASE WHEN lower(trim(s)) IN ('yes', 'true', '1') THEN 'yes' WHEN lower(trim(s)) IN ('no', 'false', '0') THEN 'no' END;
-
-CREATE OR REPLACE MACRO so_utc(s) AS date_trunc('second', CAST(TRY_CAST(trim(s) AS TIMESTAMPTZ) AS TIMESTAMP));
-
+-- dropped, with its reason; the rejects file and the counts are made from it. Macros: sql/stage_macros.sql.
 -- The site's publishable pages, and the page each extension source row points at.
 CREATE OR REPLACE TEMP TABLE ext_site_pages AS
-SELECT DISTINCT loc FROM normalized WHERE reason IS NULL;
+SELECT DISTINCT loc, hash(loc) AS h FROM normalized WHERE reason IS NULL;
 
 CREATE OR REPLACE TEMP TABLE ext_page_map AS
 SELECT
@@ -49,15 +31,16 @@ SELECT
     coalesce(e.page, e.page_raw) AS page_shown,
     e.image AS raw,
     m.loc AS image,
+    e.ord,
     coalesce(pm.issue, so_url_issue(m.reason, m.host, getvariable('image_hosts'))) AS issue
 FROM ext_images e
 JOIN ext_url_map m ON m.raw = e.image
 LEFT JOIN ext_page_map pm ON pm.page_raw = e.page_raw;
 
+-- distinct images in the inline list's order (merged and separate rows: sorted), at most the limit
 CREATE OR REPLACE TEMP TABLE ext_image_pages AS
-SELECT page, list_sort(list_distinct(list(image))) AS images
-FROM ext_image_checked
-WHERE issue IS NULL
+SELECT page, list(image ORDER BY ord NULLS LAST, image) AS images
+FROM (SELECT page, image, min(ord) AS ord FROM ext_image_checked WHERE issue IS NULL GROUP BY page, image)
 GROUP BY page;
 
 -- Videos: required fields drop the video, optional fields drop only themselves.
@@ -201,6 +184,7 @@ WITH a AS (
         e.hreflang AS raw_hreflang,
         e.href AS raw,
         m.loc AS href,
+        e.ord,
         m.reason,
         m.host,
         lower(trim(e.hreflang)) AS h
@@ -218,6 +202,7 @@ SELECT
     raw_hreflang,
     raw,
     href,
+    ord,
     CASE
         WHEN h = getvariable('hreflang_default') THEN h
         WHEN strlen(sub) = 4 THEN lang || '-' || upper(sub[1]) || sub[2:]
@@ -239,13 +224,13 @@ FROM codes;
 
 -- One href per (page, hreflang): the smallest wins, the others are dropped as conflicts.
 CREATE OR REPLACE TEMP TABLE ext_alt_grouped AS
-SELECT page, hreflang, min(href) AS href, count(DISTINCT href) AS hrefs
+SELECT page, hreflang, min(href) AS href, count(DISTINCT href) AS hrefs, min(ord) AS ord
 FROM ext_alt_checked
 WHERE issue IS NULL
 GROUP BY page, hreflang;
 
 CREATE OR REPLACE TEMP TABLE ext_alt_edges AS
-SELECT page, hreflang, href FROM ext_alt_grouped;
+SELECT page, hreflang, href, ord FROM ext_alt_grouped;
 
 CREATE OR REPLACE TEMP TABLE ext_rejects AS
 SELECT source, page_shown AS loc, 'image' AS field, issue, raw AS value

@@ -1,29 +1,25 @@
--- Stage 2f: the extension XML of each page (`page_ext`: loc, ext_xml), written once here so that plan
--- sizes it with strlen() and render appends it inside <url> after the core fields. Images first (sorted),
--- then videos, then hreflang links (sorted by code). And the news series' entries (`news_ext`: loc, ext_xml),
+-- Stage 2f: the extensions of each page checked value by value (`page_ext`: loc, images_j, alternates_j,
+-- videos_xml): images and alternates joined like the fast path's (sql/stage_macros.sql; stage_dedupe.sql
+-- renders both paths alike), videos rendered. And the news series' entries (`news_ext`: loc, ext_xml),
 -- one <news:news> per article page. Reads the checked tables of stage_ext_resolve.sql and the view
 -- `alt_final` (the alternate edges as published: as found, or completed).
 CREATE OR REPLACE TEMP TABLE page_ext AS
 SELECT
     page AS loc,
-    coalesce(max(xml) FILTER (WHERE part = 1), '') || coalesce(max(xml) FILTER (WHERE part = 2), '')
-    || coalesce(max(xml) FILTER (WHERE part = 3), '') AS ext_xml
+    max(xml) FILTER (WHERE part = 1) AS images_j,
+    max(n) FILTER (WHERE part = 1) AS images_n,
+    max(xml) FILTER (WHERE part = 2) AS videos_xml,
+    max(xml) FILTER (WHERE part = 3) AS alternates_j,
+    max(n) FILTER (WHERE part = 3) AS alternates_n
 FROM (
     SELECT
         page,
         1 AS part,
-        -- URLs cannot hold a newline, so one join + one escape + one replace renders the whole list
-        '<image:image><image:loc>'
-        || replace(
-            so_xml_escape(array_to_string(images[:getvariable('max_images_per_page')], chr(10))),
-            chr(10),
-            '</image:loc></image:image><image:image><image:loc>'
-        )
-        || '</image:loc></image:image>' AS xml
+        so_images_join(images[:getvariable('max_images_per_page')]) AS xml,
+        len(images[:getvariable('max_images_per_page')]) AS n
     FROM ext_image_pages
-    WHERE getvariable('max_images_per_page') > 0
     UNION ALL
-    SELECT page, 2, array_to_string(list_sort(list(xml)), '')
+    SELECT page, 2, array_to_string(list_sort(list(xml)), ''), count(*)
     FROM (
         SELECT DISTINCT
             page,
@@ -71,16 +67,12 @@ FROM (
     )
     GROUP BY page
     UNION ALL
+    -- the source's order for an inline list of a page that occurs once, else sorted by code
     SELECT
         page,
         3,
-        -- sorted by code: the elements start alike up to hreflang="
-        array_to_string(
-            list_sort(
-                list('<xhtml:link rel="alternate" hreflang="' || hreflang || '" href="' || so_xml_escape(href) || '"/>')
-            ),
-            ''
-        )
+        so_alternates_join(list(struct_pack(hreflang, href) ORDER BY ord NULLS LAST, hreflang, href)),
+        count(*)
     FROM alt_final
     GROUP BY page
 )
@@ -89,6 +81,7 @@ GROUP BY page;
 CREATE OR REPLACE TEMP TABLE news_ext AS
 SELECT
     page AS loc,
+    n.publication_date AS lastmod,
     '<news:news><news:publication><news:name>' || so_xml_escape(n.name) || '</news:name><news:language>'
     || n.language || '</news:language></news:publication><news:publication_date>'
     || so_lastmod_text(n.publication_date) || '</news:publication_date><news:title>' || so_xml_escape(n.title)

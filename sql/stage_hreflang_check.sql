@@ -1,33 +1,30 @@
--- Stage 2c: hreflang set checks on the view `alt_checked_edges` (page, hreflang, href; the edges as found,
--- or as completed by stage_hreflang_complete.sql). Reads `ext_site_pages`. The joins run on 64-bit hashes
--- of the URLs (millions of edges; a hash collision, odds about 1 in 10^6 at 5M edges, could hide or add
--- one report, never change the published sitemaps). One row per problem:
+-- Stage 2c: hreflang set checks on `alt_hash_edges` and `alt_own` (stage_hreflang_edges.sql; alt_own has
+-- a row for every page with alternates, hreflang NULL where it has no link to itself). The joins run on 64-bit
+-- hashes of the URLs (millions of links; a hash collision, odds about 1 in 10^6 at 5M links, could hide or
+-- add one report, never change the published sitemaps). Reads `ext_site_pages` (loc, h = hash(loc)) to name
+-- the pages. One row per problem:
 --   missing_self         the page lists alternates but not itself
 --   missing_return_link  `href` lists `page` as an alternate, `page` is a page of this site's inventory,
 --                        and `page` does not list `href` back (`hreflang` is the code `href` gives itself)
-WITH e AS (
-    SELECT page, hreflang, href, hash(page) AS hp, hash(href) AS hh FROM alt_checked_edges
+WITH own AS (
+    SELECT hp, min(hreflang) AS hreflang FROM alt_own GROUP BY hp
 ),
-own AS (
-    SELECT page, hp, min(hreflang) AS hreflang FROM e WHERE href = page GROUP BY page, hp
-),
-pages AS (
-    SELECT DISTINCT hp, page FROM e
-),
-site AS (
-    SELECT hash(loc) AS h FROM ext_site_pages
+found AS (
+    SELECT hp AS page_h, 'missing_self' AS issue, NULL::VARCHAR AS hreflang, hp AS href_h
+    FROM own
+    WHERE hreflang IS NULL
+    UNION ALL
+    SELECT x.hh, 'missing_return_link', o.hreflang, x.hp
+    FROM (
+        SELECT e.hp, e.hh
+        FROM alt_hash_edges e
+        SEMI JOIN ext_site_pages s ON s.h = e.hh
+        ANTI JOIN alt_hash_edges r ON r.hp = e.hh AND r.hh = e.hp
+        WHERE e.hh <> e.hp
+    ) x
+    LEFT JOIN own o ON o.hp = x.hp
 )
-SELECT p.page, 'missing_self' AS issue, NULL::VARCHAR AS hreflang, p.page AS href
-FROM pages p
-ANTI JOIN own o ON o.hp = p.hp
-UNION ALL
-SELECT x.href AS page, 'missing_return_link', o.hreflang, x.page AS href
-FROM (
-    SELECT e.*
-    FROM e
-    SEMI JOIN site s ON s.h = e.hh
-    ANTI JOIN e r ON r.hp = e.hh AND r.hh = e.hp
-    WHERE e.hh <> e.hp
-) x
-LEFT JOIN own o ON o.hp = x.hp
-WHERE x.href <> x.page
+SELECT a.loc AS page, f.issue, f.hreflang, b.loc AS href
+FROM found f
+JOIN ext_site_pages a ON a.h = f.page_h
+JOIN ext_site_pages b ON b.h = f.href_h

@@ -10,14 +10,15 @@ JOIN alt_labels l ON l.node = e.page;
 CREATE OR REPLACE TEMP TABLE alt_conflicted AS
 SELECT DISTINCT label FROM alt_members GROUP BY label, hreflang HAVING count(DISTINCT href) > 1;
 
+-- a completed set is sorted by code (ord NULL)
 CREATE OR REPLACE TEMP TABLE ext_alt_completed AS
-SELECT l.node AS page, m.hreflang, m.href
+SELECT l.node AS page, m.hreflang, m.href, NULL::BIGINT AS ord
 FROM alt_labels l
 JOIN ext_site_pages s ON s.loc = l.node
 JOIN alt_members m ON m.label = l.label
 WHERE l.label NOT IN (SELECT label FROM alt_conflicted)
 UNION ALL
-SELECT e.page, e.hreflang, e.href
+SELECT e.page, e.hreflang, e.href, e.ord
 FROM ext_alt_edges e
 JOIN alt_labels l ON l.node = e.page
 WHERE l.label IN (SELECT label FROM alt_conflicted);

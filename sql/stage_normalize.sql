@@ -222,6 +222,16 @@ fields AS (
             WHEN NOT list_contains(getvariable('changefreq_values'), changefreq_txt) THEN 'changefreq_invalid'
         END AS changefreq_issue
     FROM judged
+),
+joined AS (
+    SELECT *, so_images_join(images) AS images_j, so_alternates_join(alternates) AS alternates_j FROM fields
+),
+extensions AS (
+    SELECT
+        *,
+        CASE WHEN images IS NOT NULL THEN so_images_fast(images, images_j) END AS images_fast,
+        CASE WHEN alternates IS NOT NULL THEN so_alternates_fast(alternates, alternates_j) END AS alternates_fast
+    FROM joined
 )
 SELECT
     source,
@@ -248,11 +258,22 @@ SELECT
     CASE WHEN changefreq_issue IS NOT NULL THEN CAST(raw_changefreq AS VARCHAR) END AS raw_changefreq,
     host3 AS host,
     -- the extensions of a publishable row travel on to sql/stage_extensions.sql
-    CASE WHEN reason IS NULL THEN images END AS images,
+    -- lists that can be published as they are travel joined (images_j, alternates_j; sql/stage_macros.sql),
+    -- the others as lists, to be checked value by value
+    CASE WHEN reason IS NULL AND images_fast THEN images_j END AS images_j,
+    CASE WHEN reason IS NULL AND images_fast THEN len(images) END AS images_n,
+    CASE WHEN reason IS NULL AND NOT images_fast THEN images END AS images,
+    CASE WHEN reason IS NULL AND alternates_fast THEN alternates_j END AS alternates_j,
+    CASE WHEN reason IS NULL AND alternates_fast THEN len(alternates) END AS alternates_n,
+    -- for the hreflang checks (sql/stage_hreflang_edges.sql): the hrefs' hashes and the page's own code
+    CASE WHEN reason IS NULL AND alternates_fast THEN list_transform(alternates, lambda a: hash(a.href)) END
+        AS alternates_h,
+    CASE WHEN reason IS NULL AND alternates_fast THEN list_filter(alternates, lambda a: a.href = norm_loc)[1].hreflang END
+        AS own_hreflang,
+    CASE WHEN reason IS NULL AND NOT alternates_fast THEN alternates END AS alternates,
     CASE WHEN reason IS NULL THEN videos END AS videos,
-    CASE WHEN reason IS NULL THEN alternates END AS alternates,
     CASE WHEN reason IS NULL THEN news_publication END AS news_publication,
     CASE WHEN reason IS NULL THEN news_language END AS news_language,
     CASE WHEN reason IS NULL THEN news_publication_date END AS news_publication_date,
     CASE WHEN reason IS NULL THEN news_title END AS news_title
-FROM fields
+FROM extensions

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import ASSIGNMENT_PREFIX
-from sitemap_ops.duck import create_parquet_view, duckdb_path, quote_literal, read_sql, set_variables, storage_path
+from sitemap_ops.duck import (
+    create_parquet_view,
+    duckdb_path,
+    numpy_of,
+    quote_literal,
+    read_sql,
+    set_variables,
+    storage_path,
+)
 from sitemap_ops.errors import first_line
 from sitemap_ops.plan.exceptions import CircuitBreakerError, PlanError
 from sitemap_ops.plan.manifest import Manifest
@@ -73,7 +84,7 @@ class Plan:
     total_urls: int
     ordered: bool = False  # planned.parquet is in (shard_key, pos) order
     extended: bool = False  # some entries carry extensions: shards declare their namespaces
-    assignment_path: str = ""  # the assignment to publish (default: planned_path)
+    assignment_path: str = ""  # the assignment to publish when it is not the planned file (extensions)
     previous_build_id: str | None = None
     previous_urls: int | None = None
     sections: dict[str, int] = field(default_factory=dict)
@@ -237,7 +248,7 @@ def run_plan(
         + ", file_row_number = true)"
     )
     try:
-        (extended,) = con.execute("SELECT count(ext_xml) > 0 FROM staged").fetchall()[0]
+        (extended,) = con.execute("SELECT count(ext_hash) > 0 FROM staged").fetchall()[0]
     except duckdb.Error as exc:
         raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
     overhead = shard_overhead(config.render.format, extended)
@@ -260,9 +271,9 @@ def run_plan(
     _circuit_breaker(total, previous_urls, config.publish.min_ratio, force or config.publish.force)
     progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
 
-    size = rows.column("bytes").to_numpy().astype(np.int64)
-    shard = rows.column("kept_shard").fill_null(-1).to_numpy().astype(np.int32)
-    pos = rows.column("kept_pos").fill_null(-1).to_numpy().astype(np.int64)
+    size = numpy_of(rows.column("bytes"), np.int64)
+    shard = numpy_of(rows.column("kept_shard"), np.int32)
+    pos = numpy_of(rows.column("kept_pos"), np.int64)
     del rows
     kept_before = int((shard >= 0).sum())
     sections, start = [], 0
@@ -299,13 +310,16 @@ def run_plan(
 
     planned_path = storage_path(con, work, PLANNED_NAME)
     progress.step("plan: writing the planned snapshot")
-    con.register("assignment", pa.table({"shard_key": shard_key, "shard": shard, "pos": pos}))
-    try:
-        con.sql(read_sql("plan_planned")).write_parquet(planned_path, compression="snappy", row_group_size=16384)
-    except duckdb.Error as exc:
-        raise PlanError(f"cannot write the planned snapshot to {work.url}: {first_line(exc)}") from None
-    finally:
-        con.unregister("assignment")
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-") as folder:
+        numbers = os.path.join(folder, "assignment.parquet")
+        _write_numbers(numbers, {"shard_key": shard_key, "shard": shard, "pos": pos})
+        create_parquet_view(con, "assignment", numbers)
+        try:
+            con.sql(read_sql("plan_planned")).write_parquet(planned_path, compression="snappy", row_group_size=16384)
+        except duckdb.Error as exc:
+            raise PlanError(f"cannot write the planned snapshot to {work.url}: {first_line(exc)}") from None
+        finally:
+            con.execute("DROP VIEW IF EXISTS assignment")
     del size, shard, pos, codes, section_index
 
     create_parquet_view(con, "planned", planned_path)
@@ -357,6 +371,15 @@ def run_plan(
     )
     work.write_bytes(PLAN_NAME, plan.to_json().encode("utf-8"))
     return plan
+
+
+def _write_numbers(path: str, columns: dict[str, np.ndarray]) -> None:
+    """Write numpy columns to a local Parquet file for DuckDB to read (not register(): see numpy_of)."""
+    arrays = [
+        pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), len(a), [None, pa.py_buffer(np.ascontiguousarray(a))])
+        for a in columns.values()
+    ]
+    pq.write_table(pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, names=list(columns))]), path)
 
 
 def _circuit_breaker(total: int, previous_urls: int | None, min_ratio: float, force: bool) -> None:

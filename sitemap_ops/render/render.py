@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables
+from sitemap_ops.duck import duckdb_path, numpy_of, quote_literal, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
@@ -76,12 +76,17 @@ def render_shards(
             "render_max_key": max(by_key),
         },
     )
-    create_parquet_view(con, "planned", duckdb_path(con, plan.planned_path, output.config))
+    planned = quote_literal(duckdb_path(con, plan.planned_path, output.config))
+    # a plan without extensions has no extension columns
+    extensions = (
+        "" if plan.extended else ", NULL::VARCHAR AS images_j, NULL::VARCHAR AS ext_xml, NULL::VARCHAR AS alternates_j"
+    )
+    con.execute(f"CREATE OR REPLACE TEMP VIEW planned AS SELECT *{extensions} FROM read_parquet({planned})")
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()
 
-    def finish(shard: ShardPlan, pieces: list[bytes]) -> None:
+    def finish(shard: ShardPlan, pieces: list[memoryview]) -> None:
         raw = shard_bytes(config.format, pieces, plan.extended)
         if len(raw) != shard.bytes:
             raise ShardSizeMismatch(f"{shard.name}: rendered {len(raw)} bytes, planned {shard.bytes}")
@@ -93,10 +98,10 @@ def render_shards(
 
     pending: list[Future[None]] = []
     current_key: int | None = None
-    pieces: list[bytes] = []
+    pieces: list[memoryview] = []
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="render") as pool:
 
-        def submit(key: int, parts: list[bytes]) -> None:
+        def submit(key: int, parts: list[memoryview]) -> None:
             pending.append(pool.submit(finish, by_key[key], parts))
             # Bound memory: wait for the oldest shards when too many are in flight.
             while len([f for f in pending if not f.done()]) > 2 * max(1, threads):
@@ -107,7 +112,7 @@ def render_shards(
             order = "" if plan.ordered else " ORDER BY shard_key, pos"
             reader = con.sql("SELECT shard_key, entry FROM render_entries" + order).to_arrow_reader(_BATCH_ROWS)
             for batch in reader:
-                keys = batch.column(0).to_numpy()
+                keys = numpy_of(batch.column(0), np.int32)
                 if len(keys) == 0:
                     continue
                 change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
@@ -118,7 +123,8 @@ def render_shards(
                         if current_key is not None:
                             submit(current_key, pieces)
                         current_key, pieces = key, []
-                    pieces.append(bytes(piece))
+                    # a view into the Arrow batch (kept alive by the view): no copy until the shard is joined
+                    pieces.append(piece)
             if current_key is not None:
                 submit(current_key, pieces)
             for future in pending:

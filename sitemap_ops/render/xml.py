@@ -32,7 +32,7 @@ def shard_overhead(fmt: str, extended: bool = False) -> int:
     return 0 if fmt == "txt" else len(_head(extended)) + len(XML_TAIL)
 
 
-def shard_bytes(fmt: str, pieces: Iterable[bytes], extended: bool = False) -> bytes:
+def shard_bytes(fmt: str, pieces: Iterable[bytes | memoryview], extended: bool = False) -> bytes:
     """A whole uncompressed shard file from its rendered entries."""
     body = b"".join(pieces)
     return body if fmt == "txt" else _head(extended) + body + XML_TAIL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import asdict, dataclass, field
 
 import duckdb
@@ -23,7 +24,7 @@ from sitemap_ops.constants import (
     VIDEO_UPLOADER_MAX,
     XML_FORBIDDEN_CHARS,
 )
-from sitemap_ops.duck import read_sql, set_variables
+from sitemap_ops.duck import quote_literal, read_sql, set_variables
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.sources import create_url_inventory_view
 
@@ -52,11 +53,32 @@ class ExtensionResult:
         return asdict(self)
 
 
+# hreflang codes as the build writes them: en, en-GB, zh-Hant, x-default
+HREFLANG_CANONICAL = (
+    f"(({'|'.join(ISO_639_1)})(-({'|'.join(ISO_3166_1_ALPHA_2)})|-[A-Z][a-z]{{3}})?|{re.escape(HREFLANG_DEFAULT)})"
+)
+
+
+def _clean_url(config: SiteConfig, hosts: tuple[str, ...]) -> str:
+    """A regex for URLs normalization leaves as they are, on the site's host or one of `hosts`."""
+    names = "[a-z0-9.-]+" if "*" in hosts else "|".join(re.escape(h) for h in (config.site.host, *hosts))
+    return re.escape(config.site.scheme) + f"://({names})" + r"(/([A-Za-z0-9._~!$&'()*+,=:@-]|%[0-9A-F]{2})*)+"
+
+
+def _joined_pattern(item: str) -> str:
+    """A regex for newline-joined items."""
+    return f"{item}(\n{item})*"
+
+
 def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str, object]:
-    """The values the extension SQL files read with getvariable()."""
+    """The values the extension SQL files and sql/stage_macros.sql read with getvariable()."""
     ext = config.extensions
     utc = build_time.astimezone(dt.UTC).replace(tzinfo=None)
     return {
+        # the fast path's checks of a whole joined list (sql/stage_macros.sql)
+        "ext_clean_images": _joined_pattern(_clean_url(config, ext.image_hosts)),
+        "ext_clean_alternates": _joined_pattern(HREFLANG_CANONICAL + "\t" + _clean_url(config, ext.alternate_hosts)),
+        "complete_alternates": ext.complete_alternates,
         # a one-element list with "" when empty: an empty list variable would not be typed VARCHAR[]
         "image_hosts": list(ext.image_hosts) or [""],
         "video_hosts": list(ext.video_hosts) or [""],
@@ -105,7 +127,6 @@ def run_extensions(
     Needs the temp table `normalized` and the extension source views; writes the hreflang report to
     `hreflang_path` (a path DuckDB can write).
     """
-    set_variables(con, extension_variables(config, build_time))
     con.execute(read_sql("stage_ext_collect"))
     # Every distinct extension URL goes through the same normalization as loc, without the site-scope
     # rules (hosts are checked per kind in stage_ext_resolve.sql).
@@ -123,11 +144,13 @@ def run_extensions(
 
     result = ExtensionResult()
     con.execute("CREATE OR REPLACE TEMP VIEW alt_checked_edges AS SELECT * FROM ext_alt_edges")
+    con.execute(read_sql("stage_hreflang_edges"))
     con.execute("CREATE OR REPLACE TEMP TABLE hreflang_found AS " + read_sql("stage_hreflang_check"))
     result.hreflang_issues = _issue_counts(con, "hreflang_found")
     if config.extensions.complete_alternates:
         _complete_alternates(con)
         con.execute("CREATE OR REPLACE TEMP VIEW alt_checked_edges AS SELECT * FROM ext_alt_completed")
+        con.execute(read_sql("stage_hreflang_edges"))
         con.execute(
             "CREATE OR REPLACE TEMP TABLE hreflang_left AS "
             + read_sql("stage_hreflang_check")
@@ -154,20 +177,19 @@ def run_extensions(
 
     con.execute(read_sql("stage_ext_xml"))
     row = con.execute(
-        "SELECT (SELECT count(*) FROM ext_image_pages), "
-        "(SELECT coalesce(sum(least(len(images), getvariable('max_images_per_page'))), 0) FROM ext_image_pages), "
-        "(SELECT count(*) FROM ext_video_checked WHERE issue IS NULL), "
-        "(SELECT count(DISTINCT page) FROM alt_final), (SELECT count(*) FROM alt_final), "
-        "(SELECT count(*) FROM news_ext), "
+        "SELECT (SELECT count(*) FROM ext_video_checked WHERE issue IS NULL), (SELECT count(*) FROM news_ext), "
         "(SELECT count(*) FROM ext_news_checked WHERE issue = 'too_old')"
     ).fetchall()[0]
-    (
-        result.pages_with_images,
-        result.images,
-        result.videos,
-        result.pages_with_alternates,
-        result.alternates,
-        result.news,
-        result.news_too_old,
-    ) = (int(v) for v in row)
+    result.videos, result.news, result.news_too_old = (int(v) for v in row)
     return result
+
+
+def count_published(con: duckdb.DuckDBPyConnection, staged_path: str, result: dict[str, object]) -> None:
+    """Fill in the image and alternate counts from the staged snapshot (fast path and checked path alike)."""
+    row = con.execute(
+        "SELECT count(*) FILTER (WHERE images > 0), coalesce(sum(images), 0), "
+        "count(*) FILTER (WHERE alternates > 0), coalesce(sum(alternates), 0) "
+        f"FROM read_parquet({quote_literal(staged_path)})"
+    ).fetchall()[0]
+    keys = ("pages_with_images", "images", "pages_with_alternates", "alternates")
+    result.update({key: int(value) for key, value in zip(keys, row, strict=True)})

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from sitemap_ops.duck import duckdb_path, quote_literal, set_variables
+from sitemap_ops.duck import bind_variables, duckdb_path, quote_literal
 from sitemap_ops.errors import first_line
 from sitemap_ops.stage.config import EXTENSION_COLUMNS, NEWS_FIELDS, VIDEO_FIELDS, SourceConfig
 from sitemap_ops.stage.databases import attach, scrub
@@ -271,7 +271,7 @@ def create_inventory_view(
         if source.filter:
             # Values are bound as variables (never formatted into SQL); DuckDB folds them into constants
             # and pushes the condition down to the database server.
-            set_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
+            bind_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
             where = f" WHERE {source.filter_sql(alias)}"
         if source.kind == "pages":
             select = ", ".join(

@@ -10,13 +10,18 @@ import pyarrow as pa
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import CHANGEFREQ_VALUES, DEFAULT_SECTION, MAX_LOC_LENGTH, PRIORITY_MAX, PRIORITY_MIN
-from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
+from sitemap_ops.duck import connect, quote_literal, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import SourceError, StageError
-from sitemap_ops.stage.extensions import HREFLANG_NAME, run_extensions
+from sitemap_ops.stage.extensions import HREFLANG_NAME, count_published, extension_variables, run_extensions
 from sitemap_ops.stage.normalize import TARGET_NEEDS_WORK
-from sitemap_ops.stage.sources import create_inventory_view, create_url_inventory_view
+from sitemap_ops.stage.sources import (
+    ALTERNATE_TYPE,
+    VIDEO_TYPE,
+    create_inventory_view,
+    create_url_inventory_view,
+)
 from sitemap_ops.storage import Storage
 
 STAGED_NAME = "staged.parquet"
@@ -79,6 +84,7 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
         # page URLs: the site's scope applies; the original is kept for rejected rows only
         "check_scope": True,
         "keep_raw": False,
+        **extension_variables(config, build_time),
     }
 
 
@@ -96,12 +102,13 @@ def run_stage(
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     try:
-        con.execute("CREATE OR REPLACE TEMP TABLE normalized AS " + read_sql("stage_normalize"))
+        _create_normalized(con, bool(inventory.extensions))
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
     staged_path = storage_path(con, work, STAGED_NAME)
+    con.execute("CREATE OR REPLACE TEMP TABLE dup_locs AS " + read_sql("stage_duplicates"))
     extensions: dict[str, object] = {}
     if inventory.extensions:
         extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
@@ -115,15 +122,17 @@ def run_stage(
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
-        con.execute("CREATE OR REPLACE TEMP TABLE dup_locs AS " + read_sql("stage_duplicates"))
         con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
-        (rows_staged,) = con.execute("SELECT count(*) FROM read_parquet(?)", [staged_path]).fetchall()[0]
+        (rows_staged,) = con.execute(f"SELECT count(*) FROM read_parquet({quote_literal(staged_path)})").fetchall()[0]
         # the news series' rows repeat pages that are staged already
         staged = rows_staged - int(extensions.get("news", 0))
+        if extensions:
+            count_published(con, staged_path, extensions)
     except duckdb.Error as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
-        for table in ("normalized", "dup_locs", "page_ext", "news_ext"):
+        con.execute("DROP VIEW IF EXISTS normalized")
+        for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     return StageResult(
         rows_in=rows_in,
@@ -135,6 +144,41 @@ def run_stage(
         rejects_path=work.url_of(REJECTS_NAME),
         extensions=extensions,
     )
+
+
+# The columns of sql/stage_normalize.sql that only extensions use, and their types.
+_EXTENSION_COLUMNS = {
+    "host": "VARCHAR",
+    "images_j": "VARCHAR",
+    "images_n": "BIGINT",
+    "images": "VARCHAR[]",
+    "alternates_j": "VARCHAR",
+    "alternates_n": "BIGINT",
+    "alternates_h": "UBIGINT[]",
+    "own_hreflang": "VARCHAR",
+    "alternates": f"{ALTERNATE_TYPE}[]",
+    "videos": f"{VIDEO_TYPE}[]",
+    "news_publication": "VARCHAR",
+    "news_language": "VARCHAR",
+    "news_publication_date": "VARCHAR",
+    "news_title": "VARCHAR",
+}
+
+
+def _create_normalized(con: duckdb.DuckDBPyConnection, extensions: bool) -> None:
+    """The table `normalized_rows` and the view `normalized` the later SQL reads. Without extensions their
+    columns are not stored (about 15 NULL columns of every row) but typed NULLs in the view."""
+    if extensions:
+        con.execute("CREATE OR REPLACE TEMP TABLE normalized_rows AS " + read_sql("stage_normalize"))
+        con.execute("CREATE OR REPLACE TEMP VIEW normalized AS SELECT * FROM normalized_rows")
+        return
+    excluded = ", ".join(_EXTENSION_COLUMNS)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE normalized_rows AS SELECT * EXCLUDE ({excluded}) "
+        f"FROM ({read_sql('stage_normalize')})"
+    )
+    nulls = ", ".join(f"NULL::{sql_type} AS {name}" for name, sql_type in _EXTENSION_COLUMNS.items())
+    con.execute(f"CREATE OR REPLACE TEMP VIEW normalized AS SELECT *, {nulls} FROM normalized_rows")
 
 
 def _stage_extensions(

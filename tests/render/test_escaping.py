@@ -36,7 +36,7 @@ def con() -> duckdb.DuckDBPyConnection:
 )
 def test_entry_round_trips_and_bytes_match(con, loc, lastmod, changefreq, priority) -> None:
     entry, size = con.execute(
-        "SELECT so_url_entry($1, $2::TIMESTAMP, $3::VARCHAR, $4::DOUBLE, NULL), "
+        "SELECT so_url_entry($1, $2::TIMESTAMP, $3::VARCHAR, $4::DOUBLE, NULL, NULL, NULL), "
         "so_url_entry_bytes($1, $2::TIMESTAMP, $3::VARCHAR, $4::DOUBLE, NULL)",
         [loc, lastmod, changefreq, priority],
     ).fetchall()[0]
@@ -59,7 +59,8 @@ def test_entry_round_trips_and_bytes_match(con, loc, lastmod, changefreq, priori
 
 def test_the_five_xml_specials_are_escaped(con) -> None:
     (entry,) = con.execute(
-        "SELECT so_url_entry($1, NULL::TIMESTAMP, NULL::VARCHAR, NULL::DOUBLE, NULL)", ["https://x.com/?a=1&b='<>\"'"]
+        "SELECT so_url_entry($1, NULL::TIMESTAMP, NULL::VARCHAR, NULL::DOUBLE, NULL, NULL, NULL)",
+        ["https://x.com/?a=1&b='<>\"'"],
     ).fetchall()[0]
     assert entry == "<url><loc>https://x.com/?a=1&amp;b=&apos;&lt;&gt;&quot;&apos;</loc></url>\n"
 
