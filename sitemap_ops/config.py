@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 import types
 import typing
@@ -69,6 +70,27 @@ class DuckDBConfig:
 
 
 @dataclass(frozen=True)
+class AirflowConfig:
+    """How the site's Airflow DAG runs (sitemap_ops.airflow_dags); ignored by the CLI."""
+
+    schedule: str = ""  # a cron expression (UTC); "" runs only when the site's content is published
+    source_conn_id: str = ""  # Airflow connection whose credentials replace the database sources' URL
+    storage_conn_id: str = ""  # Airflow connection with the output store's keys (login/password) and extra
+    owner: str = "sitemap-ops"
+    tags: tuple[str, ...] = ()
+    retries: int = 3  # of the I/O tasks (stage, render, publish), with exponential backoff
+    retry_delay_seconds: float = 60.0
+    source_pool: str = ""  # Airflow pool limiting the stage tasks (database load); "" = default pool
+    storage_pool: str = ""  # Airflow pool limiting render and publish tasks (storage load)
+
+    def __post_init__(self) -> None:
+        if self.retries < 0 or self.retry_delay_seconds < 0:
+            raise ConfigError("airflow.retries and airflow.retry_delay_seconds must not be negative")
+        if self.schedule and len(self.schedule.split()) not in (5, 6):
+            raise ConfigError(f"airflow.schedule {self.schedule!r} is not a cron expression (5 fields)")
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     """Everything one site's build needs."""
 
@@ -86,8 +108,11 @@ class SiteConfig:
     publish: PublishConfig = field(default_factory=PublishConfig)
     duckdb: DuckDBConfig = field(default_factory=DuckDBConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    airflow: AirflowConfig = field(default_factory=AirflowConfig)
 
     def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", self.name):
+            raise ConfigError(f"name {self.name!r} may hold only letters, digits, '_', '.' and '-' (it names DAGs)")
         if not self.output:
             raise ConfigError("output is required (a local folder or an fsspec URL such as s3://bucket/prefix)")
         site = Origin.parse(self.base_url, "base_url")

@@ -146,9 +146,12 @@ class RecordingApp:
             else:
                 status = None
         if status is not None:
-            reason = {500: "Internal Server Error", 503: "Slow Down"}.get(status, "Error")
+            # 5xx read as throttling (retried by the storage layer); 403 as a refusal (never retried)
+            reason, code = {403: ("Forbidden", "AccessDenied"), 500: ("Internal Server Error", "SlowDown")}.get(
+                status, ("Slow Down", "SlowDown")
+            )
             start_response(f"{status} {reason}", [("Content-Type", "application/xml")])
-            return [b"<Error><Code>SlowDown</Code><Message>injected by the test</Message></Error>"]
+            return [f"<Error><Code>{code}</Code><Message>injected by the test</Message></Error>".encode()]
         return self.app(environ, start_response)
 
 

@@ -1,0 +1,7 @@
+"""One Airflow DAG per site TOML file in $SITEMAP_OPS_SITES_DIR (default: dags/sites/); see sitemap_ops.airflow_dags."""
+
+from __future__ import annotations
+
+from sitemap_ops.airflow_dags import dags_from_folder
+
+globals().update(dags_from_folder())

@@ -1,0 +1,202 @@
+"""Airflow DAGs: one per site TOML file, stage -> plan -> render (mapped over shard groups) -> publish -> retire.
+
+The DAG files in dags/ only call dags_from_folder(). Nothing here connects to a database or a store when
+the DAG is parsed: connections are read inside the tasks, which call sitemap_ops.orchestrate's steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from airflow.sdk import (
+    DAG,
+    Asset,
+    AssetOrTimeSchedule,
+    BaseHook,
+    CronTriggerTimetable,
+    Param,
+    Variable,
+    get_current_context,
+    task,
+)
+from airflow.sdk.exceptions import AirflowSkipException
+
+from sitemap_ops import orchestrate
+from sitemap_ops.config import SiteConfig, load_config
+from sitemap_ops.stage.config import DATABASE_FORMATS
+from sitemap_ops.storage import StorageConfig
+
+# Where the site TOML files are: this environment variable, else the Airflow Variable of the same name,
+# else the example site shipped in dags/sites/.
+SITES_DIR_VARIABLE = "SITEMAP_OPS_SITES_DIR"
+DEFAULT_SITES_DIR = Path(__file__).resolve().parent.parent / "dags" / "sites"
+URL_SCHEMES = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql"}
+
+
+def content_published(site: str) -> Asset:
+    """The asset a CMS posts an event to after it publishes content of `site`: it starts a build."""
+    return Asset(name=f"content_published_{site}", uri=f"sitemap-ops://{site}/content-published", group="sitemap-ops")
+
+
+def sitemaps_published(site: str) -> Asset:
+    """The asset each successful publish of `site` emits an event to (counts in its extra)."""
+    return Asset(name=f"sitemaps_published_{site}", uri=f"sitemap-ops://{site}/sitemaps-published", group="sitemap-ops")
+
+
+def sites_dir() -> Path:
+    """The folder of site TOML files (read at parse time: an environment variable is cheapest)."""
+    folder = os.environ.get(SITES_DIR_VARIABLE) or Variable.get(SITES_DIR_VARIABLE, default=None)
+    return Path(folder) if folder else DEFAULT_SITES_DIR
+
+
+def with_connections(config: SiteConfig) -> SiteConfig:
+    """The config with the Airflow connections applied (at run time, inside a task; secrets stay masked)."""
+    af = config.airflow
+    if af.source_conn_id:
+        conn = BaseHook.get_connection(af.source_conn_id)
+        scheme = URL_SCHEMES.get(conn.conn_type or "", conn.conn_type)
+        auth = quote(conn.login or "", safe="") + (":" + quote(conn.password, safe="") if conn.password else "")
+        url = f"{scheme}://{auth}@{conn.host}" + (f":{conn.port}" if conn.port else "") + f"/{conn.schema or ''}"
+        sources = tuple(
+            dataclasses.replace(s, path=url) if s.format in DATABASE_FORMATS and s.format != "duckdb" else s
+            for s in config.sources
+        )
+        config = dataclasses.replace(config, sources=sources)
+    if af.storage_conn_id:
+        conn = BaseHook.get_connection(af.storage_conn_id)
+        extra = conn.extra_dejson
+        options = dict(config.storage.options)
+        if conn.login:
+            options.update(key=conn.login, secret=conn.password)
+        if extra.get("region_name"):
+            options.setdefault("client_kwargs", {})["region_name"] = extra["region_name"]
+        storage: StorageConfig = dataclasses.replace(
+            config.storage,
+            options=options,
+            endpoint_url=extra.get("endpoint_url") or config.storage.endpoint_url,
+        )
+        config = dataclasses.replace(config, storage=storage)
+    return config
+
+
+def _run_clock() -> tuple[str, dt.datetime]:
+    """(build id, build time) of the current DAG run: the same for every task and every retry of the run."""
+    run = get_current_context()["dag_run"]
+    when = run.run_after
+    return orchestrate.build_id_for(run.run_id, when), when
+
+
+def build_dag(toml_path: Path) -> DAG:
+    """The DAG of one site TOML file (validated here, so a bad file shows as an import error)."""
+    config = load_config(toml_path)
+    af = config.airflow
+    site = config.name
+    content = content_published(site)
+    published = sitemaps_published(site)
+    schedule: Any = [content]
+    if af.schedule:
+        schedule = AssetOrTimeSchedule(timetable=CronTriggerTimetable(af.schedule, timezone="UTC"), assets=[content])
+    io_retries = {
+        "retries": af.retries,
+        "retry_delay": dt.timedelta(seconds=af.retry_delay_seconds),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": dt.timedelta(minutes=30),
+    }
+
+    with DAG(
+        dag_id=f"sitemaps_{site}",
+        description=f"Sitemaps of {config.base_url}",
+        schedule=schedule,
+        start_date=dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
+        catchup=False,
+        max_active_runs=1,
+        tags=["sitemap-ops", site, *af.tags],
+        default_args={"owner": af.owner},
+        params={
+            "full_rebuild": Param(False, type="boolean", description="ignore the last build: write every shard"),
+            "dry_run": Param(False, type="boolean", description="stop after the plan: publish nothing"),
+            "force": Param(False, type="boolean", description="publish even below the circuit breaker's ratio"),
+        },
+        doc_md=f"""
+### Sitemaps of {config.base_url}
+
+Built from `{toml_path.name}` by sitemap-ops: **stage** (read, normalize, dedupe the inventory) →
+**plan** (shards, fingerprints) → **render** (changed shards, mapped over groups of shards) →
+**publish** (index, robots.txt, manifest; emits `{published.name}`) → **retire** (files past the grace
+period). Runs {"on `" + af.schedule + "` (UTC) and " if af.schedule else ""}whenever `{content.name}` gets an
+event (post one from the CMS after publishing). Output: `{config.output}`.
+""",
+    ) as dag:
+
+        @task(**io_retries, pool=af.source_pool or "default_pool")
+        def stage() -> dict[str, object]:
+            """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
+            build_id, when = _run_clock()
+            result = orchestrate.step_stage(with_connections(config), build_id, when)
+            return {"build_id": build_id, **result}
+
+        @task(**io_retries)
+        def plan(staged: dict[str, object]) -> dict[str, object]:
+            """Place every URL in its shard; returns the groups of shards to render."""
+            params = get_current_context()["params"]
+            build_id, when = _run_clock()
+            return orchestrate.step_plan(
+                with_connections(config),
+                build_id,
+                when,
+                full_rebuild=params["full_rebuild"],
+                force=params["force"],
+            )
+
+        @task
+        def render_groups(planned: dict[str, object]) -> list[list[int]]:
+            """The shard groups to render (none on a dry run)."""
+            if get_current_context()["params"]["dry_run"]:
+                return []
+            return planned["groups"]  # type: ignore[return-value]
+
+        # a mapped task does not take its docstring as doc_md
+        @task(**io_retries, pool=af.storage_pool or "default_pool", doc_md="Render and write one group of shards.")
+        def render(group: list[int]) -> list[dict[str, object]]:
+            """Render and write one group of shards (a retry rewrites the same bytes)."""
+            build_id, _ = _run_clock()
+            return orchestrate.step_render(with_connections(config), build_id, group)
+
+        @task(**io_retries, outlets=[published], pool=af.storage_pool or "default_pool", trigger_rule="none_failed")
+        def publish(staged: dict[str, object], rendered: list[list[dict[str, object]]]) -> dict[str, object]:
+            """Write the index, robots.txt and manifest, then emit the sitemaps-published asset event."""
+            context = get_current_context()
+            if context["params"]["dry_run"]:
+                # skipped, so no asset event and no retire
+                raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
+            build_id, when = _run_clock()
+            shards = [r for group in rendered or [] for r in group]
+            counts = orchestrate.step_publish(with_connections(config), build_id, shards, staged, when)
+            context["outlet_events"][published].extra = {"site": site, **counts}
+            return counts
+
+        @task(**io_retries)
+        def retire(published_counts: dict[str, object]) -> list[str]:
+            """Delete files past the grace period and the build's snapshots."""
+            build_id, when = _run_clock()
+            return orchestrate.step_retire(with_connections(config), build_id, when)
+
+        staged = stage()
+        planned = plan(staged)
+        rendered = render.expand(group=render_groups(planned))
+        retire(publish(staged, rendered))
+    return dag
+
+
+def dags_from_folder(folder: Path | None = None) -> dict[str, DAG]:
+    """dag_id -> DAG for every *.toml in the sites folder."""
+    result = {}
+    for path in sorted((folder or sites_dir()).glob("*.toml")):
+        dag = build_dag(path)
+        result[dag.dag_id] = dag
+    return result

@@ -1,0 +1,188 @@
+"""A build as separate, idempotent steps (stage, plan, render a group of shards, publish, retire) for schedulers.
+
+Each step is a plain function of the site config and a build id; steps hand over files in the build's work
+folder (the staged and planned snapshots, plan.json) and return small JSON-able dicts. Rerunning a step with
+the same build id and clock rewrites the same files, so a retried task gives identical output. Airflow's DAGs
+(sitemap_ops.airflow_dags) call these; nothing here imports Airflow.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+
+import duckdb
+
+from sitemap_ops import duck
+from sitemap_ops.config import SiteConfig
+from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.plan.plan import ASSIGNMENT_NAME, PLAN_NAME, PLANNED_NAME, Plan, run_plan
+from sitemap_ops.publish.lease import PublishLease
+from sitemap_ops.publish.publish import run_publish, run_retire
+from sitemap_ops.render.render import RenderedShard, render_shards
+from sitemap_ops.stage.stage import STAGED_NAME, run_stage
+from sitemap_ops.storage import Storage
+
+# Airflow's [core] max_map_length is 1024 by default: render groups stay below it. 2.5 billion URLs are
+# 50,000 full shards, so a group then holds 50 shards.
+MAX_RENDER_GROUPS = 1000
+
+
+class ConcurrentBuildError(SitemapOpsError):
+    """Another build published this site between this build's plan and its publish step."""
+
+
+def build_id_for(run_id: str, run_after: dt.datetime) -> str:
+    """A build id that is the same every time the same scheduler run (and its retries) asks for it."""
+    digest = hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:6]
+    return run_after.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + digest
+
+
+def _storages(config: SiteConfig, build_id: str) -> tuple[Storage, Storage]:
+    root = config.work_dir if "://" in config.work_dir else os.path.abspath(config.work_dir)
+    work = Storage.open(root, config.storage).child(build_id)
+    return work, Storage.open(config.output, config.storage)
+
+
+@contextmanager
+def _connection(config: SiteConfig) -> Iterator[duckdb.DuckDBPyConnection]:
+    spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
+    con = duck.connect(
+        threads=config.duckdb.threads or None,
+        memory_limit=config.duckdb.memory_limit,
+        temp_directory=spill,
+        normalize=config.normalize,
+    )
+    try:
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def step_stage(config: SiteConfig, build_id: str, now: dt.datetime) -> dict[str, object]:
+    """Stage the inventory into the build's work folder; returns the stage counts."""
+    work, _ = _storages(config, build_id)
+    work.makedirs()
+    with _connection(config) as con:
+        return run_stage(config, con, work, now).to_dict()
+
+
+def step_plan(
+    config: SiteConfig,
+    build_id: str,
+    now: dt.datetime,
+    *,
+    full_rebuild: bool = False,
+    force: bool = False,
+    max_groups: int = MAX_RENDER_GROUPS,
+) -> dict[str, object]:
+    """Plan against the published manifest; returns the render groups (shard key ranges) and counts."""
+    work, output = _storages(config, build_id)
+    previous = None if full_rebuild else Manifest.load(output)
+    existing = set(output.list())
+    with _connection(config) as con:
+        plan = run_plan(
+            config,
+            con,
+            build_id=build_id,
+            created_at=now.isoformat(),
+            staged_path=work.url_of(STAGED_NAME),
+            work=work,
+            previous=previous,
+            previous_assignment=(
+                duck.storage_path(con, output, previous.assignment)
+                if previous and previous.assignment in existing
+                else None
+            ),
+            existing_files=existing,
+            force=force,
+        )
+    keys = [s.key for s in plan.shards if s.render]
+    size = max(1, math.ceil(len(keys) / max_groups))
+    groups = [keys[i : i + size] for i in range(0, len(keys), size)]
+    return {
+        "build_id": build_id,
+        "previous_build_id": plan.previous_build_id,
+        "urls": plan.total_urls,
+        "shards": len(plan.shards),
+        "shards_to_render": len(keys),
+        "groups": [[g[0], g[-1]] for g in groups],  # inclusive key ranges
+    }
+
+
+def load_plan(config: SiteConfig, build_id: str) -> Plan:
+    work, _ = _storages(config, build_id)
+    data = work.read_bytes(PLAN_NAME)
+    if data is None:
+        raise SitemapOpsError(f"build {build_id} has no plan in {work.url}; run the plan step first")
+    return Plan.from_json(data.decode("utf-8"))
+
+
+def step_render(config: SiteConfig, build_id: str, group: list[int]) -> list[dict[str, object]]:
+    """Render the shards whose keys are in the inclusive range `group`; returns what was written."""
+    plan = load_plan(config, build_id)
+    first, last = group
+    shards = [s for s in plan.shards if s.render and first <= s.key <= last]
+    _, output = _storages(config, build_id)
+    with _connection(config) as con:
+        rendered = render_shards(con, plan, config.render, output, shards, threads=config.storage.max_concurrency)
+    return [asdict(r) for r in rendered]
+
+
+def step_publish(
+    config: SiteConfig, build_id: str, rendered: list[dict[str, object]], stage: dict[str, object], now: dt.datetime
+) -> dict[str, object]:
+    """Publish the index(es), robots.txt, assignment and manifest; returns the published counts.
+
+    Holds the publish lease while it checks that the live manifest is still the one the plan built on,
+    so a build that ran in between (the CLI, another scheduler) is never overwritten unseen. Rerunning it
+    after it succeeded finds its own manifest live and returns the same counts.
+    """
+    plan = load_plan(config, build_id)
+    _, output = _storages(config, build_id)
+    lease = PublishLease(output, build_id, config.storage.lease_seconds, config.storage.lease_wait_seconds)
+    if config.storage.lease:
+        output.makedirs()
+        lease.acquire()
+    try:
+        live = Manifest.load(output)
+        if live is not None and live.build_id == build_id:
+            manifest = live  # this step ran before: nothing left to do
+        else:
+            if (live.build_id if live else None) != plan.previous_build_id:
+                raise ConcurrentBuildError(
+                    f"build {live.build_id if live else None} was published after this build planned on "
+                    f"{plan.previous_build_id}; run a new build"
+                )
+            shards = [RenderedShard(**r) for r in rendered]  # type: ignore[arg-type]
+            manifest = run_publish(config, plan, shards, output, previous=live, stage_summary=stage, now=now)
+    finally:
+        if config.storage.lease:
+            lease.release()
+    return {
+        "build_id": build_id,
+        "urls": manifest.totals["urls"],
+        "shards": manifest.totals["shards"],
+        "shards_written": manifest.totals["shards_written"],
+        "index_files": manifest.index_files,
+        "index_urls": [config.public_url + name for name in manifest.index_files],
+    }
+
+
+def step_retire(config: SiteConfig, build_id: str, now: dt.datetime) -> list[str]:
+    """Delete files no index has named for the grace period, and the build's big snapshots."""
+    work, output = _storages(config, build_id)
+    manifest = Manifest.load(output)
+    retired = run_retire(output, manifest, config.publish.grace_period_days, now) if manifest else []
+    for big in (STAGED_NAME, PLANNED_NAME, ASSIGNMENT_NAME):  # a missing file is no error
+        work.delete(big)
+    return retired

@@ -1,0 +1,92 @@
+"""The DAG files: they import cleanly without touching the network, and each DAG is built as specified."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from sitemap_ops.errors import ConfigError
+
+DAGS = Path(__file__).resolve().parents[2] / "dags"
+
+
+def _write_site(folder: Path, name: str, **airflow: object) -> Path:
+    lines = [
+        f'name = "{name}"',
+        'base_url = "https://www.example.com"',
+        'output = "s3://bucket/site"',
+        "[[sources]]",
+        'path = "postgresql://airflow-connection/content"',
+        'table = "public.pages"',
+        "[airflow]",
+        *(f"{key} = {value!r}".replace("'", '"') for key, value in airflow.items()),
+    ]
+    path = folder / f"{name}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_dag_folder_imports_without_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a DAG file opened a network connection at import time")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    bag = DagBag(dag_folder=str(DAGS))
+    assert bag.import_errors == {}
+    assert sorted(bag.dag_ids) == ["sitemaps_example"]
+
+
+def test_example_dag_is_built_as_specified() -> None:
+    from airflow.sdk import AssetOrTimeSchedule
+
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    dag = dags_from_folder(DAGS / "sites")["sitemaps_example"]
+    assert dag.max_active_runs == 1
+    assert not dag.catchup
+    assert set(dag.tags) >= {"sitemap-ops", "example"}
+    assert "Sitemaps of https://www.example.com" in dag.doc_md
+    # the cron schedule or a content-published event, whichever comes first
+    assert isinstance(dag.timetable, AssetOrTimeSchedule)
+    assert dag.timetable.timetable.expression == "0 3 * * *"
+    assert [a.name for a in dag.timetable.asset_condition.objects] == ["content_published_example"]
+    assert set(dag.params) == {"full_rebuild", "dry_run", "force"}
+    for name in dag.params:
+        param = dag.params.get_param(name)
+        assert param.schema["type"] == "boolean" and param.value is False and param.description
+    order = [t.task_id for t in dag.topological_sort()]
+    assert order == ["stage", "plan", "render_groups", "render", "publish", "retire"]
+    tasks = {t.task_id: t for t in dag.tasks}
+    for name in ("stage", "plan", "render", "publish", "retire"):
+        assert tasks[name].retries == 3
+        assert tasks[name].retry_exponential_backoff
+        assert tasks[name].owner == "sitemap-ops"
+        assert tasks[name].doc_md
+    assert type(tasks["render"]).__name__ == "DecoratedMappedOperator"
+    assert [o.name for o in tasks["publish"].outlets] == ["sitemaps_published_example"]
+
+
+def test_a_site_without_cron_runs_on_its_content_asset_only(tmp_path: Path) -> None:
+    from airflow.sdk import Asset
+
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    _write_site(tmp_path, "shop", source_conn_id="content_db", tags=["shop-team"])
+    dag = dags_from_folder(tmp_path)["sitemaps_shop"]
+    assert "shop-team" in dag.tags
+    assets = dag.timetable.asset_condition.objects
+    assert [a.name for a in assets] == ["content_published_shop"]
+    assert isinstance(assets[0], Asset)
+    assert not hasattr(dag.timetable, "timetable")  # no cron part
+
+
+def test_a_bad_site_file_is_an_import_error(tmp_path: Path) -> None:
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    _write_site(tmp_path, "bad", schedule="every day")
+    with pytest.raises(ConfigError, match="not a cron expression"):
+        dags_from_folder(tmp_path)

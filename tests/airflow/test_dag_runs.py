@@ -1,0 +1,139 @@
+"""dag.test() end to end: PostgreSQL source and S3 output (moto's server) through Airflow connections."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from sitemap_ops.constants import SITEMAP_NS
+from sitemap_ops.validate import schema
+from tests.integration.conftest import Database, S3Server
+
+pytestmark = pytest.mark.service("postgres and s3")
+
+SITE = "https://www.example.com"
+NS = {"s": SITEMAP_NS}
+
+
+def _site(folder: Path, db: Database, s3: S3Server, prefix: str, **storage: object) -> None:
+    storage_lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in storage.items())
+    (folder / "shop.toml").write_text(
+        f"""name = "shop"
+base_url = "{SITE}"
+output = "{s3.url(prefix)}"
+work_dir = "{folder / "work"}"
+
+[[sources]]
+# the connection content_db replaces this URL's credentials, host and database
+path = "postgresql://airflow-connection/content"
+table = "{db.table("pages")}"
+columns = {{ loc = "url", lastmod = "updated" }}
+
+[shards]
+max_urls = 40
+
+[storage]
+{storage_lines}
+[airflow]
+source_conn_id = "content_db"
+storage_conn_id = "site_storage"
+retries = 1
+retry_delay_seconds = 1
+"""
+    )
+
+
+@pytest.fixture
+def site(tmp_path: Path, postgres: Database, s3: S3Server, monkeypatch: pytest.MonkeyPatch, airflow_db: None):
+    postgres.execute(f"CREATE TABLE {postgres.table('pages')} (url TEXT, updated TIMESTAMPTZ)")
+    postgres.executemany(
+        f"INSERT INTO {postgres.table('pages')} VALUES (%s, now() - interval '1 day')",
+        [(f"{SITE}/p/{i}",) for i in range(100)],
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_CONTENT_DB", "postgresql://postgres@127.0.0.1:5432/test")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SITE_STORAGE",
+        json.dumps({"conn_type": "aws", "login": "test", "password": "test", "extra": {"endpoint_url": s3.endpoint}}),
+    )
+    # the connection, not the environment, must carry the endpoint and keys
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    # dag.test() parses the DAG folder: dags/sitemaps.py then reads this test's site files
+    monkeypatch.setenv("SITEMAP_OPS_SITES_DIR", str(tmp_path))
+    return tmp_path, postgres, s3
+
+
+def _run(folder: Path, **conf: object):
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    dag = dags_from_folder(folder)["sitemaps_shop"]
+    return dag.test(run_conf=conf or None)
+
+
+def _objects(s3: S3Server, prefix: str) -> dict[str, bytes]:
+    listing = s3.client.list_objects_v2(Bucket=s3.bucket, Prefix=prefix + "/").get("Contents", [])
+    return {
+        o["Key"].split("/", 1)[1]: s3.client.get_object(Bucket=s3.bucket, Key=o["Key"])["Body"].read() for o in listing
+    }
+
+
+def test_dag_builds_and_publishes_then_uploads_nothing_when_unchanged(site) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "live")
+    run = _run(folder)
+    assert run.state == "success"
+    objects = _objects(s3, "live")
+    shards = sorted(n for n in objects if n.startswith("sitemap-pages-"))
+    assert shards == ["sitemap-pages-00001.xml.gz", "sitemap-pages-00002.xml.gz", "sitemap-pages-00003.xml.gz"]
+    index = etree.fromstring(objects["sitemap.xml"])
+    assert schema("siteindex.xsd").validate(index)
+    locs = set()
+    for name in shards:
+        root = etree.fromstring(gzip.decompress(objects[name]))
+        assert schema("sitemap.xsd").validate(root)
+        locs |= {e.text for e in root.iterfind("s:url/s:loc", NS)}
+    assert locs == {f"{SITE}/p/{i}" for i in range(100)}
+    assert "Sitemap: https://www.example.com/sitemap.xml" in objects["robots.txt"].decode()
+    # the published asset event carries the counts
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        events = [e for e in session.query(AssetEvent).all() if e.asset.name == "sitemaps_published_shop"]
+    assert events and events[-1].extra["urls"] == 100 and events[-1].extra["shards_written"] == 3
+
+    puts_before = len(s3.app.puts(".xml.gz"))
+    second = _run(folder)
+    assert second.state == "success"
+    assert len(s3.app.puts(".xml.gz")) == puts_before  # no shard uploaded again
+
+
+def test_a_render_that_fails_once_is_retried_to_the_same_output(site) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "clean")
+    assert _run(folder).state == "success"
+    clean = _objects(s3, "clean")
+
+    _site(folder, db, s3, "flaky")
+    # refused once (not a transient error, so the storage layer does not retry it): the task fails
+    s3.app.fail("PUT", "flaky/sitemap-pages-00002.xml.gz", times=1, status=403)
+    run = _run(folder)
+    assert run.state == "success"
+    tries = {(ti.task_id, ti.map_index): ti.try_number for ti in run.get_task_instances()}
+    assert max(t for (task, _), t in tries.items() if task == "render") == 2
+    flaky = _objects(s3, "flaky")
+    assert {n: d for n, d in flaky.items() if n.endswith(".xml.gz")} == {
+        n: d for n, d in clean.items() if n.endswith(".xml.gz")
+    }
+    assert flaky["sitemap.xml"] == clean["sitemap.xml"]
+
+
+def test_dry_run_publishes_nothing(site) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "dry")
+    run = _run(folder, dry_run=True)
+    assert run.state == "success"
+    assert _objects(s3, "dry") == {}
