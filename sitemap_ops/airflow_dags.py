@@ -20,7 +20,6 @@ from airflow.sdk import (
     BaseHook,
     CronTriggerTimetable,
     Param,
-    Variable,
     get_current_context,
     task,
 )
@@ -31,8 +30,9 @@ from sitemap_ops.config import SiteConfig, load_config
 from sitemap_ops.stage.config import DATABASE_FORMATS
 from sitemap_ops.storage import StorageConfig
 
-# Where the site TOML files are: this environment variable, else the Airflow Variable of the same name,
-# else the example site shipped in dags/sites/.
+# Where the site TOML files are: this environment variable, else the Airflow Variable of the same name set
+# through the environment (AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR), else the example site in dags/sites/.
+# A Variable in the metadata database is not read: DAG files must not touch the database when parsed.
 SITES_DIR_VARIABLE = "SITEMAP_OPS_SITES_DIR"
 DEFAULT_SITES_DIR = Path(__file__).resolve().parent.parent / "dags" / "sites"
 URL_SCHEMES = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql"}
@@ -49,8 +49,8 @@ def sitemaps_published(site: str) -> Asset:
 
 
 def sites_dir() -> Path:
-    """The folder of site TOML files (read at parse time: an environment variable is cheapest)."""
-    folder = os.environ.get(SITES_DIR_VARIABLE) or Variable.get(SITES_DIR_VARIABLE, default=None)
+    """The folder of site TOML files (read at parse time, from the environment only)."""
+    folder = os.environ.get(SITES_DIR_VARIABLE) or os.environ.get(f"AIRFLOW_VAR_{SITES_DIR_VARIABLE}")
     return Path(folder) if folder else DEFAULT_SITES_DIR
 
 

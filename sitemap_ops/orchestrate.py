@@ -107,16 +107,20 @@ def step_plan(
             force=force,
         )
     keys = [s.key for s in plan.shards if s.render]
-    size = max(1, math.ceil(len(keys) / max_groups))
-    groups = [keys[i : i + size] for i in range(0, len(keys), size)]
     return {
         "build_id": build_id,
         "previous_build_id": plan.previous_build_id,
         "urls": plan.total_urls,
         "shards": len(plan.shards),
         "shards_to_render": len(keys),
-        "groups": [[g[0], g[-1]] for g in groups],  # inclusive key ranges
+        "groups": render_groups(keys, max_groups),
     }
+
+
+def render_groups(keys: list[int], max_groups: int = MAX_RENDER_GROUPS) -> list[list[int]]:
+    """The shard keys to render cut into at most `max_groups` inclusive ranges [first, last] of equal count."""
+    size = max(1, math.ceil(len(keys) / max_groups))
+    return [[keys[i], keys[min(i + size, len(keys)) - 1]] for i in range(0, len(keys), size)]
 
 
 def load_plan(config: SiteConfig, build_id: str) -> Plan:

@@ -90,3 +90,29 @@ def test_a_bad_site_file_is_an_import_error(tmp_path: Path) -> None:
     _write_site(tmp_path, "bad", schedule="every day")
     with pytest.raises(ConfigError, match="not a cron expression"):
         dags_from_folder(tmp_path)
+
+
+def test_render_groups_stay_under_max_map_length() -> None:
+    from sitemap_ops.orchestrate import MAX_RENDER_GROUPS, render_groups
+
+    # 2.5 billion URLs are 50,000 full shards
+    keys = list(range(50_000))
+    groups = render_groups(keys)
+    assert len(groups) <= MAX_RENDER_GROUPS < 1024  # Airflow's default [core] max_map_length
+    covered = [k for first, last in groups for k in range(first, last + 1)]
+    assert covered == keys
+    # only the shards to render, which need not be contiguous keys
+    assert render_groups([3, 7, 8], max_groups=2) == [[3, 7], [8, 8]]
+    assert render_groups([]) == []
+
+
+def test_sites_folder_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sitemap_ops.airflow_dags import DEFAULT_SITES_DIR, sites_dir
+
+    monkeypatch.delenv("SITEMAP_OPS_SITES_DIR", raising=False)
+    monkeypatch.delenv("AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR", raising=False)
+    assert sites_dir() == DEFAULT_SITES_DIR
+    monkeypatch.setenv("AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR", str(tmp_path / "variable"))
+    assert sites_dir() == tmp_path / "variable"
+    monkeypatch.setenv("SITEMAP_OPS_SITES_DIR", str(tmp_path / "env"))
+    assert sites_dir() == tmp_path / "env"
