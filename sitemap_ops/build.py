@@ -162,7 +162,6 @@ def run_build(
         if lease:
             lease.renew()
         t = time.monotonic()
-        existing = set(output.list())
         plan = run_plan(
             config,
             con,
@@ -170,13 +169,8 @@ def run_build(
             created_at=now.isoformat(),
             staged_path=stage.staged_path,
             work=work,
+            output=output,
             previous=previous,
-            previous_assignment=(
-                duck.storage_path(con, output, previous.assignment)
-                if previous and previous.assignment in existing
-                else None
-            ),
-            existing_files=existing,
             force=force,
             progress=progress,
         )

@@ -88,7 +88,6 @@ def step_plan(
     """Plan against the published manifest; returns the render groups (shard key ranges) and counts."""
     work, output = _storages(config, build_id)
     previous = None if full_rebuild else Manifest.load(output)
-    existing = set(output.list())
     with _connection(config) as con:
         plan = run_plan(
             config,
@@ -97,13 +96,8 @@ def step_plan(
             created_at=now.isoformat(),
             staged_path=work.url_of(STAGED_NAME),
             work=work,
+            output=output,
             previous=previous,
-            previous_assignment=(
-                duck.storage_path(con, output, previous.assignment)
-                if previous and previous.assignment in existing
-                else None
-            ),
-            existing_files=existing,
             force=force,
         )
     keys = [s.key for s in plan.shards if s.render]

@@ -226,19 +226,23 @@ def run_plan(
     created_at: str,
     staged_path: str,
     work: Storage,
+    output: Storage,
     previous: Manifest | None,
-    previous_assignment: str | None,
-    existing_files: set[str],
     force: bool = False,
     progress: Progress | None = None,
 ) -> Plan:
-    """Plan the build; writes `planned.parquet` and `plan.json` to the build's work storage.
+    """Plan the build against `previous` (the published manifest, None for a full rebuild) and the files in
+    `output`; writes `planned.parquet` and `plan.json` to the build's work storage.
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
     per shard) and is attached back to the rows by a POSITIONAL JOIN, with no further sort.
     """
     progress = progress or Progress(enabled=False)
+    existing_files = set(output.list())
+    previous_assignment = (
+        storage_path(con, output, previous.assignment) if previous and previous.assignment in existing_files else None
+    )
     shards_cfg = config.shards
     max_urls = shards_cfg.max_urls
     set_variables(con, {"format": config.render.format})
