@@ -27,7 +27,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from sitemap_ops import orchestrate
 from sitemap_ops.config import SiteConfig, load_config
-from sitemap_ops.stage.config import DATABASE_FORMATS
+from sitemap_ops.stage.config import SERVER_FORMATS
 from sitemap_ops.storage import StorageConfig
 
 # Where the site TOML files are: this environment variable, else the Airflow Variable of the same name set
@@ -35,7 +35,6 @@ from sitemap_ops.storage import StorageConfig
 # A Variable in the metadata database is not read: DAG files must not touch the database when parsed.
 SITES_DIR_VARIABLE = "SITEMAP_OPS_SITES_DIR"
 DEFAULT_SITES_DIR = Path(__file__).resolve().parent.parent / "dags" / "sites"
-URL_SCHEMES = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql"}
 
 
 def content_published(site: str) -> Asset:
@@ -59,11 +58,11 @@ def with_connections(config: SiteConfig) -> SiteConfig:
     af = config.airflow
     if af.source_conn_id:
         conn = BaseHook.get_connection(af.source_conn_id)
-        scheme = URL_SCHEMES.get(conn.conn_type or "", conn.conn_type)
         auth = quote(conn.login or "", safe="") + (":" + quote(conn.password, safe="") if conn.password else "")
-        url = f"{scheme}://{auth}@{conn.host}" + (f":{conn.port}" if conn.port else "") + f"/{conn.schema or ''}"
+        where = f"{auth}@{conn.host}" + (f":{conn.port}" if conn.port else "") + f"/{conn.schema or ''}"
+        # the source URL keeps its scheme (the database kind); the connection gives everything after it
         sources = tuple(
-            dataclasses.replace(s, path=url) if s.format in DATABASE_FORMATS and s.format != "duckdb" else s
+            dataclasses.replace(s, path=s.path.split("://", 1)[0] + "://" + where) if s.format in SERVER_FORMATS else s
             for s in config.sources
         )
         config = dataclasses.replace(config, sources=sources)

@@ -26,6 +26,24 @@ from sitemap_ops.storage import Storage
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
 KEEP_WORK_DIRS = 10
+# The big files of a build's work folder, deleted once it has published.
+SNAPSHOT_NAMES = (STAGED_NAME, PLANNED_NAME, ASSIGNMENT_NAME)
+
+
+def work_root(config: SiteConfig) -> Storage:
+    """The folder holding one work folder per build (a local path is made absolute)."""
+    root = config.work_dir if "://" in config.work_dir else os.path.abspath(config.work_dir)
+    return Storage.open(root, config.storage)
+
+
+def open_duckdb(config: SiteConfig, spill: str) -> duckdb.DuckDBPyConnection:
+    """A DuckDB session with the site's resources, spilling to `spill`."""
+    return duck.connect(
+        threads=config.duckdb.threads or None,
+        memory_limit=config.duckdb.memory_limit,
+        temp_directory=spill,
+        normalize=config.normalize,
+    )
 
 
 def new_build_id(now: dt.datetime) -> str:
@@ -127,10 +145,7 @@ def run_build(
     started = time.monotonic()
     now = now or dt.datetime.now(dt.UTC)
     build_id = new_build_id(now)
-    work_root = Storage.open(
-        config.work_dir if "://" in config.work_dir else os.path.abspath(config.work_dir), config.storage
-    )
-    work = work_root.child(build_id)
+    work = work_root(config).child(build_id)
     work.makedirs()
     output = Storage.open(config.output, config.storage)
     lease = None
@@ -140,25 +155,16 @@ def run_build(
         lease.acquire()
     timings: dict[str, float] = {}
     spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
-
-    def connect() -> duckdb.DuckDBPyConnection:
-        return duck.connect(
-            threads=config.duckdb.threads or None,
-            memory_limit=config.duckdb.memory_limit,
-            temp_directory=spill,
-            normalize=config.normalize,
-        )
-
     # Stages hand over files, so each gets a fresh DuckDB: closing the stage's connection returns its
     # memory before plan builds its arrays (this keeps the peak RSS near the memory limit).
-    con = connect()
+    con = open_duckdb(config, spill)
     try:
         previous = None if full_rebuild else Manifest.load(output)
         t = time.monotonic()
         stage = run_stage(config, con, work, now, progress)
         timings["stage"] = time.monotonic() - t
         con.close()
-        con = connect()
+        con = open_duckdb(config, spill)
         if lease:
             lease.renew()
         t = time.monotonic()
@@ -206,8 +212,8 @@ def run_build(
             lease.release()
     summary.shards_written = len(rendered)
     summary.compressed_bytes = sum(r.compressed_bytes or 0 for r in rendered)
-    for big in (STAGED_NAME, PLANNED_NAME, ASSIGNMENT_NAME):  # a missing file is no error
+    for big in SNAPSHOT_NAMES:  # a missing file is no error
         work.delete(big)
-    _prune_work_dirs(work_root)
+    _prune_work_dirs(work_root(config))
     summary.seconds = time.monotonic() - started
     return summary

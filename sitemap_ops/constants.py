@@ -95,7 +95,7 @@ VIDEO_RELATIONSHIPS = ("allow", "deny")
 # or x-default. The code lists below are checked against pycountry in tests/test_constants.py.
 HREFLANG_DEFAULT = "x-default"
 # Space-separated (the SQL reads them as lists; see ISO_639_1 / ISO_3166_1_ALPHA_2 below).
-ISO_639_1_CODES = (
+_ISO_639_1_CODES = (
     "aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz "
     "ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii "
     "ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi "
@@ -103,7 +103,7 @@ ISO_639_1_CODES = (
     "sa sc sd se sg sh si sk sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug "
     "uk ur uz ve vi vo wa wo xh yi yo za zh zu"
 )
-ISO_3166_1_ALPHA_2_CODES = (
+_ISO_3166_1_ALPHA_2_CODES = (
     "AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV "
     "BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES "
     "ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE "
@@ -113,8 +113,8 @@ ISO_3166_1_ALPHA_2_CODES = (
     "SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE "
     "VG VI VN VU WF WS YE YT ZA ZM ZW"
 )
-ISO_639_1 = tuple(ISO_639_1_CODES.split(" "))
-ISO_3166_1_ALPHA_2 = tuple(ISO_3166_1_ALPHA_2_CODES.split(" "))
+ISO_639_1 = tuple(_ISO_639_1_CODES.split(" "))
+ISO_3166_1_ALPHA_2 = tuple(_ISO_3166_1_ALPHA_2_CODES.split(" "))
 # https://www.w3.org/TR/xml/#charsets: characters XML 1.0 cannot carry at all (a text value holding one is
 # dropped with the reason <field>_control_characters; tab, LF and CR are allowed).
 XML_FORBIDDEN_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]"

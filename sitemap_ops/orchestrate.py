@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,11 +19,11 @@ from dataclasses import asdict
 
 import duckdb
 
-from sitemap_ops import duck
+from sitemap_ops.build import SNAPSHOT_NAMES, open_duckdb, work_root
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.plan.manifest import Manifest
-from sitemap_ops.plan.plan import ASSIGNMENT_NAME, PLAN_NAME, PLANNED_NAME, Plan, run_plan
+from sitemap_ops.plan.plan import PLAN_NAME, Plan, run_plan
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import run_publish, run_retire
 from sitemap_ops.render.render import RenderedShard, render_shards
@@ -47,20 +46,13 @@ def build_id_for(run_id: str, run_after: dt.datetime) -> str:
 
 
 def _storages(config: SiteConfig, build_id: str) -> tuple[Storage, Storage]:
-    root = config.work_dir if "://" in config.work_dir else os.path.abspath(config.work_dir)
-    work = Storage.open(root, config.storage).child(build_id)
-    return work, Storage.open(config.output, config.storage)
+    return work_root(config).child(build_id), Storage.open(config.output, config.storage)
 
 
 @contextmanager
 def _connection(config: SiteConfig) -> Iterator[duckdb.DuckDBPyConnection]:
     spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
-    con = duck.connect(
-        threads=config.duckdb.threads or None,
-        memory_limit=config.duckdb.memory_limit,
-        temp_directory=spill,
-        normalize=config.normalize,
-    )
+    con = open_duckdb(config, spill)
     try:
         yield con
     finally:
@@ -153,13 +145,14 @@ def step_publish(
         lease.acquire()
     try:
         live = Manifest.load(output)
-        if live is not None and live.build_id == build_id:
+        live_id = live.build_id if live else None
+        if live is not None and live_id == build_id:
             manifest = live  # this step ran before: nothing left to do
         else:
-            if (live.build_id if live else None) != plan.previous_build_id:
+            if live_id != plan.previous_build_id:
                 raise ConcurrentBuildError(
-                    f"build {live.build_id if live else None} was published after this build planned on "
-                    f"{plan.previous_build_id}; run a new build"
+                    f"build {live_id} was published after this build planned on {plan.previous_build_id}; "
+                    "run a new build"
                 )
             shards = [RenderedShard(**r) for r in rendered]  # type: ignore[arg-type]
             manifest = run_publish(config, plan, shards, output, previous=live, stage_summary=stage, now=now)
@@ -181,6 +174,6 @@ def step_retire(config: SiteConfig, build_id: str, now: dt.datetime) -> list[str
     work, output = _storages(config, build_id)
     manifest = Manifest.load(output)
     retired = run_retire(output, manifest, config.publish.grace_period_days, now) if manifest else []
-    for big in (STAGED_NAME, PLANNED_NAME, ASSIGNMENT_NAME):  # a missing file is no error
+    for big in SNAPSHOT_NAMES:  # a missing file is no error
         work.delete(big)
     return retired

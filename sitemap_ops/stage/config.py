@@ -34,6 +34,15 @@ EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {
 SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS)
 SOURCE_FORMATS = ("parquet", "csv", "duckdb", "postgres", "mysql", "sqlite")
 DATABASE_FORMATS = ("duckdb", "postgres", "mysql", "sqlite")
+SERVER_FORMATS = ("postgres", "mysql")  # databases reached over the network (with credentials)
+# database URL scheme -> source format
+URL_SCHEMES = {
+    "postgresql": "postgres",
+    "postgres": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
+    "sqlite": "sqlite",
+}
 # :name placeholders in a filter (outside quotes, not a :: cast)
 _PARAM = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(?<![:\w]):([A-Za-z_]\w*)")
 _SECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -127,15 +136,8 @@ def guess_format(path: str) -> str:
     """parquet, csv or duckdb from a path's ending ('' if unknown)."""
     lowered = path.lower().rstrip("/")
     scheme = lowered.split("://", 1)[0] if "://" in lowered else ""
-    by_scheme = {
-        "postgresql": "postgres",
-        "postgres": "postgres",
-        "mysql": "mysql",
-        "mariadb": "mysql",
-        "sqlite": "sqlite",
-    }
-    if scheme in by_scheme:
-        return by_scheme[scheme]
+    if scheme in URL_SCHEMES:
+        return URL_SCHEMES[scheme]
     endings = (
         (".parquet", "parquet"), (".csv", "csv"), (".csv.gz", "csv"), (".duckdb", "duckdb"),
         (".sqlite", "sqlite"), (".sqlite3", "sqlite"),

@@ -21,7 +21,7 @@ import duckdb
 
 from sitemap_ops.duck import quote_literal
 from sitemap_ops.errors import first_line
-from sitemap_ops.stage.config import redact
+from sitemap_ops.stage.config import URL_SCHEMES, redact
 from sitemap_ops.stage.exceptions import SourceError
 
 # format -> (DuckDB extension, ATTACH type, default port, environment variable holding the password)
@@ -29,13 +29,6 @@ DATABASES = {
     "postgres": ("postgres_scanner", "postgres", 5432, "PGPASSWORD"),
     "mysql": ("mysql_scanner", "mysql", 3306, "MYSQL_PWD"),
     "sqlite": ("sqlite_scanner", "sqlite", 0, ""),
-}
-URL_SCHEMES = {
-    "postgresql": "postgres",
-    "postgres": "postgres",
-    "mysql": "mysql",
-    "mariadb": "mysql",
-    "sqlite": "sqlite",
 }
 
 

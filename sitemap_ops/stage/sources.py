@@ -34,7 +34,7 @@ _NUMERIC_TYPES = (
 VIDEO_TYPE = "STRUCT(" + ", ".join(f"{f} VARCHAR" for f in VIDEO_FIELDS if f != "tag") + ", tag VARCHAR[])"
 ALTERNATE_TYPE = "STRUCT(hreflang VARCHAR, href VARCHAR)"
 # Extension columns of the `inventory` view: (name, type, NULL default).
-_INLINE_EXTENSIONS = (
+INLINE_EXTENSIONS = (
     ("images", "VARCHAR[]"),
     ("videos", f"{VIDEO_TYPE}[]"),
     ("alternates", f"{ALTERNATE_TYPE}[]"),
@@ -162,7 +162,7 @@ def _inline_extensions(
     """Select items for the inventory's extension columns of one page source (typed NULLs when absent)."""
     col = _column_finder(source, types)
     items = []
-    for name, sql_type in _INLINE_EXTENSIONS:
+    for name, sql_type in INLINE_EXTENSIONS:
         column = col(name)
         if column is None:
             items.append(f"NULL::{sql_type} AS {name}")
@@ -294,7 +294,7 @@ def create_inventory_view(
 
 def create_url_inventory_view(con: duckdb.DuckDBPyConnection, relation: str) -> None:
     """The view `inventory` over bare URLs (`relation` has a column `loc`), for stage_normalize.sql."""
-    extensions = ", ".join(f"NULL::{sql_type} AS {name}" for name, sql_type in _INLINE_EXTENSIONS)
+    extensions = ", ".join(f"NULL::{sql_type} AS {name}" for name, sql_type in INLINE_EXTENSIONS)
     con.execute(
         "CREATE OR REPLACE TEMP VIEW inventory AS SELECT 0 AS source, loc, NULL::TIMESTAMP AS lastmod_value, "
         "NULL::VARCHAR AS lastmod_text, NULL::VARCHAR AS changefreq, NULL::DOUBLE AS priority_value, "

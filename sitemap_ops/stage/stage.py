@@ -17,8 +17,7 @@ from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.extensions import HREFLANG_NAME, count_published, extension_variables, run_extensions
 from sitemap_ops.stage.normalize import TARGET_NEEDS_WORK
 from sitemap_ops.stage.sources import (
-    ALTERNATE_TYPE,
-    VIDEO_TYPE,
+    INLINE_EXTENSIONS,
     create_inventory_view,
     create_url_inventory_view,
 )
@@ -148,20 +147,15 @@ def run_stage(
 
 # The columns of sql/stage_normalize.sql that only extensions use, and their types.
 _EXTENSION_COLUMNS = {
+    **dict(INLINE_EXTENSIONS),
+    # computed by sql/stage_normalize.sql for the extension checks
     "host": "VARCHAR",
     "images_j": "VARCHAR",
     "images_n": "BIGINT",
-    "images": "VARCHAR[]",
     "alternates_j": "VARCHAR",
     "alternates_n": "BIGINT",
     "alternates_h": "UBIGINT[]",
     "own_hreflang": "VARCHAR",
-    "alternates": f"{ALTERNATE_TYPE}[]",
-    "videos": f"{VIDEO_TYPE}[]",
-    "news_publication": "VARCHAR",
-    "news_language": "VARCHAR",
-    "news_publication_date": "VARCHAR",
-    "news_title": "VARCHAR",
 }
 
 
