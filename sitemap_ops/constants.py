@@ -1,4 +1,4 @@
-"""Protocol limits, namespaces and names, each with where it comes from."""
+"""Protocol limits, namespaces and names, each with where it comes from; the build's own separators."""
 
 from __future__ import annotations
 
@@ -118,6 +118,14 @@ ISO_3166_1_ALPHA_2 = tuple(_ISO_3166_1_ALPHA_2_CODES.split(" "))
 # https://www.w3.org/TR/xml/#charsets: characters XML 1.0 cannot carry at all (a text value holding one is
 # dropped with the reason <field>_control_characters; tab, LF and CR are allowed).
 XML_FORBIDDEN_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]"
+
+# A page's image and alternate lists travel from stage to render joined into one string each, with
+# separators XML cannot carry (above), so no URL, code or text value can hold one. Render turns them into
+# markup over a whole shard at once (sitemap_ops.render.xml.expand_extensions), which is several times
+# faster than a replace per page in DuckDB.
+EXT_IMAGE_SEP = "\x1d"  # between two image URLs
+EXT_LINK_SEP = "\x1e"  # between two alternates
+EXT_HREF_SEP = "\x1f"  # between an alternate's hreflang code and its href
 
 # Content types written to storage (issue 4 relies on them for object metadata).
 CONTENT_TYPES = {

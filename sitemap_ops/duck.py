@@ -13,6 +13,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
+from sitemap_ops.constants import EXT_HREF_SEP, EXT_IMAGE_SEP, EXT_LINK_SEP
 from sitemap_ops.stage.config import NormalizeConfig
 from sitemap_ops.stage.normalize import idna_host, normalize_target
 from sitemap_ops.storage import Storage, StorageConfig, protocol_of
@@ -51,6 +52,8 @@ def connect(
     con = duckdb.connect(config=config)
     # Naive timestamps and zone-less date strings are read as UTC; lastmod is always emitted in UTC.
     con.execute("SET TimeZone = 'UTC'")
+    # the separators of the joined extension lists, read by the macros (sitemap_ops.constants)
+    set_variables(con, {"ext_image_sep": EXT_IMAGE_SEP, "ext_link_sep": EXT_LINK_SEP, "ext_href_sep": EXT_HREF_SEP})
     con.execute(read_sql("render_macros"))
     con.execute(read_sql("stage_macros"))
 

@@ -32,36 +32,27 @@ CREATE OR REPLACE TEMP MACRO so_lastmod_length(ts) AS
 
 CREATE OR REPLACE TEMP MACRO so_priority_text(p) AS CAST(p AS VARCHAR);
 
--- The extension XML of a page from its joined lists (sql/stage_macros.sql: images are URLs separated by
--- newlines, alternates "code<TAB>href" lines; neither character can occur in a URL or a code): one escape
--- and one or two replaces per page, not a call per value. The *_bytes macros are their exact sizes.
+-- The extension XML of a page from its joined lists (sql/stage_macros.sql), which stage has XML-escaped
+-- already (sql/stage_dedupe.sql): the markup around the list. The separators inside it (control characters
+-- no value can hold) become markup in Python over the whole shard at once
+-- (sitemap_ops.render.xml.expand_extensions; a replace per page here costs several times more).
+-- The *_bytes macros are the exact sizes of the expanded XML.
 -- (NULL for none: concat() in so_url_entry skips NULLs; one concat() of many parts copies each byte once,
 -- where a chain of || copies the growing string at every step)
 CREATE OR REPLACE TEMP MACRO so_images_xml(joined) AS
-    CASE
-        WHEN joined <> '' THEN concat(
-            '<image:image><image:loc>',
-            replace(so_xml_escape(joined), chr(10), '</image:loc></image:image><image:image><image:loc>'),
-            '</image:loc></image:image>'
-        )
-    END;
+    CASE WHEN joined <> '' THEN concat('<image:image><image:loc>', joined, '</image:loc></image:image>') END;
 
 CREATE OR REPLACE TEMP MACRO so_alternates_xml(joined) AS
-    CASE
-        WHEN joined <> '' THEN concat(
-            '<xhtml:link rel="alternate" hreflang="',
-            replace(replace(so_xml_escape(joined), chr(9), '" href="'), chr(10), '"/><xhtml:link rel="alternate" hreflang="'),
-            '"/>'
-        )
-    END;
+    CASE WHEN joined <> '' THEN concat('<xhtml:link rel="alternate" hreflang="', joined, '"/>') END;
 
--- 24 + 26 bytes of markup per image (n of them); the n - 1 newlines become markup
+-- 24 + 26 bytes of markup per image (n of them); the n - 1 separators become markup
 CREATE OR REPLACE TEMP MACRO so_images_bytes(joined, n) AS
-    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE so_xml_escaped_length(joined) + 49 * n + 1 END;
+    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE strlen(joined) + 49 * n + 1 END;
 
--- 38 + 8 + 3 bytes of markup per link (n of them); the tabs and the n - 1 newlines become markup
+-- 38 + 8 + 3 bytes of markup per link (n of them); the n code separators and n - 1 link separators become
+-- markup
 CREATE OR REPLACE TEMP MACRO so_alternates_bytes(joined, n) AS
-    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE so_xml_escaped_length(joined) + 47 * n + 1 END;
+    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE strlen(joined) + 47 * n + 1 END;
 
 -- Extensions inside <url>, after the core fields: images (joined), `ext` (elements stage rendered already:
 -- videos, or a news series entry; NULL for none), alternates (joined). Plan sizes them by `ext_bytes`, which

@@ -45,9 +45,10 @@ entries AS (
         p.changefreq,
         p.priority,
         p.section,
-        nullif(coalesce(p.images_j, x.images_j), '') AS images_j,
+        -- escaped here, once (render writes them as they are: sql/render_macros.sql)
+        so_xml_escape(nullif(coalesce(p.images_j, x.images_j), '')) AS images_j,
         x.videos_xml AS ext_xml,
-        nullif(coalesce(p.alternates_j, x.alternates_j), '') AS alternates_j,
+        so_xml_escape(nullif(coalesce(p.alternates_j, x.alternates_j), '')) AS alternates_j,
         coalesce(p.images_n, x.images_n, 0) AS images,
         coalesce(p.alternates_n, x.alternates_n, 0) AS alternates
     FROM pages p

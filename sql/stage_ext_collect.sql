@@ -17,7 +17,7 @@ FROM (
             source,
             loc,
             loc IN (SELECT loc FROM dup_locs) AS dup,
-            coalesce(images, CASE WHEN images_j <> '' THEN string_split(images_j, chr(10)) ELSE [] END) AS list
+            coalesce(images, CASE WHEN images_j <> '' THEN string_split(images_j, getvariable('ext_image_sep')) ELSE [] END) AS list
         FROM normalized
         WHERE reason IS NULL
             AND (images IS NOT NULL OR (images_j IS NOT NULL AND loc IN (SELECT loc FROM dup_locs)))
@@ -39,8 +39,9 @@ FROM (
             coalesce(
                 alternates,
                 list_transform(
-                    CASE WHEN alternates_j <> '' THEN string_split(alternates_j, chr(10)) ELSE [] END,
-                    lambda p: struct_pack(hreflang := split_part(p, chr(9), 1), href := split_part(p, chr(9), 2))
+                    CASE WHEN alternates_j <> '' THEN string_split(alternates_j, getvariable('ext_link_sep')) ELSE [] END,
+                    lambda p: struct_pack(hreflang := split_part(p, getvariable('ext_href_sep'), 1),
+                        href := split_part(p, getvariable('ext_href_sep'), 2))
                 )
             ) AS list
         FROM normalized

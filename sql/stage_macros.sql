@@ -20,36 +20,39 @@ CREATE OR REPLACE TEMP MACRO so_yes_no(s) AS
 CREATE OR REPLACE TEMP MACRO so_utc(s) AS date_trunc('second', CAST(TRY_CAST(trim(s) AS TIMESTAMPTZ) AS TIMESTAMP));
 
 -- The fast path for inline extension lists. A list is joined into one string (images: URLs separated by
--- newlines; alternates: "code<TAB>href" separated by newlines; neither can occur inside a URL or a code)
--- and checked with one regular expression per page (the variables ext_clean_images / ext_clean_alternates,
--- built by sitemap_ops.stage.extensions: the site's scheme, an allowed lower-case host without port, a path
--- of RFC 3986 characters with upper-case escapes, no query or fragment; canonical hreflang codes). A list
--- that passes, has no dot segment, no value over the length limit and no repeated value (image) or code
+-- ext_image_sep; alternates: "code<ext_href_sep>href" separated by ext_link_sep; control characters that
+-- XML cannot carry, so no URL or code holds one: sitemap_ops.constants) and checked with one regular
+-- expression per page (the variables ext_clean_images / ext_clean_alternates, built by
+-- sitemap_ops.stage.extensions: the site's scheme, an allowed lower-case host without port, a path of
+-- RFC 3986 characters with upper-case escapes, no query or fragment; canonical hreflang codes). A list that
+-- passes, has no dot segment, no value over the length limit and no repeated value (image) or code
 -- (alternate) is published as it is; any other list goes through sql/stage_ext_collect.sql and
 -- stage_ext_resolve.sql, which normalize, check and report value by value.
-CREATE OR REPLACE TEMP MACRO so_images_join(images) AS array_to_string(images, chr(10));
+CREATE OR REPLACE TEMP MACRO so_images_join(images) AS array_to_string(images, getvariable('ext_image_sep'));
 
 CREATE OR REPLACE TEMP MACRO so_alternates_join(alternates) AS
-    array_to_string(list_transform(alternates, lambda a: a.hreflang || chr(9) || a.href), chr(10));
+    array_to_string(
+        list_transform(alternates, lambda a: a.hreflang || getvariable('ext_href_sep') || a.href),
+        getvariable('ext_link_sep')
+    );
 
 -- (a CASE, not an OR: only the rare long lists are split)
-CREATE OR REPLACE TEMP MACRO so_short_values(joined) AS
+CREATE OR REPLACE TEMP MACRO so_short_values(joined, sep) AS
     CASE
         WHEN strlen(joined) <= getvariable('max_loc_length') THEN true
-        ELSE len(list_filter(string_split(joined, chr(10)), lambda v: strlen(v) > getvariable('max_loc_length'))) = 0
+        ELSE len(list_filter(string_split(joined, sep), lambda v: strlen(v) > getvariable('max_loc_length'))) = 0
     END;
 
 CREATE OR REPLACE TEMP MACRO so_images_fast(images, joined) AS
     len(images) <= getvariable('max_images_per_page')
     AND (len(images) = 0 OR regexp_full_match(joined, getvariable('ext_clean_images')))
     AND NOT contains(joined, '/.')
-    AND so_short_values(joined)
+    AND so_short_values(joined, getvariable('ext_image_sep'))
     AND len(list_distinct(images)) = len(images);
 
 CREATE OR REPLACE TEMP MACRO so_alternates_fast(alternates, joined) AS
     NOT getvariable('complete_alternates')
     AND (len(alternates) = 0 OR regexp_full_match(joined, getvariable('ext_clean_alternates')))
     AND NOT contains(joined, '/.')
-    AND so_short_values(joined)
+    AND so_short_values(joined, getvariable('ext_link_sep'))
     AND len(list_distinct(list_transform(alternates, lambda a: a.hreflang))) = len(alternates);
-

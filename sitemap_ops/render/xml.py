@@ -6,6 +6,9 @@ from collections.abc import Iterable
 from xml.sax.saxutils import escape
 
 from sitemap_ops.constants import (
+    EXT_HREF_SEP,
+    EXT_IMAGE_SEP,
+    EXT_LINK_SEP,
     INDEX_CLOSE,
     INDEX_OPEN,
     URLSET_CLOSE,
@@ -19,6 +22,13 @@ XML_HEAD = (XML_DECLARATION + URLSET_OPEN).encode()
 # Shards of a build with extensions declare the image, video, news and xhtml namespaces.
 XML_HEAD_EXTENDED = (XML_DECLARATION + URLSET_OPEN_EXTENDED).encode()
 XML_TAIL = URLSET_CLOSE.encode()
+# The separators inside a page's joined image and alternate lists, and the markup each becomes (the markup
+# around a list comes from sql/render_macros.sql; its byte sizes there count these).
+EXT_MARKUP = (
+    (EXT_IMAGE_SEP.encode(), b"</image:loc></image:image><image:image><image:loc>"),
+    (EXT_HREF_SEP.encode(), b'" href="'),
+    (EXT_LINK_SEP.encode(), b'"/><xhtml:link rel="alternate" hreflang="'),
+)
 # saxutils.escape handles & < > itself; the quotes come from the protocol's escape table.
 _QUOTES = {char: entity for char, entity in XML_ESCAPES.items() if char in "'\""}
 
@@ -32,10 +42,22 @@ def shard_overhead(fmt: str, extended: bool = False) -> int:
     return 0 if fmt == "txt" else len(_head(extended)) + len(XML_TAIL)
 
 
+def expand_extensions(data: bytes) -> bytes:
+    """`data` with the list separators turned into markup: one replace per separator over a whole shard.
+
+    Safe on the whole file: XML cannot carry these characters, so only the separators hold them.
+    """
+    for separator, markup in EXT_MARKUP:
+        data = data.replace(separator, markup)
+    return data
+
+
 def shard_bytes(fmt: str, pieces: Iterable[bytes | memoryview], extended: bool = False) -> bytes:
     """A whole uncompressed shard file from its rendered entries."""
-    body = b"".join(pieces)
-    return body if fmt == "txt" else _head(extended) + body + XML_TAIL
+    if fmt == "txt":
+        return b"".join(pieces)
+    data = b"".join([_head(extended), *pieces, XML_TAIL])
+    return expand_extensions(data) if extended else data
 
 
 def index_entry(loc: str, lastmod: str | None) -> str:

@@ -10,6 +10,9 @@ import duckdb
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
+    EXT_HREF_SEP,
+    EXT_IMAGE_SEP,
+    EXT_LINK_SEP,
     HREFLANG_DEFAULT,
     ISO_639_1,
     ISO_3166_1_ALPHA_2,
@@ -65,9 +68,14 @@ def _clean_url(config: SiteConfig, hosts: tuple[str, ...]) -> str:
     return re.escape(config.site.scheme) + f"://({names})" + r"(/([A-Za-z0-9._~!$&'()*+,=:@-]|%[0-9A-F]{2})*)+"
 
 
-def _joined_pattern(item: str) -> str:
-    """A regex for newline-joined items."""
-    return f"{item}(\n{item})*"
+def _regex_char(char: str) -> str:
+    """`char` as a regex escape (the separators are control characters)."""
+    return f"\\x{ord(char):02x}"
+
+
+def _joined_pattern(item: str, separator: str) -> str:
+    """A regex for items joined by `separator`."""
+    return f"{item}({_regex_char(separator)}{item})*"
 
 
 def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str, object]:
@@ -76,8 +84,10 @@ def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
     utc = build_time.astimezone(dt.UTC).replace(tzinfo=None)
     return {
         # the fast path's checks of a whole joined list (sql/stage_macros.sql)
-        "ext_clean_images": _joined_pattern(_clean_url(config, ext.image_hosts)),
-        "ext_clean_alternates": _joined_pattern(HREFLANG_CANONICAL + "\t" + _clean_url(config, ext.alternate_hosts)),
+        "ext_clean_images": _joined_pattern(_clean_url(config, ext.image_hosts), EXT_IMAGE_SEP),
+        "ext_clean_alternates": _joined_pattern(
+            HREFLANG_CANONICAL + _regex_char(EXT_HREF_SEP) + _clean_url(config, ext.alternate_hosts), EXT_LINK_SEP
+        ),
         "complete_alternates": ext.complete_alternates,
         # a one-element list with "" when empty: an empty list variable would not be typed VARCHAR[]
         "image_hosts": list(ext.image_hosts) or [""],
