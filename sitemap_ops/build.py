@@ -15,7 +15,7 @@ import duckdb
 from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.plan.manifest import Manifest
-from sitemap_ops.plan.plan import ASSIGNMENT_NAME, PLANNED_NAME, Plan, run_plan
+from sitemap_ops.plan.plan import PLANNED_NAME, Plan, run_plan
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import run_publish, run_retire
@@ -27,7 +27,7 @@ from sitemap_ops.storage import Storage
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
 KEEP_WORK_DIRS = 10
 # The big files of a build's work folder, deleted once it has published.
-SNAPSHOT_NAMES = (STAGED_NAME, PLANNED_NAME, ASSIGNMENT_NAME)
+SNAPSHOT_NAMES = (STAGED_NAME, PLANNED_NAME)
 
 
 def work_root(config: SiteConfig) -> Storage:

@@ -83,3 +83,10 @@ CREATE OR REPLACE TEMP MACRO so_url_entry_bytes(loc, lastmod, changefreq, priori
 -- The text format: one URL per line.
 CREATE OR REPLACE TEMP MACRO so_text_entry(loc) AS loc || chr(10);
 CREATE OR REPLACE TEMP MACRO so_text_entry_bytes(loc) AS strlen(loc) + 1;
+
+-- The entry of one row in the build's format (the variable `format`: xml or txt).
+CREATE OR REPLACE TEMP MACRO so_entry(loc, lastmod, changefreq, priority, images_j, ext, alternates_j) AS
+    CASE
+        WHEN getvariable('format') = 'txt' THEN so_text_entry(loc)
+        ELSE so_url_entry(loc, lastmod, changefreq, priority, images_j, ext, alternates_j)
+    END;

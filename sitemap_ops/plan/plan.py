@@ -31,7 +31,6 @@ from sitemap_ops.render.xml import index_entry, index_overhead, shard_overhead
 from sitemap_ops.storage import Storage
 
 PLANNED_NAME = "planned.parquet"
-ASSIGNMENT_NAME = "assignment.parquet"
 PLAN_NAME = "plan.json"
 # Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
 RENDER_VERSION = 1
@@ -78,13 +77,13 @@ class Plan:
 
     build_id: str
     created_at: str
-    planned_path: str
+    planned_path: str  # the URL -> shard assignment, row for row with the staged snapshot; published
+    staged_path: str  # the staged snapshot: render reads the entries' fields (extensions included) there
     shards: list[ShardPlan]
     indexes: list[IndexPlan]
     total_urls: int
-    ordered: bool = False  # planned.parquet is in (shard_key, pos) order
+    ordered: bool = False  # file order is (shard_key, pos) order: each shard is a range of rows
     extended: bool = False  # some entries carry extensions: shards declare their namespaces
-    assignment_path: str = ""  # the assignment to publish when it is not the planned file (extensions)
     previous_build_id: str | None = None
     previous_urls: int | None = None
     sections: dict[str, int] = field(default_factory=dict)
@@ -232,7 +231,7 @@ def run_plan(
     progress: Progress | None = None,
 ) -> Plan:
     """Plan the build against `previous` (the published manifest, None for a full rebuild) and the files in
-    `output`; writes `planned.parquet` and `plan.json` to the build's work storage.
+    `output`; writes `planned.parquet` (the assignment) and `plan.json` to the build's work storage.
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
@@ -313,7 +312,7 @@ def run_plan(
     ordered = bool(np.all(shard_key[1:] >= shard_key[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
 
     planned_path = storage_path(con, work, PLANNED_NAME)
-    progress.step("plan: writing the planned snapshot")
+    progress.step("plan: writing the assignment")
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-") as folder:
         numbers = os.path.join(folder, "assignment.parquet")
         _write_numbers(numbers, {"shard_key": shard_key, "shard": shard, "pos": pos})
@@ -327,15 +326,6 @@ def run_plan(
     del size, shard, pos, codes, section_index
 
     create_parquet_view(con, "planned", planned_path)
-    assignment_path = ""
-    if extended:
-        assignment_path = work.url_of(ASSIGNMENT_NAME)
-        try:
-            con.sql(read_sql("plan_assignment")).write_parquet(
-                storage_path(con, work, ASSIGNMENT_NAME), compression="snappy", row_group_size=16384
-            )
-        except duckdb.Error as exc:
-            raise PlanError(f"cannot write the assignment to {work.url}: {first_line(exc)}") from None
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
     previous_fp = {s.name: s.fingerprint for s in previous.shards} if previous else {}
@@ -362,12 +352,12 @@ def run_plan(
         build_id=build_id,
         created_at=created_at,
         planned_path=work.url_of(PLANNED_NAME),
+        staged_path=staged_path,
         shards=shard_plans,
         indexes=_plan_indexes(shard_plans, config),
         total_urls=total,
         ordered=ordered,
         extended=bool(extended),
-        assignment_path=assignment_path,
         previous_build_id=previous.build_id if previous else None,
         previous_urls=previous_urls,
         sections={s.name: s.end - s.start for s in sections},

@@ -73,7 +73,7 @@ def run_publish(
             # surrogateescape keeps bytes that are not UTF-8 exactly as they were
             text = old.decode("utf-8", errors="surrogateescape") if old is not None else ""
             _write_if_changed(robots, name, update_robots(text, index_urls).encode("utf-8", errors="surrogateescape"))
-        output.write_bytes(plan.assignment_name, read_url(plan.assignment_path or plan.planned_path, output.config))
+        output.write_bytes(plan.assignment_name, read_url(plan.planned_path, output.config))
     except StorageError as exc:
         raise PublishError(f"publishing to {output.url} failed: {exc}") from None
 

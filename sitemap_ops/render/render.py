@@ -1,10 +1,10 @@
-"""Render step: shard files from the planned snapshot (DuckDB renders entries, Python joins and gzips)."""
+"""Render step: shard files from the staged snapshot (DuckDB renders entries, Python joins and gzips)."""
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -39,11 +39,53 @@ def _string_slices(column: pa.Array, bounds: np.ndarray) -> list[memoryview]:
     if pa.types.is_string_view(column.type):
         column = column.cast(pa.large_string())
     if column.null_count:
-        raise RenderError("a rendered entry is NULL (the planned snapshot has a NULL loc)")
+        raise RenderError("a rendered entry is NULL (the staged snapshot has a NULL loc)")
     offset_type = np.int64 if pa.types.is_large_string(column.type) else np.int32
     offsets = np.frombuffer(column.buffers()[1], dtype=offset_type)[column.offset : column.offset + len(column) + 1]
     data = memoryview(column.buffers()[2])
     return [data[offsets[a] : offsets[b]] for a, b in itertools.pairwise(bounds)]
+
+
+def _row_ranges(plan: Plan, todo: list[ShardPlan]) -> list[tuple[list[ShardPlan], int, int]]:
+    """Runs of consecutive shards to write with their staged rows [first, end), for a plan in file order."""
+    first_row, row = {}, 0
+    for shard in sorted(plan.shards, key=lambda s: s.key):
+        first_row[shard.key] = row
+        row += shard.urls
+    runs: list[list[ShardPlan]] = []
+    for shard in todo:
+        if runs and runs[-1][-1].key + 1 == shard.key:
+            runs[-1].append(shard)
+        else:
+            runs.append([shard])
+    return [(run, first_row[run[0].key], first_row[run[-1].key] + run[-1].urls) for run in runs]
+
+
+def _entry_batches(
+    con: duckdb.DuckDBPyConnection, plan: Plan, todo: list[ShardPlan]
+) -> Iterator[tuple[np.ndarray, pa.Array]]:
+    """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), in shard order."""
+    if not plan.ordered:
+        set_variables(
+            con,
+            {
+                "render_keys": [s.key for s in todo],
+                "render_min_key": todo[0].key,
+                "render_max_key": todo[-1].key,
+            },
+        )
+        for batch in con.sql(read_sql("render_sorted")).to_arrow_reader(_BATCH_ROWS):
+            yield numpy_of(batch.column(0), np.int32), batch.column(1)
+        return
+    for run, first, end in _row_ranges(plan, todo):
+        set_variables(con, {"render_first_row": first, "render_end_row": end})
+        keys = np.array([s.key for s in run], dtype=np.int32)
+        ends = np.cumsum([s.urls for s in run])  # rows of the run before each shard's end
+        done = 0
+        for batch in con.sql(read_sql("render_ranges")).to_arrow_reader(_BATCH_ROWS):
+            rows = done + np.arange(len(batch))
+            yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)
+            done += len(batch)
 
 
 def render_shards(
@@ -58,30 +100,22 @@ def render_shards(
 ) -> list[RenderedShard]:
     """Render and write `shards` (default: every shard the plan marks for rendering).
 
-    One streaming DuckDB query renders the entries in shard order; each finished shard is joined,
-    size-checked, gzipped and written in a worker thread (at most 2 x threads shards in flight).
+    One streaming DuckDB query per run of consecutive shards renders the entries in shard order from
+    the staged snapshot (joined to the planned one when the plan moved rows); each finished shard is
+    joined, size-checked, gzipped and written in a worker thread (at most 2 x threads shards in flight).
     """
     progress = progress or Progress(enabled=False)
-    todo = [s for s in plan.shards if s.render] if shards is None else shards
+    todo = sorted([s for s in plan.shards if s.render] if shards is None else shards, key=lambda s: s.key)
     if not todo:
         return []
     by_key = {s.key: s for s in todo}
     write = write or output.write_bytes
-    set_variables(
-        con,
-        {
-            "format": config.format,
-            "render_keys": sorted(by_key),
-            "render_min_key": min(by_key),
-            "render_max_key": max(by_key),
-        },
-    )
-    planned = quote_literal(duckdb_path(con, plan.planned_path, output.config))
-    # a plan without extensions has no extension columns
-    extensions = (
-        "" if plan.extended else ", NULL::VARCHAR AS images_j, NULL::VARCHAR AS ext_xml, NULL::VARCHAR AS alternates_j"
-    )
-    con.execute(f"CREATE OR REPLACE TEMP VIEW planned AS SELECT *{extensions} FROM read_parquet({planned})")
+    set_variables(con, {"format": config.format})
+    for view, path in (("staged", plan.staged_path), ("planned", plan.planned_path)):
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet("
+            f"{quote_literal(duckdb_path(con, path, output.config))}, file_row_number = true)"
+        )
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()
@@ -108,16 +142,12 @@ def render_shards(
                 next(f for f in pending if not f.done()).result()
 
         try:
-            con.execute(read_sql("render_shards"))
-            order = "" if plan.ordered else " ORDER BY shard_key, pos"
-            reader = con.sql("SELECT shard_key, entry FROM render_entries" + order).to_arrow_reader(_BATCH_ROWS)
-            for batch in reader:
-                keys = numpy_of(batch.column(0), np.int32)
+            for keys, entries in _entry_batches(con, plan, todo):
                 if len(keys) == 0:
                     continue
                 change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
                 bounds = np.concatenate(([0], change, [len(keys)]))
-                for a, piece in zip(bounds[:-1], _string_slices(batch.column(1), bounds), strict=True):
+                for a, piece in zip(bounds[:-1], _string_slices(entries, bounds), strict=True):
                     key = int(keys[a])
                     if key != current_key:
                         if current_key is not None:
@@ -130,9 +160,9 @@ def render_shards(
             for future in pending:
                 future.result()
         except duckdb.Error as exc:
-            raise RenderError(f"cannot render shards from {plan.planned_path}: {first_line(exc)}") from None
+            raise RenderError(f"cannot render shards from {plan.staged_path}: {first_line(exc)}") from None
     written = {r.name for r in results}
     missing = [s.name for s in todo if s.name not in written]
     if missing:
-        raise RenderError(f"the planned snapshot has no rows for {len(missing)} shard(s), e.g. {missing[0]}")
+        raise RenderError(f"the staged snapshot has no rows for {len(missing)} shard(s), e.g. {missing[0]}")
     return sorted(results, key=lambda r: r.name)
