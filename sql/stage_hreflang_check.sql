@@ -1,5 +1,5 @@
--- Stage 2c: hreflang set checks on `alt_hash_edges` and `alt_own` (stage_hreflang_edges.sql; alt_own has
--- a row for every page with alternates, hreflang NULL where it has no link to itself). The joins run on 64-bit
+-- Stage 2c: hreflang set checks on `alt_check_edges`, `alt_hash_edges` and `alt_own` (stage_hreflang_edges.sql;
+-- alt_own has a row for every page checked, hreflang NULL where it has no link to itself). The joins run on 64-bit
 -- hashes of the URLs (millions of links; a hash collision, odds about 1 in 10^6 at 5M links, could hide or
 -- add one report, never change the published sitemaps). Reads `ext_site_pages` (loc, h = hash(loc)) to name
 -- the pages. One row per problem:
@@ -17,7 +17,7 @@ found AS (
     SELECT x.hh, 'missing_return_link', o.hreflang, x.hp
     FROM (
         SELECT e.hp, e.hh
-        FROM alt_hash_edges e
+        FROM alt_check_edges e
         SEMI JOIN ext_site_pages s ON s.h = e.hh
         ANTI JOIN alt_hash_edges r ON r.hp = e.hh AND r.hh = e.hp
         WHERE e.hh <> e.hp

@@ -1,20 +1,76 @@
--- Stage 2c (first half): every published alternate link as hashes (`alt_hash_edges`: hp the page, hh the
--- href) and each page's own code (`alt_own`: the code of its link to itself): from the fast-path rows of
--- publishable pages that occur once (alternates_h, own_hreflang; sql/stage_normalize.sql) and from the
--- checked edges (the view `alt_checked_edges`: as found, or as completed).
--- Reads `normalized`, `dup_locs` and `alt_checked_edges`.
+-- Stage 2c (first half): the alternate links the hreflang checks (stage_hreflang_check.sql) look at, as
+-- hashes: `alt_check_edges` (hp the page, hh the href) the links to check, `alt_hash_edges` those plus
+-- every link that may be the return link of one of them, and `alt_own` (the code of each checked page's
+-- link to itself, NULL if it has none).
+-- Fast-path pages (publishable, once in the inventory, list published as it came: sql/stage_normalize.sql)
+-- are checked by set first: pages whose hrefs have the same set hash (alternates_s) form a group with one
+-- set S. If every page of the group lists itself and every page of this site in S is a fast-path page of
+-- the same group, every link of the group has its return link (each page of S lists all of S, the group's
+-- pages included) and none of its links needs checking one by one. A correct hreflang cluster is one such
+-- group, so millions of links are checked as a few hundred thousand sets. The links of the other groups
+-- and the checked edges of the other pages (the view `alt_checked_edges`: as found, or as completed) are
+-- checked link by link. Reads `normalized`, `dup_locs`, `ext_site_pages` and `alt_checked_edges`.
 CREATE OR REPLACE TEMP TABLE alt_fast AS
-SELECT hash(loc) AS hp, alternates_h, own_hreflang
+SELECT hash(loc) AS hp, alternates_s AS s, alternates_self AS self
 FROM normalized
-WHERE reason IS NULL AND alternates_h IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs);
+WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs);
 
-CREATE OR REPLACE TEMP TABLE alt_hash_edges AS
-SELECT hp, unnest(alternates_h) AS hh FROM alt_fast
+-- any page's list stands for its group's set (same set hash, same set)
+CREATE OR REPLACE TEMP TABLE alt_group_links AS
+SELECT s, hash(split_part(unnest(string_split(j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2)) AS hh
+FROM (
+    SELECT alternates_s AS s, any_value(alternates_j) AS j
+    FROM normalized
+    WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs)
+    GROUP BY alternates_s
+);
+
+CREATE OR REPLACE TEMP TABLE alt_failed_groups AS
+SELECT s FROM alt_fast GROUP BY s HAVING NOT bool_and(self)
+UNION
+SELECT l.s
+FROM alt_group_links l
+SEMI JOIN ext_site_pages p ON p.h = l.hh
+ANTI JOIN alt_fast f ON f.hp = l.hh AND f.s = l.s;
+
+-- the fast-path pages of failed groups, with their lists
+CREATE OR REPLACE TEMP TABLE alt_fast_failed AS
+SELECT loc, hash(loc) AS hp, alternates_j
+FROM normalized
+WHERE reason IS NULL AND alternates_s IN (SELECT s FROM alt_failed_groups) AND loc NOT IN (SELECT loc FROM dup_locs);
+
+CREATE OR REPLACE TEMP TABLE alt_check_edges AS
+SELECT hp, hash(split_part(unnest(string_split(alternates_j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2))
+    AS hh
+FROM alt_fast_failed
 UNION ALL
 SELECT hash(page), hash(href) FROM alt_checked_edges;
 
+-- the links checked, and the links of the passing fast-path pages they point at (possible return links)
+CREATE OR REPLACE TEMP TABLE alt_hash_edges AS
+SELECT hp, hh FROM alt_check_edges
+UNION ALL
+SELECT hp, hash(split_part(unnest(string_split(alternates_j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2))
+FROM (
+    SELECT hash(loc) AS hp, alternates_j
+    FROM normalized
+    WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs)
+        AND alternates_s NOT IN (SELECT s FROM alt_failed_groups)
+        AND hash(loc) IN (SELECT hh FROM alt_check_edges)
+);
+
 CREATE OR REPLACE TEMP TABLE alt_own AS
-SELECT hp, own_hreflang AS hreflang FROM alt_fast WHERE len(alternates_h) > 0
+SELECT
+    hp,
+    split_part(
+        list_filter(
+            string_split(alternates_j, getvariable('ext_link_sep')),
+            lambda p: split_part(p, getvariable('ext_href_sep'), 2) = loc
+        )[1],
+        getvariable('ext_href_sep'),
+        1
+    ) AS hreflang
+FROM alt_fast_failed
 UNION ALL
 SELECT hash(page), NULL FROM (SELECT DISTINCT page FROM alt_checked_edges)
 UNION ALL

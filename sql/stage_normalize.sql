@@ -265,11 +265,15 @@ SELECT
     CASE WHEN reason IS NULL AND NOT images_fast THEN images END AS images,
     CASE WHEN reason IS NULL AND alternates_fast THEN alternates_j END AS alternates_j,
     CASE WHEN reason IS NULL AND alternates_fast THEN len(alternates) END AS alternates_n,
-    -- for the hreflang checks (sql/stage_hreflang_edges.sql): the hrefs' hashes and the page's own code
-    CASE WHEN reason IS NULL AND alternates_fast THEN list_transform(alternates, lambda a: hash(a.href)) END
-        AS alternates_h,
-    CASE WHEN reason IS NULL AND alternates_fast THEN list_filter(alternates, lambda a: a.href = norm_loc)[1].hreflang END
-        AS own_hreflang,
+    -- for the hreflang checks (sql/stage_hreflang_edges.sql): the set of hrefs as an order-independent hash
+    -- (the sum of their hashes) and whether the page lists itself
+    CASE WHEN reason IS NULL AND alternates_fast AND len(alternates) > 0
+        THEN list_sum(list_transform(alternates, lambda a: hash(a.href))) END AS alternates_s,
+    CASE WHEN reason IS NULL AND alternates_fast AND len(alternates) > 0
+        THEN contains(
+            alternates_j || getvariable('ext_link_sep'),
+            getvariable('ext_href_sep') || norm_loc || getvariable('ext_link_sep')
+        ) END AS alternates_self,
     CASE WHEN reason IS NULL AND NOT alternates_fast THEN alternates END AS alternates,
     CASE WHEN reason IS NULL THEN videos END AS videos,
     CASE WHEN reason IS NULL THEN news_publication END AS news_publication,

@@ -154,8 +154,8 @@ _EXTENSION_COLUMNS = {
     "images_n": "BIGINT",
     "alternates_j": "VARCHAR",
     "alternates_n": "BIGINT",
-    "alternates_h": "UBIGINT[]",
-    "own_hreflang": "VARCHAR",
+    "alternates_s": "HUGEINT",
+    "alternates_self": "BOOLEAN",
 }
 
 
