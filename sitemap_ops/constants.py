@@ -125,7 +125,10 @@ XML_FORBIDDEN_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]"
 # faster than a replace per page in DuckDB.
 EXT_IMAGE_SEP = "\x1d"  # between two image URLs
 EXT_LINK_SEP = "\x1e"  # between two alternates
-EXT_HREF_SEP = "\x1f"  # between an alternate's hreflang code and its href
+# Between an alternate's hreflang code and its href: the markup itself, so render has one replace less.
+# No value holds it: codes are letters and "-", and an href is either free of XML's special characters
+# (the fast path) or XML-escaped when it is joined (the checked path).
+EXT_HREF_SEP = '" href="'
 
 # Content types written to storage (issue 4 relies on them for object metadata).
 CONTENT_TYPES = {

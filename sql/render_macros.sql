@@ -49,10 +49,10 @@ CREATE OR REPLACE TEMP MACRO so_alternates_xml(joined) AS
 CREATE OR REPLACE TEMP MACRO so_images_bytes(joined, n) AS
     CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE strlen(joined) + 49 * n + 1 END;
 
--- 38 + 8 + 3 bytes of markup per link (n of them); the n code separators and n - 1 link separators become
--- markup
+-- 38 + 3 bytes of markup per link (n of them; the code separator is markup already); the n - 1 link
+-- separators become markup
 CREATE OR REPLACE TEMP MACRO so_alternates_bytes(joined, n) AS
-    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE strlen(joined) + 47 * n + 1 END;
+    CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE strlen(joined) + 40 * n + 1 END;
 
 -- Extensions inside <url>, after the core fields: images (joined), `ext` (elements stage rendered already:
 -- videos, or a news series entry; NULL for none), alternates (joined). Plan sizes them by `ext_bytes`, which

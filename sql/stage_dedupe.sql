@@ -45,10 +45,11 @@ entries AS (
         p.changefreq,
         p.priority,
         p.section,
-        -- escaped here, once (render writes them as they are: sql/render_macros.sql)
+        -- images escaped here, once; alternates are escaped already (sitemap_ops.constants.EXT_HREF_SEP).
+        -- Render writes both as they are (sql/render_macros.sql).
         so_xml_escape(nullif(coalesce(p.images_j, x.images_j), '')) AS images_j,
         x.videos_xml AS ext_xml,
-        so_xml_escape(nullif(coalesce(p.alternates_j, x.alternates_j), '')) AS alternates_j,
+        nullif(coalesce(p.alternates_j, x.alternates_j), '') AS alternates_j,
         coalesce(p.images_n, x.images_n, 0) AS images,
         coalesce(p.alternates_n, x.alternates_n, 0) AS alternates
     FROM pages p

@@ -71,7 +71,10 @@ FROM (
     SELECT
         page,
         3,
-        so_alternates_join(list(struct_pack(hreflang, href) ORDER BY ord NULLS LAST, hreflang, href)),
+        -- escaped here (the fast path's hrefs hold no character to escape: sitemap_ops.constants)
+        so_alternates_join(
+            list(struct_pack(hreflang, href := so_xml_escape(href)) ORDER BY ord NULLS LAST, hreflang, href)
+        ),
         count(*)
     FROM alt_final
     GROUP BY page

@@ -20,8 +20,8 @@ CREATE OR REPLACE TEMP MACRO so_yes_no(s) AS
 CREATE OR REPLACE TEMP MACRO so_utc(s) AS date_trunc('second', CAST(TRY_CAST(trim(s) AS TIMESTAMPTZ) AS TIMESTAMP));
 
 -- The fast path for inline extension lists. A list is joined into one string (images: URLs separated by
--- ext_image_sep; alternates: "code<ext_href_sep>href" separated by ext_link_sep; control characters that
--- XML cannot carry, so no URL or code holds one: sitemap_ops.constants) and checked with one regular
+-- ext_image_sep; alternates: "code<ext_href_sep>href" separated by ext_link_sep: control characters that
+-- XML cannot carry, so no URL or code holds one, and the href markup: sitemap_ops.constants) and checked with one regular
 -- expression per page (the variables ext_clean_images / ext_clean_alternates, built by
 -- sitemap_ops.stage.extensions: the site's scheme, an allowed lower-case host without port, a path of
 -- RFC 3986 characters with upper-case escapes, no query or fragment; canonical hreflang codes). A list that

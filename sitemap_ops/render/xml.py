@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from xml.sax.saxutils import escape
 
 from sitemap_ops.constants import (
-    EXT_HREF_SEP,
     EXT_IMAGE_SEP,
     EXT_LINK_SEP,
     INDEX_CLOSE,
@@ -26,7 +25,6 @@ XML_TAIL = URLSET_CLOSE.encode()
 # around a list comes from sql/render_macros.sql; its byte sizes there count these).
 EXT_MARKUP = (
     (EXT_IMAGE_SEP.encode(), b"</image:loc></image:image><image:image><image:loc>"),
-    (EXT_HREF_SEP.encode(), b'" href="'),
     (EXT_LINK_SEP.encode(), b'"/><xhtml:link rel="alternate" hreflang="'),
 )
 # saxutils.escape handles & < > itself; the quotes come from the protocol's escape table.

@@ -62,10 +62,12 @@ HREFLANG_CANONICAL = (
 )
 
 
-def _clean_url(config: SiteConfig, hosts: tuple[str, ...]) -> str:
-    """A regex for URLs normalization leaves as they are, on the site's host or one of `hosts`."""
+def _clean_url(config: SiteConfig, hosts: tuple[str, ...], xml_safe: bool = False) -> str:
+    """A regex for URLs normalization leaves as they are, on the site's host or one of `hosts`; with
+    `xml_safe`, also without the characters XML escapes (& and ')."""
     names = "[a-z0-9.-]+" if "*" in hosts else "|".join(re.escape(h) for h in (config.site.host, *hosts))
-    return re.escape(config.site.scheme) + f"://({names})" + r"(/([A-Za-z0-9._~!$&'()*+,=:@-]|%[0-9A-F]{2})*)+"
+    chars = "A-Za-z0-9._~!$()*+,=:@-" if xml_safe else "A-Za-z0-9._~!$&'()*+,=:@-"
+    return re.escape(config.site.scheme) + f"://({names})" + f"(/([{chars}]|%[0-9A-F]{{2}})*)+"
 
 
 def _regex_char(char: str) -> str:
@@ -86,7 +88,9 @@ def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
         # the fast path's checks of a whole joined list (sql/stage_macros.sql)
         "ext_clean_images": _joined_pattern(_clean_url(config, ext.image_hosts), EXT_IMAGE_SEP),
         "ext_clean_alternates": _joined_pattern(
-            HREFLANG_CANONICAL + _regex_char(EXT_HREF_SEP) + _clean_url(config, ext.alternate_hosts), EXT_LINK_SEP
+            # hrefs XML would escape take the checked path, which escapes them (sitemap_ops.constants)
+            HREFLANG_CANONICAL + re.escape(EXT_HREF_SEP) + _clean_url(config, ext.alternate_hosts, xml_safe=True),
+            EXT_LINK_SEP,
         ),
         "complete_alternates": ext.complete_alternates,
         # a one-element list with "" when empty: an empty list variable would not be typed VARCHAR[]

@@ -97,3 +97,19 @@ def test_urls_in_extensions_cannot_break_out_of_attributes(tmp_path: Path) -> No
     assert [(x.get("hreflang"), x.get("href")) for x in links] == [("en", f"{SITE}/a?x=1&y='2'")]
     assert all(set(x.attrib) == {"rel", "hreflang", "href"} for x in links)
     assert summary.stage.fields_dropped == {"alternate_hreflang_invalid": 1}
+
+
+def test_ampersands_and_apostrophes_in_alternate_paths_are_escaped(tmp_path: Path) -> None:
+    # paths without a query, which only the characters XML escapes keep off the fast path
+    pages = {"en": f"{SITE}/en/tom&jerry's", "de": f"{SITE}/de/tom&jerry's", "fr": f"{SITE}/fr/plain"}
+    rows = [
+        {"loc": loc, "alternates": [{"hreflang": code, "href": href} for code, href in pages.items()]}
+        for loc in pages.values()
+    ]
+    summary, out = _build(tmp_path, rows)
+    raw = read_file(next(out.glob("sitemap-pages-*.xml.gz")))
+    assert b"tom&amp;jerry&apos;s" in raw
+    for url in etree.fromstring(raw).findall("s:url", NS):
+        links = url.findall("{http://www.w3.org/1999/xhtml}link", NS)
+        assert {(x.get("hreflang"), x.get("href")) for x in links} == set(pages.items())
+    assert summary.stage.extensions["hreflang_issues"] == {}
