@@ -32,8 +32,9 @@ CREATE OR REPLACE TEMP MACRO so_lastmod_length(ts) AS
 
 CREATE OR REPLACE TEMP MACRO so_priority_text(p) AS CAST(p AS VARCHAR);
 
--- The extension XML of a page from its joined lists (sql/stage_macros.sql), which stage has XML-escaped
--- already (sql/stage_dedupe.sql): the markup around the list. The separators inside it (control characters
+-- The extension XML of a page from its joined lists (sql/stage_macros.sql), which are XML-escaped already
+-- (the fast path takes no URL XML would escape; the checked path escapes as it joins, stage_ext_xml.sql):
+-- the markup around the list. The separators inside it (control characters
 -- no value can hold) become markup in Python over the whole shard at once
 -- (sitemap_ops.render.xml.expand_extensions; a replace per page here costs several times more).
 -- The *_bytes macros are the exact sizes of the expanded XML.

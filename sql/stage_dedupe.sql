@@ -45,9 +45,9 @@ entries AS (
         p.changefreq,
         p.priority,
         p.section,
-        -- images escaped here, once; alternates are escaped already (sitemap_ops.constants.EXT_HREF_SEP).
-        -- Render writes both as they are (sql/render_macros.sql).
-        so_xml_escape(nullif(coalesce(p.images_j, x.images_j), '')) AS images_j,
+        -- XML-escaped already (the fast path takes no URL to escape, the checked path escapes when it
+        -- joins): render writes them as they are (sql/render_macros.sql)
+        nullif(coalesce(p.images_j, x.images_j), '') AS images_j,
         x.videos_xml AS ext_xml,
         nullif(coalesce(p.alternates_j, x.alternates_j), '') AS alternates_j,
         coalesce(p.images_n, x.images_n, 0) AS images,

@@ -1,11 +1,13 @@
 -- Stage 2b: check every extension record and keep what may be published. Reads the tables of
 -- stage_ext_collect.sql, `ext_url_map` (each raw extension URL normalized by stage_normalize.sql with
--- check_scope off: loc, reason, host) and `normalized`; variables from sitemap_ops.stage.stage.
+-- check_scope off: loc, reason, host), `normalized` and `dup_locs`; variables from sitemap_ops.stage.stage.
 -- Writes one checked table per kind and `ext_rejects` (source, loc, field, issue, value): every value
 -- dropped, with its reason; the rejects file and the counts are made from it. Macros: sql/stage_macros.sql.
 -- The site's publishable pages, and the page each extension source row points at.
 CREATE OR REPLACE TEMP TABLE ext_site_pages AS
-SELECT DISTINCT loc, hash(loc) AS h FROM normalized WHERE reason IS NULL;
+SELECT loc, hash(loc) AS h FROM normalized WHERE reason IS NULL AND loc NOT IN (SELECT loc FROM dup_locs)
+UNION ALL
+SELECT loc, hash(loc) FROM dup_locs;
 
 CREATE OR REPLACE TEMP TABLE ext_page_map AS
 SELECT

@@ -15,7 +15,8 @@ FROM (
     SELECT
         page,
         1 AS part,
-        so_images_join(images[:getvariable('max_images_per_page')]) AS xml,
+        -- escaped here (the fast path's URLs hold no character to escape)
+        so_images_join(list_transform(images[:getvariable('max_images_per_page')], lambda i: so_xml_escape(i))) AS xml,
         len(images[:getvariable('max_images_per_page')]) AS n
     FROM ext_image_pages
     UNION ALL

@@ -9,21 +9,16 @@
 -- pages included) and none of its links needs checking one by one. A correct hreflang cluster is one such
 -- group, so millions of links are checked as a few hundred thousand sets. The links of the other groups
 -- and the checked edges of the other pages (the view `alt_checked_edges`: as found, or as completed) are
--- checked link by link. Reads `normalized`, `dup_locs`, `ext_site_pages` and `alt_checked_edges`.
+-- checked link by link. Reads `normalized`, `dup_locs`, `alt_sets`, `ext_site_pages` and `alt_checked_edges`.
 CREATE OR REPLACE TEMP TABLE alt_fast AS
 SELECT hash(loc) AS hp, alternates_s AS s, alternates_self AS self
 FROM normalized
 WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs);
 
--- any page's list stands for its group's set (same set hash, same set)
+-- one page's list stands for its group's set (`alt_sets`, stage_ext_sets.sql: same set hash, same set)
 CREATE OR REPLACE TEMP TABLE alt_group_links AS
 SELECT s, hash(split_part(unnest(string_split(j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2)) AS hh
-FROM (
-    SELECT alternates_s AS s, any_value(alternates_j) AS j
-    FROM normalized
-    WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs)
-    GROUP BY alternates_s
-);
+FROM alt_sets;
 
 CREATE OR REPLACE TEMP TABLE alt_failed_groups AS
 SELECT s FROM alt_fast GROUP BY s HAVING NOT bool_and(self)

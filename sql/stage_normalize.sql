@@ -265,10 +265,10 @@ SELECT
     CASE WHEN reason IS NULL AND NOT images_fast THEN images END AS images,
     CASE WHEN reason IS NULL AND alternates_fast THEN alternates_j END AS alternates_j,
     CASE WHEN reason IS NULL AND alternates_fast THEN len(alternates) END AS alternates_n,
-    -- for the hreflang checks (sql/stage_hreflang_edges.sql): the set of hrefs as an order-independent hash
-    -- (the sum of their hashes) and whether the page lists itself
+    -- for the set checks (sql/stage_ext_sets.sql, stage_hreflang_edges.sql): the set of (code, href) links
+    -- as an order-independent hash (the sum of their hashes) and whether the page lists itself
     CASE WHEN reason IS NULL AND alternates_fast AND len(alternates) > 0
-        THEN list_sum(list_transform(alternates, lambda a: hash(a.href))) END AS alternates_s,
+        THEN list_sum(list_transform(alternates, lambda a: hash(a.hreflang, a.href))) END AS alternates_s,
     CASE WHEN reason IS NULL AND alternates_fast AND len(alternates) > 0
         THEN contains(
             alternates_j || getvariable('ext_link_sep'),

@@ -86,9 +86,9 @@ def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
     utc = build_time.astimezone(dt.UTC).replace(tzinfo=None)
     return {
         # the fast path's checks of a whole joined list (sql/stage_macros.sql)
-        "ext_clean_images": _joined_pattern(_clean_url(config, ext.image_hosts), EXT_IMAGE_SEP),
+        # URLs XML would escape take the checked path, which escapes them when it joins them
+        "ext_clean_images": _joined_pattern(_clean_url(config, ext.image_hosts, xml_safe=True), EXT_IMAGE_SEP),
         "ext_clean_alternates": _joined_pattern(
-            # hrefs XML would escape take the checked path, which escapes them (sitemap_ops.constants)
             HREFLANG_CANONICAL + re.escape(EXT_HREF_SEP) + _clean_url(config, ext.alternate_hosts, xml_safe=True),
             EXT_LINK_SEP,
         ),
@@ -141,6 +141,7 @@ def run_extensions(
     Needs the temp table `normalized` and the extension source views; writes the hreflang report to
     `hreflang_path` (a path DuckDB can write).
     """
+    con.execute(read_sql("stage_ext_sets"))
     con.execute(read_sql("stage_ext_collect"))
     # Every distinct extension URL goes through the same normalization as loc, without the site-scope
     # rules (hosts are checked per kind in stage_ext_resolve.sql).

@@ -99,6 +99,28 @@ def test_completion_leaves_conflicting_clusters_alone(tmp_path: Path) -> None:
     assert _links(out)[f"{SITE}/de/c"] == {("de", f"{SITE}/de/c"), ("en", f"{SITE}/en/other")}
 
 
+def test_a_repeated_code_keeps_one_href_and_reports_the_others(tmp_path: Path) -> None:
+    # two pages with the same set (checked once as a set) and one page alone; each repeats "en"
+    pair = [
+        {"hreflang": "en", "href": f"{SITE}/en/r"},
+        {"hreflang": "de", "href": f"{SITE}/de/r"},
+        {"hreflang": "en", "href": f"{SITE}/uk/r"},
+    ]
+    alone = [{"hreflang": "fr", "href": f"{SITE}/fr/s"}, {"hreflang": "fr", "href": f"{SITE}/fr/t"}]
+    rows = [
+        {"loc": f"{SITE}/en/r", "alternates": pair},
+        {"loc": f"{SITE}/de/r", "alternates": list(reversed(pair))},
+        {"loc": f"{SITE}/fr/s", "alternates": alone},
+        {"loc": f"{SITE}/ok", "alternates": [{"hreflang": "en", "href": f"{SITE}/ok"}]},
+    ]
+    summary, out = _build(tmp_path, rows)
+    links = _links(out)
+    assert links[f"{SITE}/en/r"] == links[f"{SITE}/de/r"] == {("en", f"{SITE}/en/r"), ("de", f"{SITE}/de/r")}
+    assert links[f"{SITE}/fr/s"] == {("fr", f"{SITE}/fr/s")}
+    assert links[f"{SITE}/ok"] == {("en", f"{SITE}/ok")}
+    assert summary.stage.fields_dropped == {"alternate_hreflang_conflict": 3}
+
+
 def test_codes_are_checked_and_written_in_canonical_case(tmp_path: Path) -> None:
     rows = [
         {

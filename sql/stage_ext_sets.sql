@@ -1,0 +1,33 @@
+-- Stage 2a (first): the sets of alternates of the fast path (sql/stage_normalize.sql), one row per set
+-- (`alt_sets`: s the set hash alternates_s of its pages, j one page's joined list; the pages of a correct
+-- hreflang cluster share one set). Pages of publishable rows that occur once in the inventory.
+-- Then the one check the fast path leaves to sets: a set that repeats an hreflang code sends its pages
+-- back to the checked path (stage_ext_collect.sql onwards keeps one href per code and reports the others):
+-- their lists are split back into `alternates` and their fast-path columns cleared. Looking at one list
+-- per set, not one per page, is what makes this cheap. Reads and updates `normalized_rows`; reads `dup_locs`.
+CREATE OR REPLACE TEMP TABLE alt_sets AS
+SELECT alternates_s AS s, any_value(alternates_j) AS j
+FROM normalized_rows
+WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs)
+GROUP BY alternates_s;
+
+CREATE OR REPLACE TEMP TABLE alt_sets_repeating AS
+SELECT s
+FROM (SELECT s, string_split(j, getvariable('ext_link_sep')) AS links FROM alt_sets)
+WHERE list_unique(list_transform(links, lambda p: split_part(p, getvariable('ext_href_sep'), 1))) < len(links);
+
+UPDATE normalized_rows SET
+    alternates = list_transform(
+        string_split(alternates_j, getvariable('ext_link_sep')),
+        lambda p: struct_pack(
+            hreflang := split_part(p, getvariable('ext_href_sep'), 1),
+            href := split_part(p, getvariable('ext_href_sep'), 2)
+        )
+    ),
+    alternates_j = NULL,
+    alternates_n = NULL,
+    alternates_s = NULL,
+    alternates_self = NULL
+WHERE alternates_s IN (SELECT s FROM alt_sets_repeating);
+
+DELETE FROM alt_sets WHERE s IN (SELECT s FROM alt_sets_repeating);
