@@ -121,7 +121,7 @@ XML_FORBIDDEN_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]"
 
 # A page's image and alternate lists travel from stage to render joined into one string each, with
 # separators XML cannot carry (above), so no URL, code or text value can hold one. Render turns them into
-# markup over a whole shard at once (sitemap_ops.render.xml.expand_extensions), which is several times
+# markup a chunk of a shard at a time (sitemap_ops.render.xml.expand_extensions), which is several times
 # faster than a replace per page in DuckDB.
 EXT_IMAGE_SEP = "\x1d"  # between two image URLs
 EXT_LINK_SEP = "\x1e"  # between two alternates

@@ -16,10 +16,10 @@ from sitemap_ops.duck import duckdb_path, numpy_of, quote_literal, read_sql, set
 from sitemap_ops.errors import first_line
 from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
-from sitemap_ops.render.codec import gzip_bytes
+from sitemap_ops.render.codec import gzip_chunks
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.render.exceptions import RenderError, ShardSizeMismatch
-from sitemap_ops.render.xml import shard_bytes
+from sitemap_ops.render.xml import shard_bytes, shard_chunks
 from sitemap_ops.storage import Storage
 
 _BATCH_ROWS = 1 << 17
@@ -121,13 +121,16 @@ def render_shards(
     lock = threading.Lock()
 
     def finish(shard: ShardPlan, pieces: list[memoryview]) -> None:
-        raw = shard_bytes(config.format, pieces, plan.extended)
-        if len(raw) != shard.bytes:
-            raise ShardSizeMismatch(f"{shard.name}: rendered {len(raw)} bytes, planned {shard.bytes}")
-        payload = gzip_bytes(raw, config.gzip_level) if config.gzip else raw
+        if config.gzip:
+            payload, size = gzip_chunks(shard_chunks(config.format, pieces, plan.extended), config.gzip_level)
+        else:
+            payload = shard_bytes(config.format, pieces, plan.extended)
+            size = len(payload)
+        if size != shard.bytes:
+            raise ShardSizeMismatch(f"{shard.name}: rendered {size} bytes, planned {shard.bytes}")
         write(shard.name, payload)
         with lock:
-            results.append(RenderedShard(shard.name, len(raw), len(payload) if config.gzip else None))
+            results.append(RenderedShard(shard.name, size, len(payload) if config.gzip else None))
         progress.advance()
 
     pending: list[Future[None]] = []

@@ -175,10 +175,13 @@ def _inline_extensions(
             fields = _struct_fields(source, column, column_type, "alternates: hreflang, href")
             if not {"hreflang", "href"} <= set(fields):
                 raise SourceError(f"source {source.label}: the alternates structs need fields hreflang and href")
-            items.append(
-                f"list_transform({quoted}, lambda a: struct_pack(hreflang := CAST(a.hreflang AS VARCHAR), "
-                "href := CAST(a.href AS VARCHAR))) AS alternates"
-            )
+            if str(column_type) == f"{ALTERNATE_TYPE}[]":
+                items.append(f"{quoted} AS alternates")  # as it is: rebuilding every list costs seconds
+            else:
+                items.append(
+                    f"list_transform({quoted}, lambda a: struct_pack(hreflang := CAST(a.hreflang AS VARCHAR), "
+                    "href := CAST(a.href AS VARCHAR))) AS alternates"
+                )
         elif name == "videos":
             fields = _struct_fields(source, column, column_type, "videos")
             unknown = sorted(set(fields) - set(VIDEO_FIELDS))
