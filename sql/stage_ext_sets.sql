@@ -1,12 +1,13 @@
 -- Stage 2a (first): the sets of alternates of the fast path (sql/stage_normalize.sql), one row per set
--- (`alt_sets`: s the set hash alternates_s of its pages, j one page's joined list; the pages of a correct
--- hreflang cluster share one set). Pages of publishable rows that occur once in the inventory.
+-- (`alt_sets`: s the set hash alternates_s of its pages, j one page's joined list, the number of pages and
+-- whether they all list themselves; the pages of a correct hreflang cluster share one set). Pages of
+-- publishable rows that occur once in the inventory.
 -- Then the one check the fast path leaves to sets: a set that repeats an hreflang code sends its pages
 -- back to the checked path (stage_ext_collect.sql onwards keeps one href per code and reports the others):
 -- their lists are split back into `alternates` and their fast-path columns cleared. Looking at one list
 -- per set, not one per page, is what makes this cheap. Reads and updates `normalized_rows`; reads `dup_locs`.
 CREATE OR REPLACE TEMP TABLE alt_sets AS
-SELECT alternates_s AS s, any_value(alternates_j) AS j
+SELECT alternates_s AS s, any_value(alternates_j) AS j, count(*) AS pages, bool_and(alternates_self) AS all_self
 FROM normalized_rows
 WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs)
 GROUP BY alternates_s;

@@ -3,30 +3,29 @@
 -- every link that may be the return link of one of them, and `alt_own` (the code of each checked page's
 -- link to itself, NULL if it has none).
 -- Fast-path pages (publishable, once in the inventory, list published as it came: sql/stage_normalize.sql)
--- are checked by set first: pages whose hrefs have the same set hash (alternates_s) form a group with one
--- set S. If every page of the group lists itself and every page of this site in S is a fast-path page of
--- the same group, every link of the group has its return link (each page of S lists all of S, the group's
--- pages included) and none of its links needs checking one by one. A correct hreflang cluster is one such
--- group, so millions of links are checked as a few hundred thousand sets. The links of the other groups
--- and the checked edges of the other pages (the view `alt_checked_edges`: as found, or as completed) are
--- checked link by link. Reads `normalized`, `dup_locs`, `alt_sets`, `ext_site_pages` and `alt_checked_edges`.
-CREATE OR REPLACE TEMP TABLE alt_fast AS
-SELECT hash(loc) AS hp, alternates_s AS s, alternates_self AS self
-FROM normalized
-WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs);
-
--- one page's list stands for its group's set (`alt_sets`, stage_ext_sets.sql: same set hash, same set)
-CREATE OR REPLACE TEMP TABLE alt_group_links AS
-SELECT s, hash(split_part(unnest(string_split(j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2)) AS hh
-FROM alt_sets;
-
+-- are checked by set first: pages whose (code, href) links have the same set hash (alternates_s) form a
+-- group G with one set S (`alt_sets`, stage_ext_sets.sql). If every page of G lists itself, G is within
+-- the site's pages in S; if S names no more site pages than G has pages, they are exactly G. Then every
+-- link of the group has its return link (each page of S lists all of S, the group's pages included) and
+-- none needs checking one by one. A correct hreflang cluster is one such group, so millions of links are
+-- checked as a few hundred thousand sets. The links of the other groups and the checked edges of the other
+-- pages (the view `alt_checked_edges`: as found, or as completed) are checked link by link.
+-- Reads `normalized`, `dup_locs`, `alt_sets`, `ext_site_pages` and `alt_checked_edges`.
 CREATE OR REPLACE TEMP TABLE alt_failed_groups AS
-SELECT s FROM alt_fast GROUP BY s HAVING NOT bool_and(self)
-UNION
-SELECT l.s
-FROM alt_group_links l
-SEMI JOIN ext_site_pages p ON p.h = l.hh
-ANTI JOIN alt_fast f ON f.hp = l.hh AND f.s = l.s;
+WITH site_pages_named AS (
+    SELECT s, count(DISTINCT hh) AS n
+    FROM (
+        SELECT s, hash(split_part(unnest(string_split(j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2))
+            AS hh
+        FROM alt_sets
+    ) l
+    SEMI JOIN ext_site_pages p ON p.h = l.hh
+    GROUP BY s
+)
+SELECT g.s
+FROM alt_sets g
+LEFT JOIN site_pages_named c ON c.s = g.s
+WHERE NOT g.all_self OR coalesce(c.n, 0) <> g.pages;
 
 -- the fast-path pages of failed groups, with their lists
 CREATE OR REPLACE TEMP TABLE alt_fast_failed AS

@@ -256,7 +256,8 @@ SELECT
         AS raw_priority,
     changefreq_issue,
     CASE WHEN changefreq_issue IS NOT NULL THEN CAST(raw_changefreq AS VARCHAR) END AS raw_changefreq,
-    host3 AS host,
+    -- for extension URLs only (their hosts are checked against their own lists; a page's was checked here)
+    CASE WHEN NOT getvariable('check_scope') THEN host3 END AS host,
     -- the extensions of a publishable row travel on to sql/stage_extensions.sql
     -- lists that can be published as they are travel joined (images_j, alternates_j; sql/stage_macros.sql),
     -- the others as lists, to be checked value by value
