@@ -24,9 +24,9 @@ CREATE OR REPLACE TEMP MACRO so_utc(s) AS date_trunc('second', CAST(TRY_CAST(tri
 -- XML cannot carry, so no URL or code holds one, and the href markup: sitemap_ops.constants) and checked with one regular
 -- expression per page (the variables ext_clean_images / ext_clean_alternates, built by
 -- sitemap_ops.stage.extensions: the site's scheme, an allowed lower-case host without port, a path of
--- RFC 3986 characters with upper-case escapes, no query or fragment, none of the characters XML escapes;
--- canonical hreflang codes). A list that passes, has no dot segment, no value over the length limit and
--- no repeated value (image) is published as it is (alternates: unless their set repeats a code,
+-- RFC 3986 characters with upper-case escapes and no dot segment, no query or fragment, none of the
+-- characters XML escapes; canonical hreflang codes). A list that passes, has no value over the length
+-- limit and no repeated value (image) is published as it is (alternates: unless their set repeats a code,
 -- sql/stage_ext_sets.sql); any other list goes through sql/stage_ext_collect.sql and stage_ext_resolve.sql,
 -- which normalize, check and report value by value.
 CREATE OR REPLACE TEMP MACRO so_images_join(images) AS array_to_string(images, getvariable('ext_image_sep'));
@@ -47,12 +47,10 @@ CREATE OR REPLACE TEMP MACRO so_short_values(joined, sep) AS
 CREATE OR REPLACE TEMP MACRO so_images_fast(images, joined) AS
     len(images) <= getvariable('max_images_per_page')
     AND (len(images) = 0 OR regexp_full_match(joined, getvariable('ext_clean_images')))
-    AND NOT contains(joined, '/.')
     AND so_short_values(joined, getvariable('ext_image_sep'))
     AND len(list_distinct(images)) = len(images);
 
 CREATE OR REPLACE TEMP MACRO so_alternates_fast(alternates, joined) AS
     NOT getvariable('complete_alternates')
     AND (len(alternates) = 0 OR regexp_full_match(joined, getvariable('ext_clean_alternates')))
-    AND NOT contains(joined, '/.')
     AND so_short_values(joined, getvariable('ext_link_sep'));

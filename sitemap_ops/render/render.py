@@ -82,6 +82,7 @@ def _entry_batches(
         keys = np.array([s.key for s in run], dtype=np.int32)
         ends = np.cumsum([s.urls for s in run])  # rows of the run before each shard's end
         done = 0
+        # (streamed, DuckDB renders on one thread; the other core expands and gzips the finished shards)
         for batch in con.sql(read_sql("render_ranges")).to_arrow_reader(_BATCH_ROWS):
             rows = done + np.arange(len(batch))
             yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)

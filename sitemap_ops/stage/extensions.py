@@ -63,11 +63,16 @@ HREFLANG_CANONICAL = (
 
 
 def _clean_url(config: SiteConfig, hosts: tuple[str, ...], xml_safe: bool = False) -> str:
-    """A regex for URLs normalization leaves as they are, on the site's host or one of `hosts`; with
+    """A regex for URLs normalization leaves as they are, on the site's host or one of `hosts`: a path of
+    RFC 3986 characters with upper-case escapes and no "." or ".." segment, no query or fragment; with
     `xml_safe`, also without the characters XML escapes (& and ')."""
     names = "[a-z0-9.-]+" if "*" in hosts else "|".join(re.escape(h) for h in (config.site.host, *hosts))
     chars = "A-Za-z0-9._~!$()*+,=:@-" if xml_safe else "A-Za-z0-9._~!$&'()*+,=:@-"
-    return re.escape(config.site.scheme) + f"://({names})" + f"(/([{chars}]|%[0-9A-F]{{2}})*)+"
+    char = f"([{chars}]|%[0-9A-F]{{2}})"
+    not_dot = f"([{chars.replace('.', '')}]|%[0-9A-F]{{2}})"
+    # a segment that is not "." or "..": empty, or not starting with a dot, or one dot and more, or two and more
+    segment = f"({not_dot}{char}*|\\.{not_dot}{char}*|\\.\\.{char}+)?"
+    return re.escape(config.site.scheme) + f"://({names})(/{segment})+"
 
 
 def _regex_char(char: str) -> str:
