@@ -1,1 +1,1 @@
-"""Render step: shard files (XML urlset or text), gzipped, from the planned snapshot."""
+"""Render step: shard files (XML urlset or text), gzipped, from the staged snapshot and the plan."""
