@@ -36,14 +36,7 @@ FROM (
             source,
             loc,
             loc IN (SELECT loc FROM dup_locs) AS dup,
-            coalesce(
-                alternates,
-                list_transform(
-                    CASE WHEN alternates_j <> '' THEN string_split(alternates_j, getvariable('ext_link_sep')) ELSE [] END,
-                    lambda p: struct_pack(hreflang := split_part(p, getvariable('ext_href_sep'), 1),
-                        href := split_part(p, getvariable('ext_href_sep'), 2))
-                )
-            ) AS list
+            coalesce(alternates, so_alternates_split(alternates_j)) AS list
         FROM normalized
         WHERE reason IS NULL
             AND (alternates IS NOT NULL OR (alternates_j IS NOT NULL AND loc IN (SELECT loc FROM dup_locs)))

@@ -10,15 +10,11 @@
 -- none needs checking one by one. A correct hreflang cluster is one such group, so millions of links are
 -- checked as a few hundred thousand sets. The links of the other groups and the checked edges of the other
 -- pages (the view `alt_checked_edges`: as found, or as completed) are checked link by link.
--- Reads `normalized`, `dup_locs`, `alt_sets`, `ext_site_pages` and `alt_checked_edges`.
+-- Reads `alt_fast_pages`, `alt_sets` (stage_ext_sets.sql), `ext_site_pages` and `alt_checked_edges`.
 CREATE OR REPLACE TEMP TABLE alt_failed_groups AS
 WITH site_pages_named AS (
     SELECT s, count(DISTINCT hh) AS n
-    FROM (
-        SELECT s, hash(split_part(unnest(string_split(j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2))
-            AS hh
-        FROM alt_sets
-    ) l
+    FROM (SELECT s, hash(unnest(so_alternates_split(j)).href) AS hh FROM alt_sets) l
     SEMI JOIN ext_site_pages p ON p.h = l.hh
     GROUP BY s
 )
@@ -27,16 +23,14 @@ FROM alt_sets g
 LEFT JOIN site_pages_named c ON c.s = g.s
 WHERE NOT g.all_self OR coalesce(c.n, 0) <> g.pages;
 
--- the fast-path pages of failed groups, with their lists
+-- the fast-path pages of failed groups, with their links
 CREATE OR REPLACE TEMP TABLE alt_fast_failed AS
-SELECT loc, hash(loc) AS hp, alternates_j
-FROM normalized
-WHERE reason IS NULL AND alternates_s IN (SELECT s FROM alt_failed_groups) AND loc NOT IN (SELECT loc FROM dup_locs);
+SELECT loc, hp, so_alternates_split(alternates_j) AS links
+FROM alt_fast_pages
+WHERE alternates_s IN (SELECT s FROM alt_failed_groups);
 
 CREATE OR REPLACE TEMP TABLE alt_check_edges AS
-SELECT hp, hash(split_part(unnest(string_split(alternates_j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2))
-    AS hh
-FROM alt_fast_failed
+SELECT hp, hash(unnest(links).href) AS hh FROM alt_fast_failed
 UNION ALL
 SELECT hash(page), hash(href) FROM alt_checked_edges;
 
@@ -44,27 +38,12 @@ SELECT hash(page), hash(href) FROM alt_checked_edges;
 CREATE OR REPLACE TEMP TABLE alt_hash_edges AS
 SELECT hp, hh FROM alt_check_edges
 UNION ALL
-SELECT hp, hash(split_part(unnest(string_split(alternates_j, getvariable('ext_link_sep'))), getvariable('ext_href_sep'), 2))
-FROM (
-    SELECT hash(loc) AS hp, alternates_j
-    FROM normalized
-    WHERE reason IS NULL AND alternates_s IS NOT NULL AND loc NOT IN (SELECT loc FROM dup_locs)
-        AND alternates_s NOT IN (SELECT s FROM alt_failed_groups)
-        AND hash(loc) IN (SELECT hh FROM alt_check_edges)
-);
+SELECT hp, hash(unnest(so_alternates_split(alternates_j)).href)
+FROM alt_fast_pages
+WHERE alternates_s NOT IN (SELECT s FROM alt_failed_groups) AND hp IN (SELECT hh FROM alt_check_edges);
 
 CREATE OR REPLACE TEMP TABLE alt_own AS
-SELECT
-    hp,
-    split_part(
-        list_filter(
-            string_split(alternates_j, getvariable('ext_link_sep')),
-            lambda p: split_part(p, getvariable('ext_href_sep'), 2) = loc
-        )[1],
-        getvariable('ext_href_sep'),
-        1
-    ) AS hreflang
-FROM alt_fast_failed
+SELECT hp, list_filter(links, lambda a: a.href = loc)[1].hreflang AS hreflang FROM alt_fast_failed
 UNION ALL
 SELECT hash(page), NULL FROM (SELECT DISTINCT page FROM alt_checked_edges)
 UNION ALL

@@ -37,6 +37,16 @@ CREATE OR REPLACE TEMP MACRO so_alternates_join(alternates) AS
         getvariable('ext_link_sep')
     );
 
+-- The joined alternates back as a list of {hreflang, href} ('' is the empty list).
+CREATE OR REPLACE TEMP MACRO so_alternates_split(joined) AS
+    list_transform(
+        CASE WHEN joined <> '' THEN string_split(joined, getvariable('ext_link_sep')) ELSE [] END,
+        lambda p: struct_pack(
+            hreflang := split_part(p, getvariable('ext_href_sep'), 1),
+            href := split_part(p, getvariable('ext_href_sep'), 2)
+        )
+    );
+
 -- (a CASE, not an OR: only the rare long lists are split)
 CREATE OR REPLACE TEMP MACRO so_short_values(joined, sep) AS
     CASE
