@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from airflow.sdk import (
@@ -23,12 +24,15 @@ from airflow.sdk import (
     get_current_context,
     task,
 )
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sitemap_ops import orchestrate
 from sitemap_ops.config import SiteConfig, load_config
+from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.stage.config import SERVER_FORMATS
 from sitemap_ops.storage import StorageConfig
+
+T = TypeVar("T")
 
 # Where the site TOML files are: this environment variable, else the Airflow Variable of the same name set
 # through the environment (AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR), else the example site in dags/sites/.
@@ -81,6 +85,16 @@ def with_connections(config: SiteConfig) -> SiteConfig:
         )
         config = dataclasses.replace(config, storage=storage)
     return config
+
+
+def _step(run: Callable[[], T]) -> T:
+    """Run a library step; an error that retrying cannot fix fails the task at once (no retries)."""
+    try:
+        return run()
+    except SitemapOpsError as exc:
+        if exc.retryable:
+            raise
+        raise AirflowFailException(f"{type(exc).__name__}: {exc}") from None
 
 
 def _run_clock() -> tuple[str, dt.datetime]:
@@ -136,7 +150,7 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
         def stage() -> dict[str, object]:
             """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
             build_id, when = _run_clock()
-            result = orchestrate.step_stage(with_connections(config), build_id, when)
+            result = _step(lambda: orchestrate.step_stage(with_connections(config), build_id, when))
             return {"build_id": build_id, **result}
 
         @task(**io_retries)
@@ -144,12 +158,14 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
             """Place every URL in its shard; returns the groups of shards to render."""
             params = get_current_context()["params"]
             build_id, when = _run_clock()
-            return orchestrate.step_plan(
-                with_connections(config),
-                build_id,
-                when,
-                full_rebuild=params["full_rebuild"],
-                force=params["force"],
+            return _step(
+                lambda: orchestrate.step_plan(
+                    with_connections(config),
+                    build_id,
+                    when,
+                    full_rebuild=params["full_rebuild"],
+                    force=params["force"],
+                )
             )
 
         @task
@@ -164,26 +180,28 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
         def render(group: list[int]) -> list[dict[str, object]]:
             """Render and write one group of shards (a retry rewrites the same bytes)."""
             build_id, _ = _run_clock()
-            return orchestrate.step_render(with_connections(config), build_id, group)
+            return _step(lambda: orchestrate.step_render(with_connections(config), build_id, group))
 
         @task(**io_retries, outlets=[published], pool=af.storage_pool or "default_pool", trigger_rule="none_failed")
         def publish(staged: dict[str, object], rendered: list[list[dict[str, object]]]) -> dict[str, object]:
-            """Write the index, robots.txt and manifest, then emit the sitemaps-published asset event."""
+            """Switch the index, write robots.txt and the manifest, then emit the sitemaps-published asset event.
+
+            (`rendered` only orders this task after the render tasks: publish checks storage itself.)
+            """
             context = get_current_context()
             if context["params"]["dry_run"]:
                 # skipped, so no asset event and no retire
                 raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
             build_id, when = _run_clock()
-            shards = [r for group in rendered or [] for r in group]
-            counts = orchestrate.step_publish(with_connections(config), build_id, shards, staged, when)
+            counts = _step(lambda: orchestrate.step_publish(with_connections(config), build_id, staged, when))
             context["outlet_events"][published].extra = {"site": site, **counts}
             return counts
 
         @task(**io_retries)
-        def retire(published_counts: dict[str, object]) -> list[str]:
+        def retire(published_counts: dict[str, object]) -> dict[str, list[str]]:
             """Delete files past the grace period and the build's snapshots."""
             build_id, when = _run_clock()
-            return orchestrate.step_retire(with_connections(config), build_id, when)
+            return _step(lambda: orchestrate.step_retire(with_connections(config), build_id, when))
 
         staged = stage()
         planned = plan(staged)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import secrets
@@ -14,26 +15,67 @@ import duckdb
 
 from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
+from sitemap_ops.constants import WORK_MARKER_NAME
+from sitemap_ops.errors import StorageError
 from sitemap_ops.plan.manifest import Manifest
-from sitemap_ops.plan.plan import PLANNED_NAME, Plan, run_plan
+from sitemap_ops.plan.plan import PLAN_NAME, PLANNED_NAME, Plan, run_plan
+from sitemap_ops.plan.state import RECOVERED_NAME, load_live_state
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import run_publish, run_retire
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import render_shards
-from sitemap_ops.stage.stage import STAGED_NAME, StageResult, run_stage
-from sitemap_ops.storage import Storage
+from sitemap_ops.stage.extensions import HREFLANG_NAME
+from sitemap_ops.stage.stage import REJECTS_NAME, STAGED_NAME, StageResult, run_stage
+from sitemap_ops.storage import Storage, open_file
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
 KEEP_WORK_DIRS = 10
-# The big files of a build's work folder, deleted once it has published.
-SNAPSHOT_NAMES = (STAGED_NAME, PLANNED_NAME)
+# The live state a build read (plan writes it; a separate publish step reads it back).
+LIVE_MANIFEST_NAME = "live-manifest.json"
+# Every file a build writes into its work folder: pruning deletes these and nothing else.
+WORK_FILES = (
+    WORK_MARKER_NAME, STAGED_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME, REJECTS_NAME, HREFLANG_NAME,
+    LIVE_MANIFEST_NAME,
+)  # fmt: skip
 
 
 def work_root(config: SiteConfig) -> Storage:
     """The folder holding one work folder per build (a local path is made absolute)."""
     root = config.work_dir if "://" in config.work_dir else os.path.abspath(config.work_dir)
     return Storage.open(root, config.storage)
+
+
+def open_work(config: SiteConfig, build_id: str) -> Storage:
+    """The build's work folder, created with the marker that lets pruning know it is this project's."""
+    work = work_root(config).child(build_id)
+    work.makedirs()
+    if not work.exists(WORK_MARKER_NAME):
+        work.write_bytes(WORK_MARKER_NAME, f"sitemap-ops work folder of build {build_id}\n".encode())
+    return work
+
+
+def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous: Manifest | None) -> None:
+    """After a publish: drop this build's staged snapshot, the previous live assignment (superseded), and
+    the work folders of all but the last KEEP_WORK_DIRS builds (only folders holding the marker, only the
+    files a build writes, never the live build's assignment)."""
+    work.delete(STAGED_NAME)
+    root = work_root(config)
+    if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
+        folder, name = open_file(previous.assignment, config.storage)
+        if name in (PLANNED_NAME, RECOVERED_NAME) and folder.url.startswith(root.url.rstrip("/") + "/"):
+            folder.delete(name)
+    live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
+    builds = [b for b in root.list_dirs() if root.child(b).exists(WORK_MARKER_NAME)]
+    for old in builds[:-KEEP_WORK_DIRS]:
+        folder = root.child(old)
+        if folder.url == live_folder:
+            continue
+        for name in WORK_FILES:
+            folder.delete(name)
+        if folder.is_local:
+            with contextlib.suppress(OSError):  # not empty: something else lives there, and stays
+                os.rmdir(folder.root)
 
 
 def open_duckdb(config: SiteConfig, spill: str) -> duckdb.DuckDBPyConnection:
@@ -61,7 +103,9 @@ class BuildSummary:
     plan: Plan
     shards_written: int = 0
     compressed_bytes: int = 0
+    index_switched: bool = False
     retired: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # manifest entries retire would not delete
     seconds: float = 0.0
     work_dir: str = ""
     timings: dict[str, float] = field(default_factory=dict)
@@ -108,22 +152,25 @@ class BuildSummary:
             if ext["hreflang_links_added"]:
                 line += f"; completion added {ext['hreflang_links_added']:,} link(s)"
             out.insert(7, line + (f"; report: {ext['hreflang_path']}" if issues else ""))
+        if not self.dry_run:
+            out.append(f"  index:              {'switched' if self.index_switched else 'unchanged (not rewritten)'}")
+        if pl.repaired:
+            out.append(
+                f"  repaired:           {len(pl.repaired):,} live shard(s) differed from the manifest, written again"
+            )
+        out += [f"  note:               {note}" for note in pl.state_notes]
         if self.retired:
             out.append(f"  retired:            {len(self.retired)} file(s)")
+        if self.refused:
+            out.append(
+                f"  retire refused:     {len(self.refused)} manifest entr(ies) not of sitemap-ops' naming "
+                f"(e.g. {self.refused[0][:80]!r}); nothing was deleted for them"
+            )
         return out
 
 
 def _fmt(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in counts.items())
-
-
-def _prune_work_dirs(root: Storage) -> None:
-    """Keep the work folders of the last KEEP_WORK_DIRS builds (local work storage only)."""
-    if not root.is_local or not os.path.isdir(root.root):
-        return
-    builds = sorted(d for d in os.listdir(root.root) if os.path.isdir(os.path.join(root.root, d)))
-    for old in builds[:-KEEP_WORK_DIRS]:
-        shutil.rmtree(os.path.join(root.root, old), ignore_errors=True)
 
 
 def run_build(
@@ -137,36 +184,53 @@ def run_build(
 ) -> BuildSummary:
     """Run a whole build. `dry_run` stops after the plan and writes nothing public.
 
-    `full_rebuild` ignores the last build's assignment and fingerprints (every shard is written again).
-    A build that publishes holds the output's publish lease from before it reads the last manifest until
-    it is done, so two builds of one site never interleave.
+    `full_rebuild` ignores the last build's assignment (every shard is written again). A build that
+    publishes holds the output's publish lease, renewed by a heartbeat, from before it reads what is live
+    until it is done, so two builds of one site do not do the same work at once; safety does not depend on
+    it: publish switches the index only if it is still the one this build read.
     """
     progress = progress or Progress(enabled=False)
     started = time.monotonic()
     now = now or dt.datetime.now(dt.UTC)
     build_id = new_build_id(now)
-    work = work_root(config).child(build_id)
-    work.makedirs()
     output = Storage.open(config.output, config.storage)
+    work = open_work(config, build_id)
     lease = None
     if not dry_run and config.storage.lease:
         output.makedirs()
         lease = PublishLease(output, build_id, config.storage.lease_seconds, config.storage.lease_wait_seconds)
-        lease.acquire()
+    with lease.held() if lease else contextlib.nullcontext():
+        summary = _run(config, build_id, now, output, work, lease, dry_run, force, full_rebuild, progress)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _run(
+    config: SiteConfig,
+    build_id: str,
+    now: dt.datetime,
+    output: Storage,
+    work: Storage,
+    lease: PublishLease | None,
+    dry_run: bool,
+    force: bool,
+    full_rebuild: bool,
+    progress: Progress,
+) -> BuildSummary:
     timings: dict[str, float] = {}
     spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
     # Stages hand over files, so each gets a fresh DuckDB: closing the stage's connection returns its
     # memory before plan builds its arrays (this keeps the peak RSS near the memory limit).
     con = open_duckdb(config, spill)
     try:
-        previous = None if full_rebuild else Manifest.load(output)
+        live = load_live_state(config, output, work)
         t = time.monotonic()
         stage = run_stage(config, con, work, now, progress)
         timings["stage"] = time.monotonic() - t
         con.close()
         con = open_duckdb(config, spill)
         if lease:
-            lease.renew()
+            lease.check()
         t = time.monotonic()
         plan = run_plan(
             config,
@@ -176,17 +240,17 @@ def run_build(
             staged_path=stage.staged_path,
             work=work,
             output=output,
-            previous=previous,
+            live=live,
+            full_rebuild=full_rebuild,
             force=force,
             progress=progress,
         )
         timings["plan"] = time.monotonic() - t
         summary = BuildSummary(build_id, dry_run, stage, plan, work_dir=work.url, timings=timings)
         if dry_run:
-            summary.seconds = time.monotonic() - started
             return summary
         if lease:
-            lease.renew()
+            lease.check()
 
         t = time.monotonic()
         todo = [s for s in plan.shards if s.render]
@@ -198,22 +262,27 @@ def run_build(
         )
         timings["render"] = time.monotonic() - t
         if lease:
-            lease.renew()
+            lease.check()
         t = time.monotonic()
-        manifest = run_publish(
-            config, plan, rendered, output, previous=previous, stage_summary=stage.to_dict(), now=now, progress=progress
+        published = run_publish(
+            config,
+            plan,
+            output,
+            previous=live.manifest,
+            stage_summary=stage.to_dict(),
+            now=now,
+            work_root=work_root(config),
+            progress=progress,
         )
-        summary.retired = run_retire(output, manifest, config.publish.grace_period_days, now)
+        retired = run_retire(config, output, now)
         timings["publish"] = time.monotonic() - t
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
-        if lease:
-            lease.release()
     summary.shards_written = len(rendered)
     summary.compressed_bytes = sum(r.compressed_bytes or 0 for r in rendered)
-    for big in SNAPSHOT_NAMES:  # a missing file is no error
-        work.delete(big)
-    _prune_work_dirs(work_root(config))
-    summary.seconds = time.monotonic() - started
+    summary.index_switched = published.index_switched
+    summary.retired, summary.refused = retired.deleted, retired.refused
+    with contextlib.suppress(StorageError):  # tidying up; the build itself succeeded
+        finish_work(config, work, published.manifest, live.manifest)
     return summary

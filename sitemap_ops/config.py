@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
 import types
@@ -120,6 +121,7 @@ class SiteConfig:
         object.__setattr__(self, "public_url", public.url)
         if not self.robots and public.path == "/":
             object.__setattr__(self, "robots", self.output.rstrip("/") + "/robots.txt")
+        _check_work_dir(self.work_dir, self.output)
         if not any(s.kind == "pages" for s in self.sources) and self.sources:
             raise ConfigError("sources: at least one source must be of kind `pages` (the URL inventory)")
         if self.render.format == "txt" and any(s.kind != "pages" for s in self.sources):
@@ -134,6 +136,23 @@ class SiteConfig:
     def site(self) -> Origin:
         """The canonical origin and scope of the site's URLs."""
         return Origin.parse(self.base_url, "base_url")
+
+
+def _folder_key(location: str) -> str:
+    """A folder location compared by path: local paths made absolute, URLs without trailing slashes."""
+    if "://" in location:
+        scheme, _, rest = location.partition("://")
+        return f"{scheme.lower()}://{rest.strip('/')}/"
+    return os.path.abspath(location).rstrip("/") + "/"
+
+
+def _check_work_dir(work_dir: str, output: str) -> None:
+    """The work folder holds build state and is pruned: it must not be, hold, or sit inside the output."""
+    work, out = _folder_key(work_dir), _folder_key(output)
+    if work.startswith(out) or out.startswith(work):
+        raise ConfigError(
+            f"work_dir {work_dir!r} must be a folder of its own, not the output {output!r}, inside it or around it"
+        )
 
 
 def _convert(value: Any, hint: Any, where: str) -> Any:

@@ -140,10 +140,27 @@ CONTENT_TYPES = {
     ".csv": "text/csv; charset=utf-8",
 }
 
-# Files the build keeps beside the published sitemaps.
+# Files the build keeps beside the published sitemaps (the manifest describes what is live).
 MANIFEST_NAME = "manifest.json"
-ASSIGNMENT_PREFIX = "sitemap-assignment-"
 DEFAULT_INDEX_NAME = "sitemap.xml"
+
+# Object names of this project (README "Publishing guarantees"). A shard's name carries a digest of its
+# content, so a file that a live index names is never rewritten: changed content gets a new name, and the
+# index switches to it. sitemap-<section>-<NNNNN>-<12 hex>.xml.gz; a further index file (past 50,000 shards)
+# is <index stem>-<N>-<12 hex>.xml. Retire deletes nothing that does not match one of these patterns.
+NAME_DIGEST_CHARS = 12
+SHARD_NAME_PATTERN = (
+    r"sitemap-(?P<section>[a-z0-9][a-z0-9_-]*)-(?P<shard>\d{5,})-(?P<digest>[0-9a-f]{12})\.(?:xml|txt)(?:\.gz)?"
+)
+SECONDARY_INDEX_PATTERN = r"(?P<stem>[^/]+)-(?P<number>\d+)-(?P<digest>[0-9a-f]{12})\.xml"
+# Names written by sitemap-ops before content-named shards (0.1.0): retired when a build finds them.
+LEGACY_NAME_PATTERNS = (
+    r"sitemap-(?P<section>[a-z0-9][a-z0-9_-]*)-(?P<shard>\d{5,})\.(?:xml|txt)(?:\.gz)?",
+    r"sitemap-assignment-[0-9A-Za-z-]+\.parquet",
+    r"(?P<stem>[^/]+)-(?P<number>\d+)\.xml",
+)
+# Every work folder a build creates holds this file; pruning removes only folders that hold it.
+WORK_MARKER_NAME = ".sitemap-ops-build"
 DEFAULT_SECTION = "pages"
 ROBOTS_BEGIN = "# BEGIN sitemap-ops (managed block: do not edit by hand)"
 ROBOTS_END = "# END sitemap-ops"

@@ -6,6 +6,10 @@ from __future__ import annotations
 class SitemapOpsError(Exception):
     """Base class of every error sitemap_ops raises on purpose; the CLI prints its message on one line."""
 
+    # Whether running the same step again may succeed (a transient storage failure, a lease another build
+    # holds). Schedulers retry only these; the rest (config, circuit breaker, a concurrent publish) fail at once.
+    retryable: bool = False
+
 
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (DuckDB errors carry long hints after it)."""
@@ -19,3 +23,5 @@ class ConfigError(SitemapOpsError):
 
 class StorageError(SitemapOpsError):
     """Reading or writing the output, work or robots.txt storage failed."""
+
+    retryable = True

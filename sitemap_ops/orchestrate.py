@@ -1,9 +1,12 @@
 """A build as separate, idempotent steps (stage, plan, render a group of shards, publish, retire) for schedulers.
 
 Each step is a plain function of the site config and a build id; steps hand over files in the build's work
-folder (the staged and planned snapshots, plan.json) and return small JSON-able dicts. Rerunning a step with
-the same build id and clock rewrites the same files, so a retried task gives identical output. Airflow's DAGs
-(sitemap_ops.airflow_dags) call these; nothing here imports Airflow.
+folder (the staged and planned snapshots, plan.json, the live state plan read) and return small JSON-able
+dicts. Rerunning a step with the same build id and clock rewrites the same files, so a retried task gives
+identical output. Render writes only new, content-named objects, never a file a live index names, so render
+tasks need no lease: retries, reruns and a concurrent CLI build cannot change the live site through them.
+Publish switches the index only if it is still the one plan read. Airflow's DAGs (sitemap_ops.airflow_dags)
+call these; nothing here imports Airflow.
 """
 
 from __future__ import annotations
@@ -14,29 +17,26 @@ import math
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 
 import duckdb
 
-from sitemap_ops.build import SNAPSHOT_NAMES, open_duckdb, work_root
+from sitemap_ops.build import LIVE_MANIFEST_NAME, finish_work, open_duckdb, open_work, work_root
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.plan.manifest import Manifest
 from sitemap_ops.plan.plan import PLAN_NAME, Plan, run_plan
+from sitemap_ops.plan.state import load_live_state
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import run_publish, run_retire
-from sitemap_ops.render.render import RenderedShard, render_shards
+from sitemap_ops.render.render import render_shards
 from sitemap_ops.stage.stage import STAGED_NAME, run_stage
 from sitemap_ops.storage import Storage
 
 # Airflow's [core] max_map_length is 1024 by default: render groups stay below it. 2.5 billion URLs are
 # 50,000 full shards, so a group then holds 50 shards.
 MAX_RENDER_GROUPS = 1000
-
-
-class ConcurrentBuildError(SitemapOpsError):
-    """Another build published this site between this build's plan and its publish step."""
 
 
 def build_id_for(run_id: str, run_after: dt.datetime) -> str:
@@ -62,8 +62,7 @@ def _connection(config: SiteConfig) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def step_stage(config: SiteConfig, build_id: str, now: dt.datetime) -> dict[str, object]:
     """Stage the inventory into the build's work folder; returns the stage counts."""
-    work, _ = _storages(config, build_id)
-    work.makedirs()
+    work = open_work(config, build_id)
     with _connection(config) as con:
         return run_stage(config, con, work, now).to_dict()
 
@@ -77,9 +76,13 @@ def step_plan(
     force: bool = False,
     max_groups: int = MAX_RENDER_GROUPS,
 ) -> dict[str, object]:
-    """Plan against the published manifest; returns the render groups (shard key ranges) and counts."""
+    """Plan against what is live; returns the render groups (shard key ranges) and counts."""
     work, output = _storages(config, build_id)
-    previous = None if full_rebuild else Manifest.load(output)
+    live = load_live_state(config, output, work)
+    if live.manifest is not None:  # the publish step builds the new manifest on it
+        work.write_bytes(LIVE_MANIFEST_NAME, live.manifest.to_json())
+    else:
+        work.delete(LIVE_MANIFEST_NAME)
     with _connection(config) as con:
         plan = run_plan(
             config,
@@ -89,7 +92,8 @@ def step_plan(
             staged_path=work.url_of(STAGED_NAME),
             work=work,
             output=output,
-            previous=previous,
+            live=live,
+            full_rebuild=full_rebuild,
             force=force,
         )
     keys = [s.key for s in plan.shards if s.render]
@@ -100,6 +104,7 @@ def step_plan(
         "shards": len(plan.shards),
         "shards_to_render": len(keys),
         "groups": render_groups(keys, max_groups),
+        "notes": plan.state_notes,
     }
 
 
@@ -118,7 +123,11 @@ def load_plan(config: SiteConfig, build_id: str) -> Plan:
 
 
 def step_render(config: SiteConfig, build_id: str, group: list[int]) -> list[dict[str, object]]:
-    """Render the shards whose keys are in the inclusive range `group`; returns what was written."""
+    """Render the shards whose keys are in the inclusive range `group`; returns what was written.
+
+    Every shard it writes has a new, content-named object name (or restores a live file that differs from
+    its record with the same content), so it needs no lease and cannot change what a live index serves.
+    """
     plan = load_plan(config, build_id)
     first, last = group
     shards = [s for s in plan.shards if s.render and first <= s.key <= last]
@@ -128,37 +137,28 @@ def step_render(config: SiteConfig, build_id: str, group: list[int]) -> list[dic
     return [asdict(r) for r in rendered]
 
 
-def step_publish(
-    config: SiteConfig, build_id: str, rendered: list[dict[str, object]], stage: dict[str, object], now: dt.datetime
-) -> dict[str, object]:
-    """Publish the index(es), robots.txt, assignment and manifest; returns the published counts.
+def _live_manifest(work: Storage) -> Manifest | None:
+    data = work.read_bytes(LIVE_MANIFEST_NAME)
+    return None if data is None else Manifest.from_json(data, work.path(LIVE_MANIFEST_NAME))
 
-    Holds the publish lease while it checks that the live manifest is still the one the plan built on,
-    so a build that ran in between (the CLI, another scheduler) is never overwritten unseen. Rerunning it
-    after it succeeded finds its own manifest live and returns the same counts.
+
+def step_publish(config: SiteConfig, build_id: str, stage: dict[str, object], now: dt.datetime) -> dict[str, object]:
+    """Publish: switch the index (only if it is still the one plan read), robots.txt, manifest; returns counts.
+
+    Holds the publish lease as a courtesy. Rerunning it after it succeeded finds its own manifest live and
+    returns the same counts; rerunning it after a failure or kill finishes the job.
     """
     plan = load_plan(config, build_id)
-    _, output = _storages(config, build_id)
+    work, output = _storages(config, build_id)
+    previous = _live_manifest(work)
     lease = PublishLease(output, build_id, config.storage.lease_seconds, config.storage.lease_wait_seconds)
     if config.storage.lease:
         output.makedirs()
-        lease.acquire()
-    try:
-        live = Manifest.load(output)
-        live_id = live.build_id if live else None
-        if live is not None and live_id == build_id:
-            manifest = live  # this step ran before: nothing left to do
-        else:
-            if live_id != plan.previous_build_id:
-                raise ConcurrentBuildError(
-                    f"build {live_id} was published after this build planned on {plan.previous_build_id}; "
-                    "run a new build"
-                )
-            shards = [RenderedShard(**r) for r in rendered]  # type: ignore[arg-type]
-            manifest = run_publish(config, plan, shards, output, previous=live, stage_summary=stage, now=now)
-    finally:
-        if config.storage.lease:
-            lease.release()
+    with lease.held() if config.storage.lease else nullcontext():
+        result = run_publish(
+            config, plan, output, previous=previous, stage_summary=stage, now=now, work_root=work_root(config)
+        )
+    manifest = result.manifest
     return {
         "build_id": build_id,
         "urls": manifest.totals["urls"],
@@ -166,14 +166,18 @@ def step_publish(
         "shards_written": manifest.totals["shards_written"],
         "index_files": manifest.index_files,
         "index_urls": [config.public_url + name for name in manifest.index_files],
+        "index_switched": result.index_switched,
+        "notes": plan.state_notes,
     }
 
 
-def step_retire(config: SiteConfig, build_id: str, now: dt.datetime) -> list[str]:
-    """Delete files no index has named for the grace period, and the build's big snapshots."""
+def step_retire(config: SiteConfig, build_id: str, now: dt.datetime) -> dict[str, list[str]]:
+    """Delete this project's files no index has named for the grace period, and the build's big snapshots."""
     work, output = _storages(config, build_id)
+    lease = PublishLease(output, build_id, config.storage.lease_seconds, config.storage.lease_wait_seconds)
+    with lease.held() if config.storage.lease else nullcontext():
+        retired = run_retire(config, output, now)
     manifest = Manifest.load(output)
-    retired = run_retire(output, manifest, config.publish.grace_period_days, now) if manifest else []
-    for big in SNAPSHOT_NAMES:  # a missing file is no error
-        work.delete(big)
-    return retired
+    if manifest is not None and manifest.build_id == build_id:
+        finish_work(config, work, manifest, _live_manifest(work))
+    return {"retired": retired.deleted, "refused": retired.refused}

@@ -1,16 +1,20 @@
-"""fsspec access to output, work and robots.txt storage: whole-file writes with metadata, retries, listing,
-and the conditional writes the publish lease relies on (local disk, S3, GCS, fsspec's memory store)."""
+"""fsspec access to output, work and robots.txt storage: whole-file writes with metadata, retries, listings
+with object versions, and the conditional writes publishing relies on (local disk, S3, GCS, fsspec's memory
+store): the index switch, the manifest and the publish lease are compare-and-swap writes."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import posixpath
 import random
+import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -89,6 +93,40 @@ def with_retries(action: Callable[[], T], what: str, retries: int, sleep: Callab
 
 _MEMORY_LOCK = threading.Lock()  # fsspec's memory store lives in this process: a lock makes writes conditional
 
+# Test hook for the fault tests (tests/publish/test_random_faults.py): "kill:N" sends SIGKILL to this
+# process right after its Nth storage mutation (write, conditional write, delete) completes; "fail:N"
+# makes the Nth mutation raise StorageError without doing anything. Unset in normal use.
+FAULTS_VARIABLE = "SITEMAP_OPS_TEST_FAULTS"
+_mutations = 0
+_mutations_lock = threading.Lock()
+
+
+def _fault_hook(when: str, what: str) -> None:
+    """Count storage mutations and inject the configured fault (see FAULTS_VARIABLE)."""
+    spec = os.environ.get(FAULTS_VARIABLE)
+    if not spec:
+        return
+    global _mutations
+    kind, _, number = spec.partition(":")
+    with _mutations_lock:
+        if when == "before":
+            _mutations += 1
+        count = _mutations
+    if count != int(number):
+        return
+    if kind == "fail" and when == "before":
+        raise StorageError(f"{what} failed: injected fault (mutation {count})")
+    if kind == "kill" and when == "after":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a listing says of one file: its size and a version that changes whenever it is rewritten."""
+
+    size: int
+    version: str
+
 
 @dataclass
 class Storage:
@@ -164,24 +202,35 @@ class Storage:
         """
         path = self.path(name)
         payload = data if isinstance(data, bytes | bytearray | memoryview) else b"".join(data)
+        _fault_hook("before", f"writing {path}")
         if not self.is_local:
             self._retry(lambda: self.fs.pipe_file(path, payload, **self._metadata(name)), f"writing {path}")
-            return
-        try:
-            folder = os.path.dirname(path)
-            os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        else:
             try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(payload)
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-        except OSError as exc:
-            raise StorageError(f"cannot write {path}: {exc}") from exc
+                tmp = self._local_temporary(path, payload)
+                try:
+                    os.replace(tmp, path)
+                except BaseException:
+                    _unlink_quietly(tmp)
+                    raise
+            except OSError as exc:
+                raise StorageError(f"cannot write {path}: {_os_reason(exc)}") from None
+        _fault_hook("after", f"writing {path}")
+
+    @staticmethod
+    def _local_temporary(path: str, payload: bytes | bytearray | memoryview) -> str:
+        """A complete temporary file beside `path` holding `payload` (renamed or linked into place after)."""
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(payload)
+            os.chmod(tmp, 0o644)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        return tmp
 
     def exists(self, name: str) -> bool:
         try:
@@ -200,27 +249,88 @@ class Storage:
             raise StorageError(f"cannot list {self.root}: {exc}") from exc
         return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
 
+    def list_dirs(self) -> list[str]:
+        """Names of the folders directly in this folder (none if it does not exist)."""
+        if self.is_local:
+            try:
+                with os.scandir(self.root) as entries:
+                    return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            except OSError as exc:
+                raise StorageError(f"cannot list {self.root}: {_os_reason(exc)}") from None
+        self.fs.invalidate_cache(self.root)
+        try:
+            entries = self._retry(lambda: self.fs.ls(self.root, detail=True), f"listing {self.root}")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {self.root}: {exc}") from exc
+        return sorted(posixpath.basename(str(e["name"]).rstrip("/")) for e in entries if e.get("type") == "directory")
+
+    def list_details(self) -> dict[str, ObjectInfo]:
+        """name -> size and version of every file directly in this folder (one listing; none if absent).
+
+        The version is the object's ETag on S3, its generation on GCS, and inode + mtime + size on a local
+        disk: it changes whenever the file is rewritten, so a manifest can record it and a later build can
+        tell that a file is still the one it recorded.
+        """
+        if self.is_local:
+            try:
+                with os.scandir(self.root) as entries:
+                    return {
+                        e.name: ObjectInfo(st.st_size, _local_version(st))
+                        for e in entries
+                        if e.is_file(follow_symlinks=False) and (st := e.stat(follow_symlinks=False))
+                    }
+            except (FileNotFoundError, NotADirectoryError):
+                return {}
+            except OSError as exc:
+                raise StorageError(f"cannot list {self.root}: {_os_reason(exc)}") from None
+        self.fs.invalidate_cache(self.root)
+        try:
+            entries = self._retry(lambda: self.fs.ls(self.root, detail=True), f"listing {self.root}")
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise StorageError(f"cannot list {self.root}: {exc}") from exc
+        result = {}
+        for entry in entries:
+            if entry.get("type") == "directory":
+                continue
+            name = posixpath.basename(str(entry["name"]).rstrip("/"))
+            result[name] = ObjectInfo(int(entry.get("size") or 0), _remote_version(entry))
+        return result
+
     def delete(self, name: str) -> None:
+        _fault_hook("before", f"deleting {self.path(name)}")
         try:
             self._retry(lambda: self.fs.rm_file(self.path(name)), f"deleting {self.path(name)}")
         except FileNotFoundError:
             pass
         except OSError as exc:
             raise StorageError(f"cannot delete {self.path(name)}: {exc}") from exc
+        _fault_hook("after", f"deleting {self.path(name)}")
 
     # -- conditional writes (the publish lease) ------------------------------------------------------
 
     def read_versioned(self, name: str) -> tuple[bytes, str] | None:
-        """(bytes, version token) of a file, or None; the token feeds replace_if."""
+        """(bytes, version token) of a file, or None; the token feeds replace_if.
+
+        The token is read before (remote) or with (local) the bytes, so it is never newer than them: a
+        conditional write based on it fails rather than overwrite a change it did not see.
+        """
         path = self.path(name)
         if self.is_local:
             try:
                 with open(path, "rb") as fh:
+                    stat = os.fstat(fh.fileno())
                     data = fh.read()
-                stat = os.stat(path)
             except FileNotFoundError:
                 return None
-            return data, f"{stat.st_ino}-{stat.st_mtime_ns}"
+            except OSError as exc:
+                raise StorageError(f"cannot read {path}: {_os_reason(exc)}") from None
+            return data, _local_version(stat)
         if self.protocol == "memory":
             data = self.read_bytes(name)
             return None if data is None else (data, str(hash(data)))
@@ -232,41 +342,97 @@ class Storage:
         data = self.read_bytes(name)
         if data is None:
             return None
-        token = info.get("ETag") or info.get("generation") or info.get("etag")
+        token = _remote_version(info)
         if not token:
             raise StorageError(f"{self.url} does not report object versions; conditional writes are not possible")
-        return data, str(token)
+        return data, token
 
     def create_exclusive(self, name: str, data: bytes) -> bool:
-        """Create `name` only if it does not exist; False if it does (atomic on every supported store)."""
+        """Create `name` only if it does not exist; False if it does (atomic on every supported store).
+
+        On a local disk the bytes are written to a temporary file first and hard-linked into place, so a
+        reader never sees a partly written file.
+        """
+        _fault_hook("before", f"creating {self.path(name)}")
         if not self.is_local:
-            return self._put_if(name, data, None)
-        path = self.path(name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        return True
+            created = self._put_if(name, data, None)
+        else:
+            path = self.path(name)
+            try:
+                tmp = self._local_temporary(path, data)
+                try:
+                    os.link(tmp, path)
+                    created = True
+                except FileExistsError:
+                    created = False
+                finally:
+                    _unlink_quietly(tmp)
+            except OSError as exc:
+                raise StorageError(f"cannot create {path}: {_os_reason(exc)}") from None
+        _fault_hook("after", f"creating {self.path(name)}")
+        return created
 
     def replace_if(self, name: str, data: bytes, token: str) -> bool:
-        """Replace `name` only if it still has version `token`; False if it changed or vanished."""
+        """Replace `name` only if it still has version `token`; False if it changed or vanished.
+
+        On a local disk: under an exclusive lock on the folder, compare the version, then rename a complete
+        temporary file over the target (the file never goes missing, not even for a moment).
+        """
+        _fault_hook("before", f"replacing {self.path(name)}")
         if not self.is_local:
-            return self._put_if(name, data, token)
-        # Move the old file aside atomically (only one contender can), then create anew.
+            replaced = self._put_if(name, data, token)
+        else:
+            path = self.path(name)
+            try:
+                with self._folder_lock():
+                    try:
+                        current = _local_version(os.stat(path))
+                    except FileNotFoundError:
+                        return False
+                    if current != token:
+                        return False
+                    tmp = self._local_temporary(path, data)
+                    try:
+                        os.replace(tmp, path)
+                    except BaseException:
+                        _unlink_quietly(tmp)
+                        raise
+                replaced = True
+            except OSError as exc:
+                raise StorageError(f"cannot replace {path}: {_os_reason(exc)}") from None
+        _fault_hook("after", f"replacing {self.path(name)}")
+        return replaced
+
+    def delete_if(self, name: str, token: str) -> bool:
+        """Delete `name` if it still has version `token` (locally under the folder lock); False otherwise."""
+        if self.is_local:
+            path = self.path(name)
+            try:
+                with self._folder_lock():
+                    if _local_version(os.stat(path)) != token:
+                        return False
+                    os.unlink(path)
+            except FileNotFoundError:
+                return False
+            except OSError as exc:
+                raise StorageError(f"cannot delete {path}: {_os_reason(exc)}") from None
+            return True
         current = self.read_versioned(name)
         if current is None or current[1] != token:
             return False
-        path = self.path(name)
-        aside = f"{path}.{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
+        self.delete(name)
+        return True
+
+    @contextmanager
+    def _folder_lock(self) -> Iterator[None]:
+        """An exclusive advisory lock on this (local) folder, held by every compare-and-swap here."""
+        os.makedirs(self.root, exist_ok=True)
+        fd = os.open(self.root, os.O_RDONLY)
         try:
-            os.rename(path, aside)
-        except FileNotFoundError:
-            return False
-        os.unlink(aside)
-        return self.create_exclusive(name, data)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def _put_if(self, name: str, data: bytes, token: str | None) -> bool:
         """Write `name` if it is absent (token None) or still at version `token`; False otherwise."""
@@ -315,8 +481,11 @@ class Storage:
             )
         try:
             self._retry(put, f"writing {path} conditionally")
-        except (FileNotFoundError, FileExistsError):
+        except FileExistsError:
             return False
+        except FileNotFoundError:
+            # a missing bucket: no retry loop above this may spin on it
+            raise StorageError(f"cannot write {path}: {self.url} does not exist (no such bucket?)") from None
         except (OSError, StorageError) as exc:
             if _is_precondition_failure(exc) or _is_precondition_failure(exc.__cause__):
                 return False
@@ -324,13 +493,42 @@ class Storage:
         return True
 
 
+def open_file(url: str, config: StorageConfig | None = None) -> tuple[Storage, str]:
+    """The folder holding the file at a URL or local path, and the file's name in it."""
+    folder, _, name = url.rstrip("/").rpartition("/")
+    return Storage.open(folder or ".", config), name
+
+
 def read_url(url: str, config: StorageConfig | None = None) -> bytes:
     """The bytes of the file at a URL or local path; StorageError if it does not exist."""
-    folder, _, name = url.rstrip("/").rpartition("/")
-    data = Storage.open(folder or ".", config).read_bytes(name)
+    folder, name = open_file(url, config)
+    data = folder.read_bytes(name)
     if data is None:
         raise StorageError(f"{url} does not exist")
     return data
+
+
+def _local_version(stat: os.stat_result) -> str:
+    # a rename over the file gives it a new inode; mtime and size catch an edit in place
+    return f"{stat.st_ino}-{stat.st_mtime_ns}-{stat.st_size}"
+
+
+def _remote_version(info: dict[str, Any]) -> str:
+    for key in ("ETag", "generation", "etag", "md5Hash", "created"):
+        if info.get(key):
+            return str(info[key]).strip('"')
+    return ""
+
+
+def _os_reason(exc: OSError) -> str:
+    """An OSError as one short line (its strerror and the file it names)."""
+    reason = exc.strerror or type(exc).__name__
+    return f"{reason}: {exc.filename}" if exc.filename else reason
+
+
+def _unlink_quietly(path: str) -> None:
+    with suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def _is_precondition_failure(exc: BaseException | None) -> bool:

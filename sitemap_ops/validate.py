@@ -45,7 +45,7 @@ from sitemap_ops.constants import (
     XHTML_NS,
 )
 from sitemap_ops.errors import StorageError
-from sitemap_ops.publish.robots import sitemap_lines
+from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.storage import Storage, StorageConfig
 
 SCHEMA_DIR = Path(__file__).parent / "schemas"

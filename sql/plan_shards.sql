@@ -1,19 +1,21 @@
 -- Plan 2c: per shard, the newest lastmod and a content fingerprint (two independent 64-bit XORs of row
--- hashes, position and extension XML included), used to skip shards whose content did not change.
+-- hashes, extension XML included). The fingerprint names the shard's object (plan.shard_name), so a shard
+-- whose content did not change keeps its object. It is independent of row order: a shard's URLs as a set
+-- are its content for search engines, and a state rebuilt from the live files gets the same names.
 -- Reads the view `planned`.
 SELECT
     shard_key,
     max(lastmod) AS lastmod,
     bit_xor(
         CASE
-            WHEN ext_hash IS NULL THEN hash(loc, lastmod, changefreq, priority, pos)
-            ELSE hash(loc, lastmod, changefreq, priority, pos, ext_hash)
+            WHEN ext_hash IS NULL THEN hash(loc, lastmod, changefreq, priority)
+            ELSE hash(loc, lastmod, changefreq, priority, ext_hash)
         END
     ) AS h1,
     bit_xor(
         CASE
-            WHEN ext_hash IS NULL THEN hash(pos, priority, changefreq, lastmod, loc || '#')
-            ELSE hash(ext_hash, pos, priority, changefreq, lastmod, loc || '#')
+            WHEN ext_hash IS NULL THEN hash(priority, changefreq, lastmod, loc || '#')
+            ELSE hash(ext_hash, priority, changefreq, lastmod, loc || '#')
         END
     ) AS h2
 FROM planned

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from lxml import etree
 from sitemap_ops.build import BuildSummary, run_build
 from sitemap_ops.config import load_config
 from sitemap_ops.constants import SITEMAP_NS
+from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.validate import schema
 
 NS = {"s": SITEMAP_NS}
@@ -81,8 +82,41 @@ def read_file(path: Path) -> bytes:
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
 
 
+_DIGEST = re.compile(r"-[0-9a-f]{12}(?=\.(?:xml|txt))")
+
+
+def stable_name(name: str) -> str:
+    """A shard or index file name without its content digest: sitemap-pages-00001.xml.gz."""
+    return _DIGEST.sub("", name)
+
+
+def live_names(out: Path) -> list[str]:
+    """The index files robots.txt (or the default index) lists, and every file they name: what is live."""
+    robots = out / "robots.txt"
+    text = robots.read_bytes().decode("utf-8", errors="replace") if robots.exists() else ""
+    indexes = [u.rsplit("/", 1)[1] for u in sitemap_lines(text)]
+    if not indexes and (out / "sitemap.xml").exists():
+        indexes = ["sitemap.xml"]
+    names = []
+    for index in indexes:
+        if not (out / index).exists():
+            continue
+        names.append(index)
+        root = etree.fromstring((out / index).read_bytes())
+        names += [loc.text.rsplit("/", 1)[1] for loc in root.iterfind("s:sitemap/s:loc", NS)]
+    return names
+
+
+def live_shard(out: Path, stable: str) -> Path:
+    """The live file of a shard by its stable name (sitemap-pages-00002.xml.gz)."""
+    matches = [n for n in live_names(out) if stable_name(n) == stable]
+    assert len(matches) == 1, f"{stable}: live files {matches}"
+    return out / matches[0]
+
+
 def sitemap_files(out: Path) -> list[Path]:
-    return sorted(p for p in out.iterdir() if p.name.startswith("sitemap") and ".xml" in p.name)
+    """The live XML sitemap files: index files and the shards they name."""
+    return [out / name for name in live_names(out) if ".xml" in name]
 
 
 def assert_schema_valid(out: Path) -> None:
@@ -96,13 +130,14 @@ def assert_schema_valid(out: Path) -> None:
 
 
 def shard_entries(out: Path) -> dict[str, list[dict[str, str | None]]]:
-    """shard file name -> its <url> entries as dicts (loc, lastmod, changefreq, priority)."""
+    """live shard by its stable name (no digest) -> its <url> entries as dicts (loc, lastmod, changefreq,
+    priority)."""
     result = {}
     for path in sitemap_files(out):
         root = etree.fromstring(read_file(path))
         if root.tag != f"{{{SITEMAP_NS}}}urlset":
             continue
-        result[path.name] = [
+        result[stable_name(path.name)] = [
             {k: u.findtext(f"s:{k}", namespaces=NS) for k in ("loc", "lastmod", "changefreq", "priority")}
             for u in root.findall("s:url", NS)
         ]
@@ -110,11 +145,11 @@ def shard_entries(out: Path) -> dict[str, list[dict[str, str | None]]]:
 
 
 def published(out: Path) -> dict[str, dict[str, str | None]]:
-    """loc -> entry, over the shards the index names."""
-    index = etree.fromstring((out / "sitemap.xml").read_bytes())
-    names = {os.path.basename(loc.text) for loc in index.iterfind("s:sitemap/s:loc", NS)}
-    entries = shard_entries(out)
-    return {e["loc"]: e for name in names for e in entries[name]}
+    """loc -> entry, over the shards the live index names (asserting no URL is listed twice)."""
+    entries = [e for shard in shard_entries(out).values() for e in shard]
+    locs = [e["loc"] for e in entries]
+    assert len(locs) == len(set(locs)), "a URL is listed in two live shards"
+    return {e["loc"]: e for e in entries}
 
 
 def mtimes(out: Path) -> dict[str, int]:

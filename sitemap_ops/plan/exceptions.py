@@ -15,3 +15,7 @@ class ManifestError(PlanError):
 
 class CircuitBreakerError(PlanError):
     """The build would publish far fewer URLs than the last one (or none); stopped before publishing."""
+
+
+class StateError(PlanError):
+    """The live sitemaps in the output cannot be read as this project's (say, an index someone else wrote)."""

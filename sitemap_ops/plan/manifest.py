@@ -1,4 +1,5 @@
-"""The manifest: what the last published build wrote, read by the next build's plan, render and retire."""
+"""The manifest: what the live sitemaps are (shards with their recorded object versions, index digests, the
+URL -> shard assignment), read by the next build's plan, publish and retire."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from sitemap_ops.constants import MANIFEST_NAME
 from sitemap_ops.plan.exceptions import ManifestError
 from sitemap_ops.storage import Storage
 
-MANIFEST_VERSION = 1
+# 2: content-named shards, object versions, index digests, the pending record of an index switch.
+MANIFEST_VERSION = 2
 
 
 @dataclass
@@ -25,12 +27,13 @@ class ShardRecord:
     lastmod: str | None  # newest lastmod of its URLs (W3C datetime), or None
     fingerprint: str
     compressed_bytes: int | None = None
-    written_by: str = ""  # the build that last wrote the file
+    written_by: str = ""  # the build that wrote the file
+    version: str = ""  # the object's version when it was published (ETag, generation, local inode+mtime+size)
 
 
 @dataclass
 class Manifest:
-    """manifest.json beside the published sitemaps."""
+    """manifest.json beside the published sitemaps: the build whose index is live."""
 
     build_id: str
     created_at: str
@@ -40,33 +43,49 @@ class Manifest:
     gzip: bool
     index_files: list[str]
     shards: list[ShardRecord]
-    assignment: str  # the URL -> shard assignment file of this build (Parquet, beside the manifest)
+    # The URL -> shard assignment of this build: planned.parquet in the build's work folder (a URL), which the
+    # next build keeps shards with. Not in the served folder.
+    assignment: str
+    # index file name -> SHA-256 of its bytes: a build trusts this manifest only while the live index has them.
+    index_sha256: dict[str, str] = field(default_factory=dict)
     totals: dict[str, int] = field(default_factory=dict)
     stage: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     # Files no published index names any more -> when they stopped being named (ISO time); retire deletes
     # them after the grace period.
     unreferenced: dict[str, str] = field(default_factory=dict)
+    # Set while a build switches the index: written (compare-and-swap) just before the switch, so a publish
+    # interrupted after the switch is recognised by the next build by the live index's digest.
+    pending: Manifest | None = None
     manifest_version: int = MANIFEST_VERSION
 
     @property
     def total_urls(self) -> int:
         return sum(s.urls for s in self.shards)
 
+    def records(self) -> dict[str, ShardRecord]:
+        return {s.name: s for s in self.shards}
+
     def to_json(self) -> bytes:
-        return (json.dumps(asdict(self), indent=2, sort_keys=False) + "\n").encode("utf-8")
+        return (json.dumps(asdict(self), indent=1, sort_keys=False) + "\n").encode("utf-8")
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Manifest:
+        raw = dict(raw)
+        raw["shards"] = [ShardRecord(**s) for s in raw["shards"]]
+        if raw.get("pending"):
+            raw["pending"] = cls.from_dict(raw["pending"])
+        return cls(**raw)
 
     @classmethod
     def from_json(cls, data: bytes, where: str) -> Manifest:
         try:
-            raw = json.loads(data)
-            raw["shards"] = [ShardRecord(**s) for s in raw["shards"]]
-            return cls(**raw)
-        except (ValueError, TypeError, KeyError) as exc:
+            return cls.from_dict(json.loads(data))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ManifestError(f"{where} is not a sitemap-ops manifest: {exc}") from None
 
     @classmethod
     def load(cls, storage: Storage) -> Manifest | None:
-        """The published manifest in `storage`, or None before the first build."""
+        """The manifest in `storage` as written (not checked against the live index), or None."""
         data = storage.read_bytes(MANIFEST_NAME)
         return None if data is None else cls.from_json(data, storage.path(MANIFEST_NAME))

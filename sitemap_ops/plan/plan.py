@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sitemap_ops.config import SiteConfig
-from sitemap_ops.constants import ASSIGNMENT_PREFIX
+from sitemap_ops.constants import NAME_DIGEST_CHARS
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -25,26 +25,28 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.plan.exceptions import CircuitBreakerError, PlanError
-from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.plan.state import LiveState, digest
 from sitemap_ops.progress import Progress
-from sitemap_ops.render.xml import index_entry, index_overhead, shard_overhead
+from sitemap_ops.render.xml import index_entry, index_overhead, render_index, shard_overhead
 from sitemap_ops.storage import Storage
 
 PLANNED_NAME = "planned.parquet"
 PLAN_NAME = "plan.json"
 # Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
-RENDER_VERSION = 1
+RENDER_VERSION = 2
 
 
-def shard_name(section: str, shard: int, suffix: str) -> str:
-    """Stable shard file name, e.g. sitemap-products-00003.xml.gz."""
-    return f"sitemap-{section}-{shard:05d}{suffix}"
+def shard_name(section: str, shard: int, content: str, suffix: str) -> str:
+    """A shard's object name: its stable part, then a digest of its content (`content`: its fingerprint),
+    e.g. sitemap-products-00003-1a2b3c4d5e6f.xml.gz. Changed content gets a new name, so no file a live
+    index names is ever rewritten."""
+    return f"sitemap-{section}-{shard:05d}-{digest(content)[:NAME_DIGEST_CHARS]}{suffix}"
 
 
-def index_names(index_name: str, count: int) -> list[str]:
-    """sitemap.xml, sitemap-2.xml, ... for `count` index files."""
-    stem = index_name.removesuffix(".xml")
-    return [index_name] + [f"{stem}-{i}.xml" for i in range(2, count + 1)]
+def further_index_name(index_name: str, number: int, data: bytes) -> str:
+    """The name of index file `number` (2, 3, ...) past the main one, with a digest of its bytes:
+    sitemap-2-1a2b3c4d5e6f.xml. Only the main index keeps a fixed name; it is the switch."""
+    return f"{index_name.removesuffix('.xml')}-{number}-{digest(data.decode('utf-8'))[:NAME_DIGEST_CHARS]}.xml"
 
 
 @dataclass
@@ -59,7 +61,7 @@ class ShardPlan:
     bytes: int  # uncompressed file size
     lastmod: str | None
     fingerprint: str
-    render: bool  # content changed (or file missing): render writes it
+    render: bool  # not live as recorded (new content, or the file is missing or differs): render writes it
 
 
 @dataclass
@@ -77,7 +79,8 @@ class Plan:
 
     build_id: str
     created_at: str
-    planned_path: str  # the URL -> shard assignment, row for row with the staged snapshot; published
+    # the URL -> shard assignment, row for row with the staged snapshot; the next build keeps shards with it
+    planned_path: str
     staged_path: str  # the staged snapshot: render reads the entries' fields (extensions included) there
     shards: list[ShardPlan]
     indexes: list[IndexPlan]
@@ -88,10 +91,12 @@ class Plan:
     previous_urls: int | None = None
     sections: dict[str, int] = field(default_factory=dict)
     compacted: list[str] = field(default_factory=list)
-
-    @property
-    def assignment_name(self) -> str:
-        return f"{ASSIGNMENT_PREFIX}{self.build_id}.parquet"
+    # What was live when this build read it: publish switches the index only if it still has these versions.
+    base_index_token: str | None = None
+    base_index_sha: str | None = None
+    base_manifest_token: str | None = None
+    state_notes: list[str] = field(default_factory=list)  # what disagreed in the live state (summary lines)
+    repaired: list[str] = field(default_factory=list)  # live shards that differed from their record (replaced)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -226,22 +231,24 @@ def run_plan(
     staged_path: str,
     work: Storage,
     output: Storage,
-    previous: Manifest | None,
+    live: LiveState,
+    full_rebuild: bool = False,
     force: bool = False,
     progress: Progress | None = None,
 ) -> Plan:
-    """Plan the build against `previous` (the published manifest, None for a full rebuild) and the files in
-    `output`; writes `planned.parquet` (the assignment) and `plan.json` to the build's work storage.
+    """Plan the build against what is live (`live`, read by plan.state.load_live_state); writes
+    `planned.parquet` (the assignment) and `plan.json` to the build's work storage.
+
+    `full_rebuild` ignores the live assignment and records (every URL placed anew, every shard written),
+    but still compares with the live URL count and switches from the live index.
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
     per shard) and is attached back to the rows by a POSITIONAL JOIN, with no further sort.
     """
     progress = progress or Progress(enabled=False)
-    existing_files = set(output.list())
-    previous_assignment = (
-        storage_path(con, output, previous.assignment) if previous and previous.assignment in existing_files else None
-    )
+    previous = live.manifest
+    previous_assignment = previous.assignment if previous and not full_rebuild else None
     shards_cfg = config.shards
     max_urls = shards_cfg.max_urls
     set_variables(con, {"format": config.render.format})
@@ -257,7 +264,7 @@ def run_plan(
     overhead = shard_overhead(config.render.format, extended)
     payload = shards_cfg.max_bytes - overhead
     if previous_assignment:
-        create_parquet_view(con, "previous", previous_assignment)
+        create_parquet_view(con, "previous", duckdb_path(con, previous_assignment, config.storage))
     else:
         con.execute(
             "CREATE OR REPLACE TEMP VIEW previous AS SELECT NULL::VARCHAR AS loc, NULL::VARCHAR AS section, "
@@ -328,13 +335,30 @@ def run_plan(
     create_parquet_view(con, "planned", planned_path)
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
-    previous_fp = {s.name: s.fingerprint for s in previous.shards} if previous else {}
-    shard_plans = []
+    # A shard keeps a live object only when the object is still the one recorded at publish (same content
+    # by name or fingerprint, same version). Otherwise it gets a name no live index names and no retire may
+    # delete: its content name, or, when that name is taken (live, awaiting retirement, a full rebuild),
+    # one salted with this build's id. So render never writes a file that a live index names.
+    records = previous.records() if previous else {}
+    by_fingerprint = {(r.section, r.shard, r.fingerprint): r for r in records.values() if r.fingerprint}
+    taken = set(records) | (set(previous.unreferenced) if previous else set())
+    shard_plans, repaired = [], []
     for key, lastmod, h1, h2 in con.execute(read_sql("plan_shards")).fetchall():
         code = int(unique_codes[key])
         section, number = sections[code >> 32].name, code & 0xFFFFFFFF
-        name = shard_name(section, number, config.render.suffix)
         fingerprint = f"{h1:016x}{h2:016x}-{signature}"
+        name = shard_name(section, number, fingerprint, config.render.suffix)
+        record = None if full_rebuild else records.get(name) or by_fingerprint.get((section, number, fingerprint))
+        found = live.listing.get(record.name) if record else None
+        verified = record is not None and found is not None and found.version == record.version
+        if verified:
+            assert record is not None
+            name = record.name
+        else:
+            if record is not None:
+                repaired.append(record.name)
+            if name in taken:
+                name = shard_name(section, number, fingerprint + build_id, config.render.suffix)
         shard_plans.append(
             ShardPlan(
                 key=key,
@@ -345,7 +369,7 @@ def run_plan(
                 bytes=int(bytes_per_key[key]) + overhead,
                 lastmod=_lastmod_text(lastmod),
                 fingerprint=fingerprint,
-                render=previous_fp.get(name) != fingerprint or name not in existing_files,
+                render=not verified,
             )
         )
     plan = Plan(
@@ -362,6 +386,11 @@ def run_plan(
         previous_urls=previous_urls,
         sections={s.name: s.end - s.start for s in sections},
         compacted=compacted,
+        base_index_token=live.index_token,
+        base_index_sha=live.index_sha,
+        base_manifest_token=live.manifest_token,
+        state_notes=list(live.notes),
+        repaired=repaired,
     )
     work.write_bytes(PLAN_NAME, plan.to_json().encode("utf-8"))
     return plan
@@ -404,5 +433,15 @@ def _plan_indexes(shards: list[ShardPlan], config: SiteConfig) -> list[IndexPlan
             used = 0
         groups[-1].append(shard)
         used += size
-    names = index_names(config.publish.index_name, len(groups))
-    return [IndexPlan(name, g[0].key, g[-1].key) for name, g in zip(names, groups, strict=True) if g]
+    plans = []
+    for number, group in enumerate(g for g in groups if g):
+        name = config.publish.index_name
+        if number:
+            name = further_index_name(name, number + 1, index_bytes(config.public_url, group))
+        plans.append(IndexPlan(name, group[0].key, group[-1].key))
+    return plans
+
+
+def index_bytes(public_url: str, shards: list[ShardPlan]) -> bytes:
+    """The bytes of an index file listing `shards` (plan names further index files by them; publish writes them)."""
+    return render_index((public_url + s.name, s.lastmod) for s in shards)

@@ -8,9 +8,19 @@ from sitemap_ops.errors import SitemapOpsError
 class PublishError(SitemapOpsError):
     """Publishing the index, robots.txt or manifest failed; the live index was not changed."""
 
+    retryable = True  # a storage failure: the same step may succeed when run again
+
 
 class MissingShardError(PublishError):
     """A shard the new index would name does not exist on storage."""
+
+    retryable = False
+
+
+class ConcurrentBuildError(PublishError):
+    """Another build published this site after this build read what was live: nothing live was changed."""
+
+    retryable = False
 
 
 class LeaseHeldError(PublishError):
@@ -19,3 +29,5 @@ class LeaseHeldError(PublishError):
 
 class LeaseLostError(PublishError):
     """This build's publish lease expired and another build took it over."""
+
+    retryable = False

@@ -1,24 +1,59 @@
-"""The publish lease: one lease object per output folder, so two builds of a site never interleave.
+"""The publish lease: a courtesy that keeps two builds of a site from doing the same work at once.
 
-It is created with a conditional write (create only if absent: S3 If-None-Match, GCS
-ifGenerationMatch=0, O_EXCL on a local disk) and renewed or taken over only if it still has the version
-that was read (S3 If-Match, GCS ifGenerationMatch). A lease left by a crashed build expires after
-`lease_seconds`; one left by a dead process on this same machine is taken over at once.
+Safety does not rest on it: publish switches the index with a compare-and-swap, so a build that lost the
+lease (or never had it) can never overwrite what another build published. The lease is one object per output
+folder, created with a conditional write (S3 If-None-Match, GCS ifGenerationMatch=0, an exclusive link on a
+local disk) and renewed or taken over only at the version that was read. A heartbeat thread renews it while
+a build runs. A lease left by a crashed build expires after `lease_seconds`; one whose process is provably
+gone (same machine, same boot, same PID namespace, and the PID is free or was reused) is taken over at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
+from functools import cache
 
+from sitemap_ops.errors import StorageError
 from sitemap_ops.publish.exceptions import LeaseHeldError, LeaseLostError
 from sitemap_ops.storage import Storage
 
 LEASE_NAME = ".sitemap-ops.lease.json"
+# A lease that vanishes or changes between our reads is read again; this bounds those rounds per acquire.
+_MAX_ROUNDS = 50
+
+
+@cache
+def machine_id() -> str:
+    """Host name, boot id and PID namespace: two processes with the same value can see each other's PIDs."""
+    parts = [socket.gethostname()]
+    for path, read in (("/proc/sys/kernel/random/boot_id", _read_text), ("/proc/self/ns/pid", os.readlink)):
+        try:
+            parts.append(read(path).strip())
+        except OSError:
+            parts.append("?")  # not Linux: never judged dead by PID (expiry only)
+    return "/".join(parts)
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="ascii") as fh:
+        return fh.read()
+
+
+def process_start(pid: int) -> str:
+    """The start time of process `pid` (clock ticks since boot), '' if unknown: tells a reused PID apart."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return ""
 
 
 @dataclass
@@ -30,6 +65,8 @@ class LeaseInfo:
     pid: int
     acquired_at: float
     expires_at: float
+    machine: str = ""  # machine_id() of the holder
+    started: str = ""  # process_start() of the holder
 
     @classmethod
     def parse(cls, data: bytes) -> LeaseInfo | None:
@@ -44,20 +81,24 @@ class LeaseInfo:
         return f"build {self.build_id} on {self.host} (pid {self.pid}) since {since}, lease until {until}"
 
     def holder_is_dead(self) -> bool:
-        """True when the holder ran on this machine and its process is gone (a crash, a kill)."""
-        if self.host != socket.gethostname():
+        """True only when the holder provably ran in this machine's PID namespace and its process is gone.
+
+        A holder on another host, in another container's PID namespace, or from before a reboot is never
+        judged by PID: its lease runs out at expires_at.
+        """
+        if "?" in self.machine.split("/") or self.machine != machine_id():
             return False
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
             return True
         except PermissionError:
-            return False
-        return False
+            pass
+        return bool(self.started) and process_start(self.pid) not in ("", self.started)
 
 
 class PublishLease:
-    """Acquire, renew and release the lease of one output folder for one build."""
+    """Acquire, renew (by heartbeat) and release the lease of one output folder for one build."""
 
     def __init__(
         self,
@@ -75,10 +116,15 @@ class PublishLease:
         self.clock = clock
         self.sleep = sleep
         self.token: str | None = None
+        self.lost: LeaseLostError | None = None  # set by the heartbeat when another build took the lease
+        self.renewals = 0
 
     def _body(self) -> bytes:
         now = self.clock()
-        info = LeaseInfo(self.build_id, socket.gethostname(), os.getpid(), now, now + self.seconds)
+        pid = os.getpid()
+        info = LeaseInfo(
+            self.build_id, socket.gethostname(), pid, now, now + self.seconds, machine_id(), process_start(pid)
+        )
         return json.dumps(asdict(info)).encode()
 
     def _remember(self) -> None:
@@ -88,32 +134,38 @@ class PublishLease:
     def acquire(self) -> None:
         """Take the lease, waiting up to wait_seconds for another build; LeaseHeldError if it cannot."""
         deadline = self.clock() + self.wait_seconds
-        while True:
+        churn = 0  # rounds in which the lease vanished or changed under us (bounded)
+        while churn < _MAX_ROUNDS:
             if self.storage.create_exclusive(LEASE_NAME, self._body()):
                 self._remember()
                 return
             current = self.storage.read_versioned(LEASE_NAME)
-            if current is None:
-                continue  # released between our two calls: try again
-            data, token = current
-            info = LeaseInfo.parse(data)
-            if (
+            info = LeaseInfo.parse(current[0]) if current else None
+            held = current is not None and info is not None
+            if current is not None and (
                 info is None
                 or info.build_id == self.build_id
                 or info.expires_at <= self.clock()
                 or info.holder_is_dead()
             ):
                 # unreadable, our own (a retried task), expired, or its process is gone: take it over
-                if self.storage.replace_if(LEASE_NAME, self._body(), token):
+                if self.storage.replace_if(LEASE_NAME, self._body(), current[1]):
                     self._remember()
                     return
+                held = False
+            if held:
+                assert info is not None
+                if self.clock() >= deadline:
+                    raise LeaseHeldError(
+                        f"another build is publishing to {self.storage.url}: {info.describe()}; nothing was "
+                        "published by this build (rerun later, or set storage.lease_wait_seconds to wait)"
+                    )
+                self.sleep(min(2.0, max(0.05, deadline - self.clock())))
                 continue
-            if self.clock() >= deadline:
-                raise LeaseHeldError(
-                    f"another build is publishing to {self.storage.url}: {info.describe()}; nothing was "
-                    "published by this build (rerun later, or set storage.lease_wait_seconds to wait)"
-                )
-            self.sleep(min(2.0, max(0.05, deadline - self.clock())))
+            # released, taken or changed between our calls: back off a little, then look again
+            churn += 1
+            self.sleep(min(1.0, 0.02 * 2**churn) * (0.5 + random.random()))  # noqa: S311 - jitter, not security
+        raise LeaseHeldError(f"the publish lease of {self.storage.url} kept changing; rerun later")
 
     def renew(self) -> None:
         """Extend the lease; LeaseLostError if another build took it over (ours had expired)."""
@@ -123,6 +175,12 @@ class PublishLease:
                 "storage.lease_seconds); stopped before publishing anything more"
             )
         self._remember()
+        self.renewals += 1
+
+    def check(self) -> None:
+        """Raise the LeaseLostError the heartbeat saw, if any (builds call this between steps)."""
+        if self.lost is not None:
+            raise self.lost
 
     def release(self) -> None:
         """Give the lease up if it is still ours."""
@@ -130,5 +188,32 @@ class PublishLease:
         if current is not None:
             info = LeaseInfo.parse(current[0])
             if info is not None and info.build_id == self.build_id:
-                self.storage.delete(LEASE_NAME)
+                self.storage.delete_if(LEASE_NAME, current[1])
         self.token = None
+
+    @contextmanager
+    def held(self, interval: float | None = None) -> Iterator[PublishLease]:
+        """Acquire, renew every `interval` seconds (default a third of the lease) in a thread, release."""
+        self.acquire()
+        stop = threading.Event()
+        every = interval if interval is not None else max(0.05, self.seconds / 3)
+
+        def beat() -> None:
+            while not stop.wait(every):
+                try:
+                    self.renew()
+                except LeaseLostError as exc:
+                    self.lost = exc
+                    return
+                except Exception:  # noqa: S112 - a failed renewal is tried again at the next beat
+                    continue
+
+        thread = threading.Thread(target=beat, name="sitemap-ops-lease", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+            with suppress(StorageError):  # storage is failing: the lease runs out at its expiry instead
+                self.release()

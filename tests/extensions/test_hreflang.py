@@ -11,14 +11,14 @@ from sitemap_ops.build import run_build
 from sitemap_ops.constants import SITEMAP_NS, XHTML_NS
 from sitemap_ops.validate import valid_hreflang
 from tests.extensions.rich import SITE, alternates, write_rich
-from tests.helpers import NOW, assert_schema_valid, read_file, site_config
+from tests.helpers import NOW, assert_schema_valid, read_file, site_config, sitemap_files, stable_name
 
 NS = {"s": SITEMAP_NS, "xhtml": XHTML_NS}
 
 
 def _links(out: Path) -> dict[str, set[tuple[str, str]]]:
     result: dict[str, set[tuple[str, str]]] = {}
-    for path in out.glob("sitemap-pages-*.xml.gz"):
+    for path in [p for p in sitemap_files(out) if stable_name(p.name).startswith("sitemap-pages-")]:
         for url in etree.fromstring(read_file(path)).findall("s:url", NS):
             links = {(x.get("hreflang"), x.get("href")) for x in url.findall("xhtml:link", NS)}
             result[url.findtext("s:loc", namespaces=NS)] = links

@@ -15,14 +15,14 @@ from sitemap_ops.errors import ConfigError
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.validate import schema
 from tests.extensions.rich import SITE, alternates, recent, video, write_rich
-from tests.helpers import NOW, assert_schema_valid, read_file, site_config
+from tests.helpers import NOW, assert_schema_valid, read_file, site_config, sitemap_files
 
 NS = {"s": SITEMAP_NS, "image": IMAGE_NS, "video": VIDEO_NS, "news": NEWS_NS, "xhtml": XHTML_NS}
 
 
 def _urls(out: Path, prefix: str = "sitemap-pages-") -> dict[str, etree._Element]:
     result = {}
-    for path in sorted(out.glob(prefix + "*.xml.gz")):
+    for path in [p for p in sitemap_files(out) if p.name.startswith(prefix)]:
         root = etree.fromstring(read_file(path))
         assert schema("urlset-all.xsd").validate(root), schema("urlset-all.xsd").error_log
         for url in root.findall("s:url", NS):

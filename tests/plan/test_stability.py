@@ -11,7 +11,16 @@ import pytest
 
 from sitemap_ops.build import run_build
 from sitemap_ops.plan.exceptions import CircuitBreakerError
-from tests.helpers import NOW, build, mtimes, published, shard_entries, site_config, write_inventory
+from tests.helpers import (
+    NOW,
+    build,
+    mtimes,
+    published,
+    shard_entries,
+    site_config,
+    stable_name,
+    write_inventory,
+)
 
 SITE = "https://www.example.com"
 SECTIONS = ("products", "articles")
@@ -37,7 +46,8 @@ def _manifest(out: Path) -> dict:
 
 
 def _written_by(out: Path, build_id: str) -> set[str]:
-    return {s["name"] for s in _manifest(out)["shards"] if s["written_by"] == build_id}
+    """Stable names (no digest) of the live shards `build_id` wrote."""
+    return {stable_name(s["name"]) for s in _manifest(out)["shards"] if s["written_by"] == build_id}
 
 
 def _rebuild(tmp_path: Path, rows: list[dict], now: dt.datetime, force: bool = False, **overrides):
@@ -67,6 +77,7 @@ def test_rebuild_without_change_writes_no_shard(base) -> None:
 
 def test_adding_one_percent_rewrites_at_most_two_shards_per_section(base) -> None:
     tmp_path, rows, first, out = base
+    before = mtimes(out)
     # 200 new URLs whose random paths spread them across the whole sort order of both sections
     new = _rows(200, seed=99)
     second, _ = _rebuild(tmp_path, rows + new, NOW + dt.timedelta(hours=1), shards={"max_urls": 1000})
@@ -76,6 +87,8 @@ def test_adding_one_percent_rewrites_at_most_two_shards_per_section(base) -> Non
     assert set(published(out)) == {r["loc"] for r in rows + new}
     # known URLs kept their shards: only the newest shard of each section (and any new one) changed
     assert rewritten <= {f"sitemap-{s}-{n:05d}.xml.gz" for s in SECTIONS for n in (10, 11)}
+    # nothing the first index named was written again: new content has new names
+    assert mtimes(out).items() >= {n: t for n, t in before.items()}.items()
 
 
 def test_removing_urls_rewrites_only_the_shards_that_held_them(base) -> None:
@@ -94,7 +107,7 @@ def test_changed_lastmod_rewrites_its_shard_and_the_index_lastmod(base) -> None:
     target = rows[10]
     changed = [dict(r, lastmod=dt.datetime(2026, 6, 1)) if r is target else r for r in rows]
     second, _ = _rebuild(tmp_path, changed, NOW + dt.timedelta(hours=1), shards={"max_urls": 1000})
-    rewritten = _written_by(out, second.build_id)
+    rewritten = [s["name"] for s in _manifest(out)["shards"] if s["written_by"] == second.build_id]
     assert len(rewritten) == 1
     (name,) = rewritten
     assert (
@@ -109,15 +122,20 @@ def test_compaction_and_retirement_after_the_grace_period(base) -> None:
     assert sorted(second.plan.compacted) == sorted(SECTIONS)
     assert len(second.plan.shards) == 6
     manifest = _manifest(out)
-    gone = {f"sitemap-{s}-{n:05d}.xml.gz" for s in SECTIONS for n in range(4, 11)}
+    gone = {s.name for s in first.plan.shards} - {s.name for s in second.plan.shards}
+    assert len(gone) >= 14  # shards 4-10 of each section at least (compaction renames the rest)
     assert gone <= set(manifest["unreferenced"])
     assert all((out / name).exists() for name in gone), "files stay during the grace period"
     third, _ = _rebuild(tmp_path, kept, NOW + dt.timedelta(days=8), shards={"max_urls": 1000})
     assert gone <= set(third.retired)
     assert not any((out / name).exists() for name in gone)
-    assert (out / f"sitemap-assignment-{third.build_id}.parquet").exists()
-    assert not (out / f"sitemap-assignment-{first.build_id}.parquet").exists()
     assert set(published(out)) == {r["loc"] for r in kept}
+    # the served folder holds sitemaps, robots.txt and the manifest only; the assignment is build state
+    assert {p.name for p in out.iterdir()} == {"sitemap.xml", "robots.txt", "manifest.json"} | {
+        s.name for s in third.plan.shards
+    }
+    assert Path(_manifest(out)["assignment"]).is_file()
+    assert not Path(first.plan.planned_path).exists()
 
 
 def test_circuit_breaker_stops_a_shrunken_build_before_anything_changes(base) -> None:
@@ -136,6 +154,13 @@ def test_full_rebuild_rewrites_every_shard(base) -> None:
     write_inventory(tmp_path / "inventory.parquet", rows)
     config = site_config(tmp_path, str(tmp_path / "inventory.parquet"), shards={"max_urls": 1000})
 
+    before = mtimes(out)
     summary = run_build(config, now=NOW + dt.timedelta(hours=1), full_rebuild=True)
     assert summary.shards_written == 20
     assert set(published(out)) == {r["loc"] for r in rows}
+    # every shard is a new object; the ones the old index named are untouched until retired
+    assert not {s.name for s in summary.plan.shards} & set(before)
+    assert {n: t for n, t in mtimes(out).items() if n in before} == before
+    # and the next build keeps the rebuilt objects (matched by content, not by name)
+    again = run_build(config, now=NOW + dt.timedelta(hours=2))
+    assert again.shards_written == 0

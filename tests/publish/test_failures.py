@@ -1,71 +1,156 @@
-"""Publishing never breaks what is live: failures leave the old index intact; a rerun finishes the job."""
+"""Publishing never breaks what is live: a failure leaves the last published set exactly; a rerun finishes."""
 
 from __future__ import annotations
 
 import datetime as dt
+import gzip
+import json
 from pathlib import Path
 
 import pytest
 
 from sitemap_ops.errors import SitemapOpsError, StorageError
+from sitemap_ops.plan.exceptions import CircuitBreakerError, StateError
 from sitemap_ops.storage import Storage
 from sitemap_ops.validate import validate
-from tests.helpers import NOW, build, published, write_inventory
+from tests.helpers import NOW, build, live_names, mtimes, published, write_inventory
 
 SITE = "https://www.example.com"
+LATER = NOW + dt.timedelta(hours=1)
 
 
-def _rows(n: int, start: int = 0) -> list[dict]:
-    return [{"loc": f"{SITE}/p/{i:05d}", "lastmod": dt.datetime(2024, 1, 1)} for i in range(start, start + n)]
+def _rows(n: int, start: int = 0, section: str = "p") -> list[dict]:
+    return [{"loc": f"{SITE}/{section}/{i:05d}", "lastmod": dt.datetime(2024, 1, 1)} for i in range(start, start + n)]
 
 
-def _fail_on(monkeypatch: pytest.MonkeyPatch, predicate) -> None:
-    real = Storage.write_bytes
+def fail_on(monkeypatch: pytest.MonkeyPatch, predicate) -> None:
+    """Make every storage mutation of a file whose name matches `predicate` fail (like a 500 that stays)."""
+    for method in ("write_bytes", "create_exclusive", "replace_if"):
+        real = getattr(Storage, method)
 
-    def write_bytes(self: Storage, name: str, data) -> None:
-        if predicate(name):
-            raise StorageError(f"injected failure writing {name}")
-        real(self, name, data)
+        def failing(self: Storage, name: str, *args, _real=real, **kwargs):
+            if predicate(name):
+                raise StorageError(f"injected failure writing {name}")
+            return _real(self, name, *args, **kwargs)
 
-    monkeypatch.setattr(Storage, "write_bytes", write_bytes)
+        monkeypatch.setattr(Storage, method, failing)
 
 
 @pytest.mark.parametrize(
-    "failing",
+    ("failing", "switched"),
     [
-        lambda name: name == "sitemap-pages-00004.xml.gz",  # a shard upload
-        lambda name: name == "sitemap.xml",  # the index
-        lambda name: name == "robots.txt",  # robots.txt
-        lambda name: name == "manifest.json",  # the manifest, last
+        (lambda name: name.startswith("sitemap-pages-00004-"), False),  # a new shard's upload
+        (lambda name: name == "sitemap.xml", False),  # the index switch
+        (lambda name: name == "robots.txt", True),  # robots.txt, after the switch
+        (lambda name: name == "manifest.json", False),  # the manifest (its switch record comes first)
     ],
     ids=["shard", "index", "robots", "manifest"],
 )
-def test_a_failure_at_each_step_leaves_a_consistent_site_and_a_rerun_completes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing
+def test_a_failure_at_each_step_leaves_exactly_one_build_live_and_a_rerun_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing, switched: bool
 ) -> None:
-    _, out = build(tmp_path, _rows(250), shards={"max_urls": 100})
-    write_inventory(tmp_path / "inventory.parquet", _rows(500))  # grows into shards 3-5
+    old, new = _rows(250), _rows(500)
+    _, out = build(tmp_path, old, shards={"max_urls": 100})
+    write_inventory(tmp_path / "inventory.parquet", new)  # grows into shards 3-5
     (out / "robots.txt").write_text("User-agent: *\nDisallow: /admin\n")  # so the build must write it
     with monkeypatch.context() as patch:
-        _fail_on(patch, failing)
+        fail_on(patch, failing)
         with pytest.raises(SitemapOpsError, match="injected failure"):
-            build(tmp_path, None, now=NOW + dt.timedelta(hours=1), shards={"max_urls": 100})
-    # Whatever is live reads back whole: the live index names only complete files that exist. (Shards
-    # keep stable names, so a shard rewritten before the failure is live with its new content.)
-    report = validate(str(out / "sitemap.xml"), now=NOW + dt.timedelta(hours=2))
-    assert report.problems == []
-    assert 250 <= report.urls <= 500
-    summary, _ = build(tmp_path, None, now=NOW + dt.timedelta(hours=2), shards={"max_urls": 100})
-    assert set(published(out)) == {r["loc"] for r in _rows(500)}
-    assert validate(str(out / "robots.txt"), now=NOW + dt.timedelta(hours=3)).problems == []
+            build(tmp_path, None, now=LATER, shards={"max_urls": 100})
+    # The live set is exactly one build's: the old one, or the new one when the failure came after the switch.
+    assert set(published(out)) == {r["loc"] for r in (new if switched else old)}
+    assert validate(str(out / "sitemap.xml"), now=LATER).problems == []
+    build(tmp_path, None, now=LATER + dt.timedelta(hours=1), shards={"max_urls": 100})
+    assert set(published(out)) == {r["loc"] for r in new}
+    assert validate(str(out / "robots.txt"), now=LATER + dt.timedelta(hours=2)).problems == []
 
 
-def test_a_shard_deleted_from_storage_is_written_again(tmp_path: Path) -> None:
-    _, out = build(tmp_path, _rows(250), shards={"max_urls": 100})
-    (out / "sitemap-pages-00002.xml.gz").unlink()
-    summary, _ = build(tmp_path, None, now=NOW + dt.timedelta(hours=1), shards={"max_urls": 100})
-    assert summary.shards_written == 1
-    assert (out / "sitemap-pages-00002.xml.gz").exists()
+def test_a_failed_build_never_poisons_a_later_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reproduction of the publishing issue: 130 URLs in 13 shards, a build that removes 20 b-URLs and adds
+    section c fails on c's shard, then the first inventory is built again: the live set must be exact."""
+    first = _rows(60, section="a") + _rows(70, section="b")
+    rows = [dict(r, section=r["loc"].split("/")[3]) for r in first]
+    _, out = build(tmp_path, rows, shards={"max_urls": 10})
+    assert len(live_names(out)) == 1 + 13
+    second = [r for r in rows if not (r["section"] == "b" and int(r["loc"][-5:]) < 20)]
+    second += [dict(r, section="c") for r in _rows(15, section="c")]
+    write_inventory(tmp_path / "inventory.parquet", second)
+    with monkeypatch.context() as patch:
+        fail_on(patch, lambda name: name.startswith("sitemap-c-"))
+        with pytest.raises(SitemapOpsError):
+            build(tmp_path, None, now=LATER, shards={"max_urls": 10})
+    assert set(published(out)) == {r["loc"] for r in rows}  # nothing live changed
+    summary, _ = build(tmp_path, rows, now=LATER + dt.timedelta(hours=1), shards={"max_urls": 10})
+    live = published(out)  # asserts that no URL is in two shards
+    assert set(live) == {r["loc"] for r in rows}
+    assert summary.shards_written == 0 and summary.shards_unchanged == 13
+
+
+def test_a_shard_deleted_or_edited_on_storage_is_replaced_and_reported(tmp_path: Path) -> None:
+    rows = _rows(250)
+    first, out = build(tmp_path, rows, shards={"max_urls": 100})
+    deleted, edited = first.plan.shards[1].name, first.plan.shards[2].name
+    (out / deleted).unlink()
+    data = gzip.decompress((out / edited).read_bytes()).replace(b"<url>", b"<url>", 1)
+    (out / edited).write_bytes(gzip.compress(data[: len(data) // 2]))  # truncated by someone
+    summary, _ = build(tmp_path, None, now=LATER, shards={"max_urls": 100})
+    assert sorted(summary.plan.repaired) == sorted([deleted, edited])
+    assert summary.shards_written == 2
+    assert "repaired:           2 live shard(s)" in "\n".join(summary.lines())
+    assert set(published(out)) == {r["loc"] for r in rows}
+    assert deleted not in live_names(out) and edited not in live_names(out)
+
+
+def test_a_lost_manifest_is_rebuilt_from_the_live_index(tmp_path: Path) -> None:
+    rows = _rows(250)
+    _, out = build(tmp_path, rows, shards={"max_urls": 100})
+    before = mtimes(out)
+    (out / "manifest.json").unlink()
+    summary, _ = build(tmp_path, None, now=LATER, shards={"max_urls": 100})
+    # every URL kept its shard and every live shard its object: nothing was written again
+    assert summary.shards_written == 0
+    assert mtimes(out) == before
+    assert any("rebuilt from the live index: 250 URL(s) in 3 shard(s)" in n for n in summary.plan.state_notes)
+    assert json.loads((out / "manifest.json").read_text())["totals"]["urls"] == 250
+    # and the circuit breaker compares with the live URL count, full rebuild or not
+    (out / "manifest.json").unlink()
+    write_inventory(tmp_path / "inventory.parquet", rows[:100])
+    for full_rebuild in (False, True):
+        with pytest.raises(CircuitBreakerError, match="of the last build's 250"):
+            from sitemap_ops.build import run_build
+            from tests.helpers import site_config
+
+            config = site_config(tmp_path, str(tmp_path / "inventory.parquet"), shards={"max_urls": 100})
+            run_build(config, now=LATER, full_rebuild=full_rebuild)
+    assert mtimes(out) == before
+
+
+def test_a_manifest_that_disagrees_with_the_live_index_is_not_trusted(tmp_path: Path) -> None:
+    rows = _rows(250)
+    _, out = build(tmp_path, rows, shards={"max_urls": 100})
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["shards"] = manifest["shards"][:1]  # edited by hand: claims one shard
+    manifest["index_sha256"] = {"sitemap.xml": "0" * 64}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    summary, _ = build(tmp_path, None, now=LATER, shards={"max_urls": 100})
+    assert any("does not match manifest.json" in n for n in summary.plan.state_notes)
+    assert summary.shards_written == 0
+    assert summary.plan.previous_urls == 250
+    assert set(published(out)) == {r["loc"] for r in rows}
+
+
+def test_an_index_someone_else_wrote_is_never_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "public"
+    out.mkdir()
+    foreign = (
+        '<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<sitemap><loc>https://www.example.com/cms-sitemap-1.xml</loc></sitemap></sitemapindex>"
+    )
+    (out / "sitemap.xml").write_text(foreign)
+    with pytest.raises(StateError, match="sitemap-ops did not write"):
+        build(tmp_path, _rows(10))
+    assert (out / "sitemap.xml").read_text() == foreign
+    assert sorted(p.name for p in out.iterdir()) == ["sitemap.xml"]
 
 
 def test_no_temporary_files_are_left_behind(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sitemap_ops.publish.exceptions import LeaseHeldError, LeaseLostError
-from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
+from sitemap_ops.publish.lease import LEASE_NAME, PublishLease, machine_id
 from sitemap_ops.storage import Storage
 
 
@@ -75,7 +75,10 @@ def test_a_lease_of_a_dead_process_on_this_machine_is_taken_over_at_once(tmp_pat
     storage.create_exclusive(
         LEASE_NAME,
         json.dumps(
-            {"build_id": "killed", "host": socket.gethostname(), "pid": pid, "acquired_at": 0, "expires_at": 9e12}
+            {
+                "build_id": "killed", "host": socket.gethostname(), "pid": pid, "acquired_at": 0, "expires_at": 9e12,
+                "machine": machine_id(),
+            }
         ).encode(),
     )
     PublishLease(storage, "rerun", seconds=60).acquire()

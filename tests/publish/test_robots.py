@@ -6,7 +6,7 @@ import urllib.robotparser
 from pathlib import Path
 
 from sitemap_ops.constants import ROBOTS_BEGIN, ROBOTS_END
-from sitemap_ops.publish.robots import sitemap_lines, update_robots
+from sitemap_ops.robots import sitemap_lines, update_robots
 from tests.helpers import build
 
 EXISTING = (
@@ -78,5 +78,6 @@ def test_custom_robots_path_and_public_url(tmp_path: Path) -> None:
         robots=str(robots),
     )
     assert sitemap_lines(robots.read_text()) == ["https://static.example.com/maps/sitemap.xml"]
-    assert "<loc>https://static.example.com/maps/sitemap-pages-00001.xml.gz</loc>" in (out / "sitemap.xml").read_text()
+    shard = summary.plan.shards[0].name
+    assert f"<loc>https://static.example.com/maps/{shard}</loc>" in (out / "sitemap.xml").read_text()
     assert not (out / "robots.txt").exists()

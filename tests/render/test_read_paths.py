@@ -53,7 +53,7 @@ def test_a_plan_that_kept_shards_renders_each_shard_in_position_order(tmp_path: 
         tmp_path, rows + _rows(300, seed=3), now=NOW + dt.timedelta(hours=1), shards={"max_urls": 1_000}
     )
     assert not second.plan.ordered
-    assignment = out / second.plan.assignment_name
+    assignment = second.plan.planned_path
     expected: dict[str, list[str]] = {}
     for shard, loc in duckdb.sql(f"SELECT shard, loc FROM read_parquet('{assignment}') ORDER BY shard, pos").fetchall():
         expected.setdefault(f"sitemap-pages-{shard:05d}.xml.gz", []).append(loc)

@@ -44,3 +44,10 @@ def sitemap_lines(text: str) -> list[str]:
         if sep and key.strip().lower() == "sitemap":
             urls.append(value.split("#", 1)[0].strip())
     return urls
+
+
+def managed_sitemaps(text: str) -> list[str]:
+    """The Sitemap: URLs inside the managed block (the index files a build listed), in order."""
+    begin = text.find(ROBOTS_BEGIN)
+    end = text.find(ROBOTS_END, begin) if begin != -1 else -1
+    return sitemap_lines(text[begin:end]) if end != -1 else []
