@@ -129,9 +129,39 @@ def rich_vs_plain(root: Path, pages: int, memory_limit: str, repeat: int) -> dic
     return results
 
 
+def incremental(work: Path, inventory: Path, memory_limit: str) -> dict[str, object]:
+    """After a build of `inventory` in `work`: an unchanged rebuild, then one with 1% new URLs (each in its own
+    process, into the same output): seconds, shards written, whether the index was rewritten."""
+    results: dict[str, object] = {}
+    grown = work / "grown.parquet"
+    duckdb.sql(
+        f"COPY (SELECT * FROM read_parquet('{inventory}') UNION ALL SELECT * REPLACE (loc || '-new' AS loc) "
+        f"FROM read_parquet('{inventory}') USING SAMPLE 1 PERCENT (bernoulli, 7)) TO '{grown}' (FORMAT parquet)"
+    )
+    for name, source in (("unchanged", inventory), ("one_percent_new", grown)):
+        out = work / "public"
+        cmd = [
+            sys.executable, "-m", "sitemap_ops.cli", "build", "--source", str(source),
+            "--base-url", "https://www.example.com", "--output", str(out), "--work-dir", str(work / "state"),
+            "--memory-limit", memory_limit, "--quiet",
+        ]  # fmt: skip
+        seconds, _, stdout = peak_rss_of(cmd, work)
+        line = next(x for x in stdout.splitlines() if "shards written:" in x)
+        results[name] = {
+            "seconds": round(seconds, 2),
+            "shards_written": int(line.split()[2].rstrip(",").replace(",", "")),
+            "shards_unchanged": int(line.split()[-1].replace(",", "")),
+            "index": next(x for x in stdout.splitlines() if x.strip().startswith("index:")).split(":", 1)[1].strip(),
+            "sections": next(x for x in stdout.splitlines() if x.strip().startswith("sections:"))
+            .split(":", 1)[1]
+            .strip(),
+        }
+    return results
+
+
 def sitemapjs(work: Path) -> dict[str, float]:
     """Time sitemap.js on the URLs (and lastmods) the 1M build published."""
-    assignment = next((work / "public").glob("sitemap-assignment-*.parquet"))
+    assignment = json.loads((work / "public" / "manifest.json").read_text())["assignment"]
     tsv = work / "urls.tsv"
     duckdb.sql(
         f"COPY (SELECT loc, strftime(lastmod, '%Y-%m-%dT%H:%M:%SZ') FROM read_parquet('{assignment}') "
@@ -276,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000000,10000000", help="input rows per run, comma-separated")
     parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit of each build")
     parser.add_argument("--no-sitemapjs", action="store_true", help="skip the sitemap.js comparison")
+    parser.add_argument(
+        "--no-incremental", action="store_true", help="skip the unchanged and +1%% rebuilds after the smallest build"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     parser.add_argument("--postgres", metavar="URL", help="also build --postgres-rows rows from this PostgreSQL server")
     parser.add_argument("--postgres-rows", type=int, default=5_000_000)
@@ -324,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{result['input_urls_per_s']:>9,} URLs/s, peak RSS {result['peak_rss_mb']:,} MB",
                 flush=True,
             )
-            if size == min(int(s) for s in args.sizes.split(",")) and not args.no_sitemapjs:
+            smallest = size == min(int(s) for s in args.sizes.split(","))
+            if smallest and not args.no_sitemapjs:
                 peer = sitemapjs(work)
                 results["sitemapjs"] = peer
                 results["ratio_vs_sitemapjs"] = round(result["input_urls_per_s"] / peer["urls_per_s"], 1)
@@ -333,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{peer['urls_per_s']:>9,} URLs/s -> sitemap-ops is {results['ratio_vs_sitemapjs']}x faster",
                     flush=True,
                 )
+            # after sitemap.js, which reads the URLs the build above published
+            if smallest and not args.no_incremental:
+                results["incremental"] = rebuilds = incremental(work, inventory, args.memory_limit)
+                print(json.dumps(rebuilds, indent=2), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -166,6 +166,11 @@ def _inspect(args: argparse.Namespace) -> int:
         print(f"  rejected in that build: {json.dumps(rejected)}")
     if manifest.unreferenced:
         print(f"  {len(manifest.unreferenced)} unreferenced file(s) awaiting retirement")
+    if manifest.pending is not None:
+        print(
+            f"  build {manifest.pending.build_id} was switching the index when it stopped; the next build completes "
+            "or replaces it"
+        )
     return 0
 
 

@@ -24,6 +24,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from sitemap_ops.constants import CONTENT_TYPES
 from sitemap_ops.errors import ConfigError, StorageError
+from sitemap_ops.host import machine_id, machine_token, process_is_gone
 
 T = TypeVar("T")
 # Errors that say the request itself is wrong: retrying cannot help.
@@ -55,6 +56,10 @@ class StorageConfig:
     def fs_options(self, protocol: str) -> dict[str, Any]:
         """fsspec keyword arguments for a filesystem of `protocol`."""
         options: dict[str, Any] = dict(self.options)
+        if protocol in ("s3", "s3a", "gs", "gcs"):
+            # No listings cache: s3fs and gcsfs answer reads and existence checks from a cached listing,
+            # so a file another process wrote after this one listed the folder would look missing.
+            options.setdefault("use_listings_cache", False)
         if protocol in ("s3", "s3a"):
             # One attempt per call in s3fs and botocore: with_retries is the one retry loop (with backoff),
             # so a failing upload takes seconds, not minutes of nested retries.
@@ -91,6 +96,9 @@ def with_retries(action: Callable[[], T], what: str, retries: int, sleep: Callab
     raise AssertionError("unreachable")
 
 
+# Temporary files on a local disk: .tmp-<machine token>-<pid>-<random>, renamed into place when complete.
+_TMP_PREFIX = ".tmp-"
+_STALE_TEMPORARY_SECONDS = 86_400
 _MEMORY_LOCK = threading.Lock()  # fsspec's memory store lives in this process: a lock makes writes conditional
 
 # Test hook for the fault tests (tests/publish/test_random_faults.py): "kill:N" sends SIGKILL to this
@@ -222,7 +230,7 @@ class Storage:
         """A complete temporary file beside `path` holding `payload` (renamed or linked into place after)."""
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{machine_token()}-{os.getpid()}-", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(payload)
@@ -238,16 +246,33 @@ class Storage:
         except OSError as exc:
             raise StorageError(f"cannot check {self.path(name)}: {exc}") from exc
 
-    def list(self) -> list[str]:
-        """Names of the files directly in this folder (none if it does not exist)."""
-        self.fs.invalidate_cache(self.root)
-        try:
-            entries = self._retry(lambda: self.fs.ls(self.root, detail=False), f"listing {self.root}")
-        except FileNotFoundError:
+    def remove_stale_temporaries(self) -> list[str]:
+        """Delete temporary files of this folder whose writer was killed (local disks only); their names.
+
+        A temporary file names its writer (machine token and PID): it is removed when that process is
+        provably gone on this machine, or when it is a day old (a writer on another machine); never while
+        its writer may still be writing.
+        """
+        if not self.is_local:
             return []
-        except OSError as exc:
-            raise StorageError(f"cannot list {self.root}: {exc}") from exc
-        return sorted(posixpath.basename(e.rstrip("/")) for e in entries)
+        removed = []
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return []
+        for entry in entries:
+            if not entry.name.startswith(_TMP_PREFIX) or not entry.is_file(follow_symlinks=False):
+                continue
+            token, _, rest = entry.name[len(_TMP_PREFIX) :].partition("-")
+            pid = rest.partition("-")[0]
+            gone = token == machine_token() and pid.isdigit() and process_is_gone(machine_id(), int(pid))
+            try:
+                if gone or time.time() - entry.stat(follow_symlinks=False).st_mtime > _STALE_TEMPORARY_SECONDS:
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+            except FileNotFoundError:
+                pass
+        return removed
 
     def list_dirs(self) -> list[str]:
         """Names of the folders directly in this folder (none if it does not exist)."""
@@ -259,14 +284,9 @@ class Storage:
                 return []
             except OSError as exc:
                 raise StorageError(f"cannot list {self.root}: {_os_reason(exc)}") from None
-        self.fs.invalidate_cache(self.root)
-        try:
-            entries = self._retry(lambda: self.fs.ls(self.root, detail=True), f"listing {self.root}")
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise StorageError(f"cannot list {self.root}: {exc}") from exc
-        return sorted(posixpath.basename(str(e["name"]).rstrip("/")) for e in entries if e.get("type") == "directory")
+        return sorted(
+            posixpath.basename(str(e["name"]).rstrip("/")) for e in self._ls_remote() if e.get("type") == "directory"
+        )
 
     def list_details(self) -> dict[str, ObjectInfo]:
         """name -> size and version of every file directly in this folder (one listing; none if absent).
@@ -287,20 +307,23 @@ class Storage:
                 return {}
             except OSError as exc:
                 raise StorageError(f"cannot list {self.root}: {_os_reason(exc)}") from None
-        self.fs.invalidate_cache(self.root)
-        try:
-            entries = self._retry(lambda: self.fs.ls(self.root, detail=True), f"listing {self.root}")
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise StorageError(f"cannot list {self.root}: {exc}") from exc
         result = {}
-        for entry in entries:
+        for entry in self._ls_remote():
             if entry.get("type") == "directory":
                 continue
             name = posixpath.basename(str(entry["name"]).rstrip("/"))
             result[name] = ObjectInfo(int(entry.get("size") or 0), _remote_version(entry))
         return result
+
+    def _ls_remote(self) -> list[dict[str, Any]]:
+        """fsspec's detailed listing of this (remote) folder, fresh; empty if it does not exist."""
+        self.fs.invalidate_cache(self.root)
+        try:
+            return list(self._retry(lambda: self.fs.ls(self.root, detail=True), f"listing {self.root}"))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {self.root}: {exc}") from exc
 
     def delete(self, name: str) -> None:
         _fault_hook("before", f"deleting {self.path(name)}")
@@ -449,7 +472,9 @@ class Storage:
             condition = {"IfNoneMatch": "*"} if token is None else {"IfMatch": token}
 
             def put() -> object:
-                return self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **condition)
+                return self.fs.call_s3(
+                    "put_object", Bucket=bucket, Key=key, Body=data, **condition, **self._metadata(name)
+                )
 
         elif self.protocol in ("gs", "gcs"):
             # The multipart upload gcsfs makes, with ifGenerationMatch (0: only if absent). The GCS emulator
@@ -457,7 +482,8 @@ class Storage:
             from fsspec.asyn import sync
 
             bucket, key, _ = self.fs.split_path(path)
-            head = json.dumps({"name": key, "contentType": content_type(name)})
+            cache = {"cacheControl": self.config.cache_control} if self.config.cache_control else {}
+            head = json.dumps({"name": key, "contentType": content_type(name), **cache})
             body = (
                 (
                     f"--==0==\nContent-Type: application/json; charset=UTF-8\n\n{head}\n--==0==\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import posixpath
 import re
 import urllib.error
@@ -31,6 +32,7 @@ from sitemap_ops.constants import (
     ISO_639_1,
     ISO_3166_1_ALPHA_2,
     LASTMOD_PATTERN,
+    MANIFEST_NAME,
     MAX_BYTES_PER_SITEMAP,
     MAX_IMAGES_PER_PAGE,
     MAX_LOC_LENGTH,
@@ -45,6 +47,8 @@ from sitemap_ops.constants import (
     XHTML_NS,
 )
 from sitemap_ops.errors import StorageError
+from sitemap_ops.plan.exceptions import ManifestError
+from sitemap_ops.plan.manifest import Manifest
 from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.storage import Storage, StorageConfig
 
@@ -512,4 +516,41 @@ def validate(
         if own_url:
             validator.seen.add(own_url)
         validator.file(data, target, own_url)
+    if folder is not None and prefix:
+        check_manifest(folder, prefix, validator.seen, validator.report)
     return validator.report
+
+
+def check_manifest(folder: Storage, prefix: str, named: set[str], report: Report) -> None:
+    """When sitemap-ops published into `folder`: every file the live sitemaps name must still be the object
+    its manifest entry recorded (and the manifest must describe the live index)."""
+    try:
+        manifest = Manifest.load(folder)
+    except (ManifestError, StorageError):
+        return  # not ours, or unreadable: nothing to compare with
+    if manifest is None or not manifest.index_sha256:
+        return
+    live = {}
+    for index in dict.fromkeys([*manifest.index_sha256, *(manifest.pending.index_sha256 if manifest.pending else ())]):
+        data = folder.read_bytes(index)
+        if data is not None and prefix + index in named:
+            live[index] = hashlib.sha256(data).hexdigest()
+    # the manifest, or the record of the switch it was making (completed by the next build), describes them
+    described = [
+        m for m in (manifest, manifest.pending) if m and all(m.index_sha256.get(i) == s for i, s in live.items())
+    ]
+    if not described:
+        report.add(folder.path(MANIFEST_NAME), "does not describe the live index (edited by hand, or lost)")
+        return
+    manifest = described[0]
+    listing = folder.list_details()
+    for record in manifest.shards:
+        if prefix + record.name not in named:
+            continue
+        found = listing.get(record.name)
+        if found is None or (record.version and found.version != record.version):
+            report.add(
+                folder.path(record.name),
+                "differs from its manifest entry (replaced or changed after it was published); the next build "
+                "writes it again",
+            )

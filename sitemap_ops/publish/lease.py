@@ -19,41 +19,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
-from functools import cache
 
 from sitemap_ops.errors import StorageError
+from sitemap_ops.host import machine_id, process_is_gone, process_start
 from sitemap_ops.publish.exceptions import LeaseHeldError, LeaseLostError
 from sitemap_ops.storage import Storage
 
 LEASE_NAME = ".sitemap-ops.lease.json"
 # A lease that vanishes or changes between our reads is read again; this bounds those rounds per acquire.
 _MAX_ROUNDS = 50
-
-
-@cache
-def machine_id() -> str:
-    """Host name, boot id and PID namespace: two processes with the same value can see each other's PIDs."""
-    parts = [socket.gethostname()]
-    for path, read in (("/proc/sys/kernel/random/boot_id", _read_text), ("/proc/self/ns/pid", os.readlink)):
-        try:
-            parts.append(read(path).strip())
-        except OSError:
-            parts.append("?")  # not Linux: never judged dead by PID (expiry only)
-    return "/".join(parts)
-
-
-def _read_text(path: str) -> str:
-    with open(path, encoding="ascii") as fh:
-        return fh.read()
-
-
-def process_start(pid: int) -> str:
-    """The start time of process `pid` (clock ticks since boot), '' if unknown: tells a reused PID apart."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rpartition(")")[2].split()[19]
-    except (OSError, IndexError):
-        return ""
 
 
 @dataclass
@@ -86,15 +60,7 @@ class LeaseInfo:
         A holder on another host, in another container's PID namespace, or from before a reboot is never
         judged by PID: its lease runs out at expires_at.
         """
-        if "?" in self.machine.split("/") or self.machine != machine_id():
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass
-        return bool(self.started) and process_start(self.pid) not in ("", self.started)
+        return process_is_gone(self.machine, self.pid, self.started)
 
 
 class PublishLease:

@@ -16,6 +16,8 @@ import datetime as dt
 import hashlib
 import json
 import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import duckdb
@@ -115,82 +117,98 @@ def run_publish(
     Idempotent: rerun after any failure or kill with the same plan, it finishes the job, or finds it done.
     """
     progress = progress or Progress(enabled=False)
+    with _as_publish_error(output):
+        written, token = _read_manifest(output)
+        if written is not None and written.build_id == plan.build_id and written.pending is None:
+            return PublishResult(written, index_switched=False, completed=True)  # a rerun of a finished publish
+        resuming = written is not None and written.pending is not None and written.pending.build_id == plan.build_id
+        if not resuming and token != plan.base_manifest_token:
+            raise _concurrent("manifest.json changed")
+
+        output.remove_stale_temporaries()  # what killed builds left
+        listing = output.list_details()
+        missing = [s.name for s in plan.shards if s.name not in listing]
+        if missing:
+            raise MissingShardError(
+                f"{len(missing)} shard(s) the new index names are missing from {output.url} (e.g. {missing[0]}); "
+                "the live index was left unchanged; rerun the build"
+            )
+        by_key = {s.key: s for s in plan.shards}
+        indexes = [
+            (i.name, index_bytes(config.public_url, [by_key[k] for k in range(i.first_key, i.last_key + 1)]))
+            for i in plan.indexes
+        ]
+        progress.step(f"publish: {len(indexes)} index file(s)")
+        orphans = _orphans(work_root, listing, plan, config) if work_root is not None else set()
+        manifest = _manifest(config, plan, listing, previous, stage_summary, now, indexes, orphans)
+
+        # (2) further index files: new names, so written before anything points at them
+        for name, data in indexes[1:]:
+            if name not in listing:
+                output.write_bytes(name, data)
+        # (3) while the index switches, robots.txt lists the old and the new further index files
+        old_urls = [config.public_url + n for n in (previous.index_files if previous else [])]
+        new_urls = [config.public_url + name for name, _ in indexes]
+        if len(set(old_urls) | set(new_urls)) > 1 and set(old_urls) != set(new_urls):
+            update_robots_file(config, list(dict.fromkeys(new_urls + old_urls)))
+
+        # (4) + (5) the switch
+        main = config.publish.index_name
+        live = output.read_versioned(main)
+        new_main = indexes[0][1] if indexes else None
+        live_is_ours = live is not None and new_main is not None and live[0] == new_main
+        switched = False
+        if not live_is_ours and (live is not None or new_main is not None):
+            if not resuming and (live[1] if live else None) != plan.base_index_token:
+                raise _concurrent(f"{main} changed")
+            # The record keeps describing the live index (what this build planned from) until the switch is done.
+            record = replace(previous or _empty_manifest(config), pending=manifest)
+            token = _write_manifest(output, record, token)
+            if token is None:
+                raise _concurrent("manifest.json changed")
+            if new_main is None:  # a forced empty build: no index at all (an empty sitemapindex is invalid)
+                ok = plan.base_index_token is None or output.delete_if(main, plan.base_index_token)
+            elif plan.base_index_token is None:
+                ok = output.create_exclusive(main, new_main)
+            else:
+                ok = output.replace_if(main, new_main, plan.base_index_token)
+            if not ok:
+                raise _concurrent(f"{main} changed")
+            switched = True
+        elif not resuming and (live[1] if live else None) != plan.base_index_token:
+            raise _concurrent(f"{main} changed")
+
+        # (6) robots.txt, then (7) the final manifest
+        try:
+            _finish(config, output, manifest, token, new_urls, new_main)
+        except StorageError as exc:
+            if not switched and not resuming:
+                raise
+            raise PublishError(
+                f"the new index of build {plan.build_id} is live, but finishing the publish failed: {exc}; "
+                "rerun the build to finish (the live sitemaps are complete)"
+            ) from None
+        return PublishResult(manifest, index_switched=switched)
+
+
+@contextmanager
+def _as_publish_error(output: Storage) -> Iterator[None]:
     try:
-        return _publish(config, plan, output, previous, stage_summary, now, work_root, progress)
+        yield
     except StorageError as exc:
         raise PublishError(f"publishing to {output.url} failed: {exc}") from None
 
 
-def _publish(
+def _finish(
     config: SiteConfig,
-    plan: Plan,
     output: Storage,
-    previous: Manifest | None,
-    stage_summary: dict[str, object],
-    now: dt.datetime,
-    work_root: Storage | None,
-    progress: Progress,
-) -> PublishResult:
-    written, token = _read_manifest(output)
-    if written is not None and written.build_id == plan.build_id and written.pending is None:
-        return PublishResult(written, index_switched=False, completed=True)  # a rerun of a finished publish
-    resuming = written is not None and written.pending is not None and written.pending.build_id == plan.build_id
-    if not resuming and token != plan.base_manifest_token:
-        raise _concurrent("manifest.json changed")
-
-    listing = output.list_details()
-    missing = [s.name for s in plan.shards if s.name not in listing]
-    if missing:
-        raise MissingShardError(
-            f"{len(missing)} shard(s) the new index names are missing from {output.url} (e.g. {missing[0]}); "
-            "the live index was left unchanged; rerun the build"
-        )
-    by_key = {s.key: s for s in plan.shards}
-    indexes = [
-        (i.name, index_bytes(config.public_url, [by_key[k] for k in range(i.first_key, i.last_key + 1)]))
-        for i in plan.indexes
-    ]
-    progress.step(f"publish: {len(indexes)} index file(s)")
-    orphans = _orphans(work_root, listing, plan, config) if work_root is not None else set()
-    manifest = _manifest(config, plan, listing, previous, stage_summary, now, indexes, orphans)
-
-    # (2) further index files: new names, so written before anything points at them
-    for name, data in indexes[1:]:
-        if name not in listing:
-            output.write_bytes(name, data)
-    # (3) while the index switches, robots.txt lists the old and the new further index files
-    old_urls = [config.public_url + n for n in (previous.index_files if previous else [])]
-    new_urls = [config.public_url + name for name, _ in indexes]
-    if len(set(old_urls) | set(new_urls)) > 1 and set(old_urls) != set(new_urls):
-        update_robots_file(config, list(dict.fromkeys(new_urls + old_urls)))
-
-    # (4) + (5) the switch
+    manifest: Manifest,
+    token: str | None,
+    new_urls: list[str],
+    new_main: bytes | None,
+) -> None:
+    """After the switch: robots.txt lists the new index files, then the manifest records the build as live."""
     main = config.publish.index_name
-    live = output.read_versioned(main)
-    new_main = indexes[0][1] if indexes else None
-    live_is_ours = live is not None and new_main is not None and live[0] == new_main
-    switched = False
-    if not live_is_ours and (live is not None or new_main is not None):
-        if not resuming and (live[1] if live else None) != plan.base_index_token:
-            raise _concurrent(f"{main} changed")
-        # The record keeps describing the live index (what this build planned from) until the switch is done.
-        record = replace(previous or _empty_manifest(config), pending=manifest)
-        token = _write_manifest(output, record, token)
-        if token is None:
-            raise _concurrent("manifest.json changed")
-        if new_main is None:  # a forced empty build: no index at all (an empty sitemapindex is invalid)
-            ok = plan.base_index_token is None or output.delete_if(main, plan.base_index_token)
-        elif plan.base_index_token is None:
-            ok = output.create_exclusive(main, new_main)
-        else:
-            ok = output.replace_if(main, new_main, plan.base_index_token)
-        if not ok:
-            raise _concurrent(f"{main} changed")
-        switched = True
-    elif not resuming and (live[1] if live else None) != plan.base_index_token:
-        raise _concurrent(f"{main} changed")
-
-    # (6) robots.txt, then (7) the final manifest
     update_robots_file(config, new_urls)
     if _write_manifest(output, manifest, token) is None:
         # Someone wrote manifest.json since: if this build's index is still live, its manifest is the true one.
@@ -200,7 +218,6 @@ def _publish(
         _, token = _read_manifest(output)
         if _write_manifest(output, manifest, token) is None:
             raise _concurrent("manifest.json changed after the switch")
-    return PublishResult(manifest, index_switched=switched)
 
 
 def _empty_manifest(config: SiteConfig) -> Manifest:

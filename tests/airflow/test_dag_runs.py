@@ -11,6 +11,7 @@ from lxml import etree
 
 from sitemap_ops.constants import SITEMAP_NS
 from sitemap_ops.validate import schema
+from tests.helpers import stable_name
 from tests.integration.conftest import Database, S3Server
 
 pytestmark = pytest.mark.service("postgres and s3")
@@ -87,7 +88,7 @@ def test_dag_builds_and_publishes_then_uploads_nothing_when_unchanged(site) -> N
     assert run.state == "success"
     objects = _objects(s3, "live")
     shards = sorted(n for n in objects if n.startswith("sitemap-pages-"))
-    assert shards == ["sitemap-pages-00001.xml.gz", "sitemap-pages-00002.xml.gz", "sitemap-pages-00003.xml.gz"]
+    assert [stable_name(n) for n in shards] == [f"sitemap-pages-0000{i}.xml.gz" for i in (1, 2, 3)]
     index = etree.fromstring(objects["sitemap.xml"])
     assert schema("siteindex.xsd").validate(index)
     locs = set()
@@ -119,7 +120,7 @@ def test_a_render_that_fails_once_is_retried_to_the_same_output(site) -> None:
 
     _site(folder, db, s3, "flaky")
     # refused once (not a transient error, so the storage layer does not retry it): the task fails
-    s3.app.fail("PUT", "flaky/sitemap-pages-00002.xml.gz", times=1, status=403)
+    s3.app.fail("PUT", "flaky/sitemap-pages-00002-*.xml.gz", times=1, status=403)
     run = _run(folder)
     assert run.state == "success"
     tries = {(ti.task_id, ti.map_index): ti.try_number for ti in run.get_task_instances()}
@@ -137,3 +138,56 @@ def test_dry_run_publishes_nothing(site) -> None:
     run = _run(folder, dry_run=True)
     assert run.state == "success"
     assert _objects(s3, "dry") == {}
+
+
+def test_full_rebuild_after_a_publish_writes_new_objects_and_switches(site) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "full")
+    assert _run(folder).state == "success"
+    before = _objects(s3, "full")
+    run = _run(folder, full_rebuild=True)
+    assert run.state == "success"
+    after = _objects(s3, "full")
+    # every shard the old index named is untouched (same bytes) and no longer named; three new ones are
+    old_shards = {n for n in before if n.startswith("sitemap-pages-")}
+    assert all(after[n] == before[n] for n in old_shards)
+    index = etree.fromstring(after["sitemap.xml"])
+    named = {e.text.rsplit("/", 1)[1] for e in index.iterfind("s:sitemap/s:loc", NS)}
+    assert len(named) == 3 and not named & old_shards
+    locs = set()
+    for name in named:
+        locs |= {e.text for e in etree.fromstring(gzip.decompress(after[name])).iterfind("s:url/s:loc", NS)}
+    assert locs == {f"{SITE}/p/{i}" for i in range(100)}
+
+
+def test_a_build_overtaken_by_another_publish_fails_at_once_without_retries(site) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "race")
+    assert _run(folder).state == "success"
+    from sitemap_ops import orchestrate
+
+    real_publish = orchestrate.step_publish
+
+    def publish_after_a_cli_build(config, build_id, stage, now):
+        # another build (the CLI, say) publishes between this run's plan and its publish step
+        db.execute(f"INSERT INTO {db.table('pages')} VALUES ('{SITE}/p/new', now())")
+        from sitemap_ops.build import run_build
+
+        run_build(config, now=now)
+        return real_publish(config, build_id, stage, now)
+
+    orchestrate.step_publish = publish_after_a_cli_build
+    try:
+        run = _run(folder)
+    finally:
+        orchestrate.step_publish = real_publish
+    assert run.state == "failed"
+    publish = [ti for ti in run.get_task_instances() if ti.task_id == "publish"]
+    assert publish[0].state == "failed" and publish[0].try_number == 1  # not retried: it cannot succeed
+    index = etree.fromstring(_objects(s3, "race")["sitemap.xml"])
+    named = [e.text.rsplit("/", 1)[1] for e in index.iterfind("s:sitemap/s:loc", NS)]
+    locs = set()
+    objects = _objects(s3, "race")
+    for name in named:
+        locs |= {e.text for e in etree.fromstring(gzip.decompress(objects[name])).iterfind("s:url/s:loc", NS)}
+    assert locs == {f"{SITE}/p/{i}" for i in range(100)} | {f"{SITE}/p/new"}  # the other build's site is live

@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -127,18 +128,20 @@ class RecordingApp:
         self.lock = threading.Lock()
 
     def fail(self, method: str, suffix: str, times: int | None = None, status: int = 503) -> None:
+        """Answer requests whose path ends with `suffix` (a glob pattern) with `status`, `times` times."""
         with self.lock:
             self.faults.append({"method": method, "suffix": suffix, "times": times, "status": status})
 
     def puts(self, suffix: str = "") -> list[str]:
-        return [path for method, path in self.requests if method == "PUT" and path.endswith(suffix)]
+        """Paths of the PUT requests that end with `suffix` (a glob pattern: * matches a content digest)."""
+        return [path for method, path in self.requests if method == "PUT" and fnmatch(path, "*" + suffix)]
 
     def __call__(self, environ: dict, start_response: Any) -> Any:
         method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
         with self.lock:
             self.requests.append((method, path))
             for fault in self.faults:
-                if fault["method"] == method and path.endswith(fault["suffix"]) and fault["times"] != 0:
+                if fault["method"] == method and fnmatch(path, "*" + fault["suffix"]) and fault["times"] != 0:
                     if fault["times"] is not None:
                         fault["times"] -= 1
                     status = fault["status"]

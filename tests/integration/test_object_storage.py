@@ -94,14 +94,18 @@ def test_full_build_metadata_incremental_rebuild_and_retire(tmp_path: Path, stor
     first = _build(tmp_path, store, _rows(250))
     assert first.shards_written == 3
     objects = _objects(store)
-    assert {"sitemap.xml", "robots.txt", "manifest.json", "sitemap-pages-00003.xml.gz"} <= set(objects)
+    shards = [s.name for s in first.plan.shards]
+    # the served folder holds the sitemaps, robots.txt and the manifest: no per-build files
+    assert set(objects) == {"sitemap.xml", "robots.txt", "manifest.json", *shards}
     assert LEASE_NAME not in objects, "the lease is released after the build"
     for name, meta in objects.items():
         ending = next(e for e in EXPECTED_TYPES if name.endswith(e))
-        expected = EXPECTED_TYPES[ending]
-        if not hasattr(store, "client"):  # the GCS emulator drops media-type parameters (; charset=utf-8)
-            expected = expected.split(";")[0]
-        assert meta["content_type"] == expected, name
+        expected = {EXPECTED_TYPES[ending]}
+        if not hasattr(store, "client"):
+            # the GCS emulator drops media-type parameters (; charset=utf-8) of gcsfs's uploads, not of the
+            # conditional multipart uploads (robots.txt, the index, the manifest)
+            expected.add(EXPECTED_TYPES[ending].split(";")[0])
+        assert meta["content_type"] in expected, name
         assert meta["cache_control"] == CACHE, name
     assert validate(store.url("site/robots.txt"), now=NOW).problems == []
 
@@ -110,37 +114,44 @@ def test_full_build_metadata_incremental_rebuild_and_retire(tmp_path: Path, stor
     second = _build(tmp_path, store, now=NOW + dt.timedelta(hours=1))
     assert second.shards_written == 0
     after = _objects(store)
-    for name in ("sitemap-pages-00001.xml.gz", "sitemap-pages-00003.xml.gz", "sitemap.xml", "robots.txt"):
+    for name in (*shards, "sitemap.xml", "robots.txt"):
         assert after[name]["version"] == before[name]["version"], name
 
     # shrinking by 40% (forced past the breaker) leaves shard 3 unreferenced; it is retired after 7 days
-    _build(tmp_path, store, _rows(150), now=NOW + dt.timedelta(hours=2), force=True)
-    assert "sitemap-pages-00003.xml.gz" in _objects(store), "kept during the grace period"
+    shrunk = _build(tmp_path, store, _rows(150), now=NOW + dt.timedelta(hours=2), force=True)
+    assert shrunk.plan.shards[0].name == shards[0], "shard 1 did not change: same object"
+    assert shards[2] in _objects(store), "kept during the grace period"
     third = _build(tmp_path, store, now=NOW + dt.timedelta(days=8))
-    assert "sitemap-pages-00003.xml.gz" in third.retired
+    assert shards[1] in third.retired and shards[2] in third.retired
     remaining = set(_objects(store))
-    assert "sitemap-pages-00003.xml.gz" not in remaining
-    assert "sitemap-pages-00002.xml.gz" in remaining
+    assert shards[2] not in remaining
+    assert set(remaining) == {"sitemap.xml", "robots.txt", "manifest.json"} | {s.name for s in shrunk.plan.shards}
     assert validate(store.url("site/robots.txt"), now=NOW + dt.timedelta(days=8)).urls == 150
 
 
 def test_s3_put_count_and_transient_errors_are_retried(tmp_path: Path, s3) -> None:
-    s3.app.fail("PUT", "/site/sitemap-pages-00002.xml.gz", times=2, status=503)
+    s3.app.fail("PUT", "/site/sitemap-pages-00002-*.xml.gz", times=2, status=503)
     summary = _build(tmp_path, s3, _rows(250))
     assert summary.shards_written == 3
-    assert len(s3.app.puts("/site/sitemap-pages-00002.xml.gz")) == 3  # two 503s, then success
+    assert len(s3.app.puts("/site/sitemap-pages-00002-*.xml.gz")) == 3  # two 503s, then success
     s3.app.requests.clear()
     _build(tmp_path, s3, now=NOW + dt.timedelta(hours=1))
     assert [p for p in s3.app.puts() if ".xml" in p] == [], "an unchanged rebuild uploads no sitemap file"
     s3.app.requests.clear()
-    _build(tmp_path, s3, _rows(260), now=NOW + dt.timedelta(hours=2))
-    assert sorted(p.rsplit("/", 1)[1] for p in s3.app.puts(".xml.gz")) == ["sitemap-pages-00003.xml.gz"]
+    grown = _build(tmp_path, s3, _rows(260), now=NOW + dt.timedelta(hours=2))
+    third = grown.plan.shards[2].name
+    assert third.startswith("sitemap-pages-00003-")
+    # one new shard object, then the index switch: nothing the old index named was written
+    assert [p.rsplit("/", 1)[1] for p in s3.app.puts(".xml.gz")] == [third]
+    assert [p.rsplit("/", 1)[1] for p in s3.app.puts(".xml")] == ["sitemap.xml"]
 
 
 @pytest.mark.parametrize(
-    "failing", ["sitemap-pages-00004.xml.gz", "sitemap.xml", "robots.txt"], ids=["4th shard", "index", "robots"]
+    ("failing", "switched"),
+    [("sitemap-pages-00004-*.xml.gz", False), ("sitemap.xml", False), ("manifest.json", False), ("robots.txt", True)],
+    ids=["4th shard", "index", "manifest", "robots"],
 )
-def test_upload_failure_at_each_step_keeps_the_live_site_whole(tmp_path: Path, s3, failing: str) -> None:
+def test_upload_failure_at_each_step_keeps_the_live_site_whole(tmp_path: Path, s3, failing: str, switched) -> None:
     _build(tmp_path, s3, _rows(250))
     s3.client.delete_object(Bucket=s3.bucket, Key="site/robots.txt")  # so the next build must write it
     s3.app.fail("PUT", f"/site/{failing}", times=None, status=500)  # fails every time
@@ -148,6 +159,7 @@ def test_upload_failure_at_each_step_keeps_the_live_site_whole(tmp_path: Path, s
         _build(tmp_path, s3, _rows(600), now=NOW + dt.timedelta(hours=1), storage=s3.storage(retries=1))
     report = validate(s3.url("site/sitemap.xml"), now=NOW + dt.timedelta(hours=2))
     assert report.problems == [], "the live index names only objects that exist"
+    assert report.urls == (600 if switched else 250), "exactly one build is live"
     s3.app.faults.clear()
     summary = _build(tmp_path, s3, now=NOW + dt.timedelta(hours=3))
     assert summary.plan.total_urls == 600
@@ -256,7 +268,10 @@ def test_round_trip_over_http_straight_from_the_s3_endpoint(tmp_path: Path, s3) 
     assert urls == {r["loc"] for r in _rows(250)}
     robots = s3.client.get_object(Bucket=s3.bucket, Key="site/robots.txt")["Body"].read().decode()
     assert f"Sitemap: {public}sitemap.xml" in robots
-    shard = s3.client.get_object(Bucket=s3.bucket, Key="site/sitemap-pages-00001.xml.gz")["Body"].read()
+    (name,) = [
+        o["Key"] for o in s3.client.list_objects_v2(Bucket=s3.bucket, Prefix="site/sitemap-pages-00001-")["Contents"]
+    ]
+    shard = s3.client.get_object(Bucket=s3.bucket, Key=name)["Body"].read()
     assert gzip.decompress(shard).startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
 
 

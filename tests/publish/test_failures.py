@@ -156,3 +156,13 @@ def test_an_index_someone_else_wrote_is_never_overwritten(tmp_path: Path) -> Non
 def test_no_temporary_files_are_left_behind(tmp_path: Path) -> None:
     _, out = build(tmp_path, _rows(250), shards={"max_urls": 100})
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_validate_reports_a_live_shard_that_differs_from_its_manifest_entry(tmp_path: Path) -> None:
+    first, out = build(tmp_path, _rows(250), shards={"max_urls": 100})
+    assert validate(str(out / "robots.txt"), now=LATER).problems == []
+    edited = out / first.plan.shards[1].name
+    edited.write_bytes(edited.read_bytes())  # same bytes, but a new object: not the one published
+    problems = [str(p) for p in validate(str(out / "sitemap.xml"), now=LATER).problems]
+    assert problems == [f"{edited}: differs from its manifest entry (replaced or changed after it was published); "
+                        "the next build writes it again"]  # fmt: skip

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from sitemap_ops.host import machine_id
 from sitemap_ops.publish.exceptions import LeaseHeldError, LeaseLostError
-from sitemap_ops.publish.lease import LEASE_NAME, PublishLease, machine_id
+from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
 from sitemap_ops.storage import Storage
 
 
@@ -76,7 +79,11 @@ def test_a_lease_of_a_dead_process_on_this_machine_is_taken_over_at_once(tmp_pat
         LEASE_NAME,
         json.dumps(
             {
-                "build_id": "killed", "host": socket.gethostname(), "pid": pid, "acquired_at": 0, "expires_at": 9e12,
+                "build_id": "killed",
+                "host": socket.gethostname(),
+                "pid": pid,
+                "acquired_at": 0,
+                "expires_at": 9e12,
                 "machine": machine_id(),
             }
         ).encode(),
@@ -88,3 +95,75 @@ def test_a_lease_of_a_dead_process_on_this_machine_is_taken_over_at_once(tmp_pat
 def test_the_same_build_can_take_its_own_lease_again(storage: Storage) -> None:
     PublishLease(storage, "retried-task", seconds=60).acquire()
     PublishLease(storage, "retried-task", seconds=60).acquire()
+
+
+def test_a_holder_in_another_pid_namespace_or_host_is_never_judged_by_pid(tmp_path: Path) -> None:
+    storage = Storage.open(str(tmp_path / "out"))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host, boot, _ = machine_id().split("/")
+    # same host name (containers with host networking), a PID that is free here, another PID namespace
+    for machine in (f"{host}/{boot}/pid:[1]", f"{host}/other-boot/{machine_id().split('/')[2]}", "", "elsewhere/?/?"):
+        storage.delete(LEASE_NAME)
+        storage.create_exclusive(
+            LEASE_NAME,
+            json.dumps(
+                {
+                    "build_id": "alive-elsewhere", "host": socket.gethostname(), "pid": int(dead.stdout),
+                    "acquired_at": 0, "expires_at": 9e12, "machine": machine,
+                }
+            ).encode(),
+        )  # fmt: skip
+        with pytest.raises(LeaseHeldError, match="alive-elsewhere"):
+            PublishLease(storage, "second", seconds=60).acquire()
+
+
+def test_a_reused_pid_does_not_keep_a_dead_holders_lease(tmp_path: Path) -> None:
+    storage = Storage.open(str(tmp_path / "out"))
+    # our own PID, but a process start time that is not ours: the holder died and the PID was reused
+    storage.create_exclusive(
+        LEASE_NAME,
+        json.dumps(
+            {
+                "build_id": "crashed", "host": socket.gethostname(), "pid": os.getpid(), "acquired_at": 0,
+                "expires_at": 9e12, "machine": machine_id(), "started": "1",
+            }
+        ).encode(),
+    )  # fmt: skip
+    PublishLease(storage, "next", seconds=60).acquire()
+    assert json.loads(storage.read_bytes(LEASE_NAME))["build_id"] == "next"
+
+
+def test_the_heartbeat_keeps_a_long_build_s_lease_and_notices_a_takeover(storage: Storage) -> None:
+    lease = PublishLease(storage, "long-build", seconds=0.6)
+    with lease.held(interval=0.05):
+        deadline = time.monotonic() + 30
+        while lease.renewals < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lease.renewals >= 3, "the heartbeat renewed the lease"
+        # the lease is still held long after its first 0.6 s ran out
+        with pytest.raises(LeaseHeldError, match="long-build"):
+            PublishLease(storage, "second", seconds=60).acquire()
+        # someone takes it over (as after an expiry): the heartbeat notices and check() stops the build
+        data, token = storage.read_versioned(LEASE_NAME)
+        storage.replace_if(LEASE_NAME, data.replace(b"long-build", b"intruder"), token)
+        while lease.lost is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(LeaseLostError, match="taken over"):
+            lease.check()
+    assert json.loads(storage.read_bytes(LEASE_NAME))["build_id"] == "intruder", "release leaves others' lease"
+
+
+def test_acquire_gives_up_on_a_lease_that_keeps_changing(tmp_path: Path) -> None:
+    class Churning(Storage):
+        def create_exclusive(self, name: str, data: bytes) -> bool:
+            return False
+
+        def read_versioned(self, name: str):
+            return None  # vanished again, every time
+
+    base = Storage.open(str(tmp_path / "out"))
+    churning = Churning(base.url, base.fs, base.root, base.config)
+    sleeps: list[float] = []
+    with pytest.raises(LeaseHeldError, match="kept changing"):
+        PublishLease(churning, "b", seconds=60, sleep=sleeps.append).acquire()
+    assert len(sleeps) == 50 and all(s > 0 for s in sleeps), "bounded, with a pause between rounds"

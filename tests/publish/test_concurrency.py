@@ -1,0 +1,116 @@
+"""Two builds of one site at once: the live set is exactly one build's inventory, with or without the lease."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+from pathlib import Path
+
+import pytest
+
+from sitemap_ops import orchestrate
+from sitemap_ops.build import run_build
+from sitemap_ops.publish.exceptions import ConcurrentBuildError, LeaseHeldError
+from sitemap_ops.storage import Storage, StorageConfig
+from tests.helpers import NOW, mtimes, site_config, write_inventory
+from tests.publish.faults import read_live
+
+SITE = "https://www.example.com"
+
+
+def _inventory(tmp_path: Path, name: str, locs: list[str]) -> str:
+    path = tmp_path / f"{name}.parquet"
+    write_inventory(path, [{"loc": loc} for loc in locs])
+    return str(path)
+
+
+def _configs(tmp_path: Path, lease: bool = True):
+    a = [f"{SITE}/a/{i:03d}" for i in range(60)] + [f"{SITE}/both/{i:03d}" for i in range(40)]
+    b = [f"{SITE}/b/{i:03d}" for i in range(70)] + [f"{SITE}/both/{i:03d}" for i in range(20, 60)]
+    storage = {"lease": lease}
+    first = site_config(tmp_path, _inventory(tmp_path, "a", a), shards={"max_urls": 10}, storage=storage)
+    second = dataclasses.replace(
+        first, sources=(dataclasses.replace(first.sources[0], path=str(tmp_path / "b.parquet")),)
+    )
+    _inventory(tmp_path, "b", b)
+    return (first, set(a)), (second, set(b))
+
+
+def _steps(config, run_id: str, now: dt.datetime) -> tuple[str, dict]:
+    build_id = orchestrate.build_id_for(run_id, now)
+    stage = orchestrate.step_stage(config, build_id, now)
+    plan = orchestrate.step_plan(config, build_id, now)
+    return build_id, {"stage": stage, "plan": plan}
+
+
+def _live(config) -> set[str]:
+    locs = read_live(Storage.open(config.output), config.public_url)
+    assert len(locs) == len(set(locs))
+    return set(locs)
+
+
+@pytest.mark.parametrize("order", ["a publishes first", "b renders after a publishes"])
+def test_the_build_that_planned_on_a_replaced_index_changes_nothing_live(tmp_path: Path, order: str) -> None:
+    (a, a_locs), (b, b_locs) = _configs(tmp_path)
+    run_build(a, now=NOW)  # something is live
+    later = NOW + dt.timedelta(hours=1)
+    a_id, a_state = _steps(a, "run-a", later)
+    b_id, b_state = _steps(b, "run-b", later)
+    for group in a_state["plan"]["groups"]:
+        orchestrate.step_render(a, a_id, group)
+    if order == "a publishes first":
+        for group in b_state["plan"]["groups"]:
+            orchestrate.step_render(b, b_id, group)
+    orchestrate.step_publish(a, a_id, a_state["stage"], later)
+    live_files = mtimes(Path(a.output))
+    if order != "a publishes first":
+        for group in b_state["plan"]["groups"]:
+            orchestrate.step_render(b, b_id, group)  # writes only objects no live index names
+        assert {n: t for n, t in mtimes(Path(a.output)).items() if n in live_files} == live_files
+    with pytest.raises(ConcurrentBuildError, match="another build published this site"):
+        orchestrate.step_publish(b, b_id, b_state["stage"], later)
+    assert _live(a) == a_locs
+    # a retried publish of the build that won finds its work done; a new build of b publishes normally
+    assert orchestrate.step_publish(a, a_id, a_state["stage"], later)["urls"] == len(a_locs)
+    run_build(b, now=later + dt.timedelta(hours=1))
+    assert _live(b) == b_locs
+
+
+@pytest.mark.parametrize("lease", [True, False], ids=["lease", "no lease"])
+def test_racing_builds_leave_exactly_one_inventory_live(tmp_path: Path, lease: bool) -> None:
+    (a, a_locs), (b, b_locs) = _configs(tmp_path, lease=lease)
+    for round_ in range(6):
+        barrier = threading.Barrier(2)
+        results: dict[str, str] = {}
+
+        def one(name: str, config, when: dt.datetime) -> None:
+            barrier.wait()
+            try:
+                run_build(config, now=when, force=True)
+                results[name] = "published"
+            except (ConcurrentBuildError, LeaseHeldError) as exc:
+                results[name] = type(exc).__name__
+
+        when = NOW + dt.timedelta(hours=round_)
+        threads = [threading.Thread(target=one, args=(n, c, when)) for n, c in (("a", a), ("b", b))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert "published" in results.values(), results
+        live = _live(a)
+        assert live in (a_locs, b_locs), f"round {round_}: a mix of both builds is live ({results})"
+        winners = [n for n, r in results.items() if r == "published"]
+        if len(winners) == 1:
+            assert live == {"a": a_locs, "b": b_locs}[winners[0]]
+
+
+def test_conditional_writes_refuse_a_stale_version_on_a_local_disk(tmp_path: Path) -> None:
+    storage = Storage.open(str(tmp_path / "out"), StorageConfig())
+    assert storage.create_exclusive("sitemap.xml", b"one")
+    assert not storage.create_exclusive("sitemap.xml", b"two")
+    data, token = storage.read_versioned("sitemap.xml")
+    assert storage.replace_if("sitemap.xml", b"two", token)
+    assert not storage.replace_if("sitemap.xml", b"three", token), "the version read before is stale now"
+    assert storage.read_bytes("sitemap.xml") == b"two"
