@@ -212,7 +212,12 @@ class Storage:
         payload = data if isinstance(data, bytes | bytearray | memoryview) else b"".join(data)
         _fault_hook("before", f"writing {path}")
         if not self.is_local:
-            self._retry(lambda: self.fs.pipe_file(path, payload, **self._metadata(name)), f"writing {path}")
+            try:
+                self._retry(lambda: self.fs.pipe_file(path, payload, **self._metadata(name)), f"writing {path}")
+            except FileNotFoundError:
+                raise StorageError(f"cannot write {path}: {self.url} does not exist (no such bucket?)") from None
+            except (OSError, ValueError) as exc:  # refused (403), or a request the store rejects: not retried
+                raise StorageError(f"cannot write {path}: {type(exc).__name__}: {exc}") from None
         else:
             try:
                 tmp = self._local_temporary(path, payload)
@@ -515,7 +520,9 @@ class Storage:
         except (OSError, StorageError) as exc:
             if _is_precondition_failure(exc) or _is_precondition_failure(exc.__cause__):
                 return False
-            raise
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(f"cannot write {path} conditionally: {type(exc).__name__}: {exc}") from None
         return True
 
 

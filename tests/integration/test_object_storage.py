@@ -290,3 +290,28 @@ def test_validate_and_inspect_on_s3_from_the_command_line(tmp_path: Path, s3) ->
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert "120 URLs in 2 shard(s)" in inspected.stdout, inspected.stderr
+
+
+def test_a_missing_bucket_stops_the_build_with_one_line_and_no_retry_loop(tmp_path: Path, s3) -> None:
+    write_inventory(tmp_path / "inventory.parquet", _rows(20))
+    config = load_config(
+        None,
+        {
+            "base_url": SITE,
+            "output": "s3://no-such-bucket-here/site",
+            "work_dir": str(tmp_path / "work"),
+            "sources": [{"path": str(tmp_path / "inventory.parquet")}],
+            "storage": s3.storage(),
+        },
+    )
+    s3.app.requests.clear()
+    with pytest.raises(SitemapOpsError, match=r"no-such-bucket-here/site does not exist \(no such bucket\?\)"):
+        run_build(config, now=NOW)
+    assert len(s3.app.puts()) <= 2, "the lease's acquire loop stopped at once"
+
+
+def test_a_refused_upload_is_one_storage_error(tmp_path: Path, s3) -> None:
+    s3.app.fail("PUT", "/site/sitemap-pages-00001-*.xml.gz", times=None, status=403)
+    with pytest.raises(SitemapOpsError, match=r"cannot write .*sitemap-pages-00001-.*PermissionError"):
+        _build(tmp_path, s3, _rows(20))
+    assert "Contents" not in s3.client.list_objects_v2(Bucket=s3.bucket, Prefix="site/sitemap.xml")
