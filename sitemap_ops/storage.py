@@ -360,20 +360,20 @@ class Storage:
                 raise StorageError(f"cannot read {path}: {_os_reason(exc)}") from None
             return data, _local_version(stat)
         if self.protocol == "memory":
-            data = self.read_bytes(name)
-            return None if data is None else (data, str(hash(data)))
+            content = self.read_bytes(name)
+            return None if content is None else (content, str(hash(content)))
         self.fs.invalidate_cache(path)
         try:
             info = self._retry(lambda: self.fs.info(path), f"reading {path}")
         except FileNotFoundError:
             return None
-        data = self.read_bytes(name)
-        if data is None:
+        remote = self.read_bytes(name)
+        if remote is None:
             return None
         token = _remote_version(info)
         if not token:
             raise StorageError(f"{self.url} does not report object versions; conditional writes are not possible")
-        return data, token
+        return remote, token
 
     def create_exclusive(self, name: str, data: bytes) -> bool:
         """Create `name` only if it does not exist; False if it does (atomic on every supported store).
