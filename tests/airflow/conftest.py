@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -11,6 +13,7 @@ import pytest
 from tests.integration.conftest import postgres, s3  # noqa: F401 (fixtures shared with the integration tests)
 
 AIRFLOW_HOME = tempfile.mkdtemp(prefix="sitemap-ops-airflow-home-")
+atexit.register(shutil.rmtree, AIRFLOW_HOME, ignore_errors=True)  # the test run leaves nothing in /tmp
 os.environ["AIRFLOW_HOME"] = AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = os.path.join(os.path.dirname(__file__), "..", "..", "dags")
