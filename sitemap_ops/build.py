@@ -9,6 +9,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import duckdb
@@ -31,6 +32,8 @@ from sitemap_ops.storage import Storage, open_file
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
 KEEP_WORK_DIRS = 10
+# DuckDB spills into folders of this prefix inside the build's work folder (see spill_folder).
+SPILL_PREFIX = "duckdb-spill-"
 # The live state a build read (plan writes it; a separate publish step reads it back).
 LIVE_MANIFEST_NAME = "live-manifest.json"
 # Every file a build writes into its work folder: pruning deletes these and nothing else.
@@ -74,8 +77,27 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
         for name in WORK_FILES:
             folder.delete(name)
         if folder.is_local:
+            for spill in folder.list_dirs():
+                if spill.startswith(SPILL_PREFIX):  # left by a killed build
+                    shutil.rmtree(folder.path(spill), ignore_errors=True)
             with contextlib.suppress(OSError):  # not empty: something else lives there, and stays
                 os.rmdir(folder.root)
+
+
+@contextlib.contextmanager
+def spill_folder(work: Storage) -> Iterator[str]:
+    """DuckDB's spill folder for a build: inside its work folder when that is local (so pruning also removes
+    what a killed build left), else a system temporary folder; removed when the build ends, however it ends."""
+    # one folder per session: mapped render tasks of one build may run at once
+    if work.is_local:
+        work.makedirs()
+        path = tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=work.root)
+    else:
+        path = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def open_duckdb(config: SiteConfig, spill: str) -> duckdb.DuckDBPyConnection:
@@ -218,67 +240,66 @@ def _run(
     progress: Progress,
 ) -> BuildSummary:
     timings: dict[str, float] = {}
-    spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
     # Stages hand over files, so each gets a fresh DuckDB: closing the stage's connection returns its
     # memory before plan builds its arrays (this keeps the peak RSS near the memory limit).
-    con = open_duckdb(config, spill)
-    try:
-        live = load_live_state(config, output, work)
-        t = time.monotonic()
-        stage = run_stage(config, con, work, now, progress)
-        timings["stage"] = time.monotonic() - t
-        con.close()
+    with spill_folder(work) as spill:
         con = open_duckdb(config, spill)
-        if lease:
-            lease.check()
-        t = time.monotonic()
-        plan = run_plan(
-            config,
-            con,
-            build_id=build_id,
-            created_at=now.isoformat(),
-            staged_path=stage.staged_path,
-            work=work,
-            output=output,
-            live=live,
-            full_rebuild=full_rebuild,
-            force=force,
-            progress=progress,
-        )
-        timings["plan"] = time.monotonic() - t
-        summary = BuildSummary(build_id, dry_run, stage, plan, work_dir=work.url, timings=timings)
-        if dry_run:
-            return summary
-        if lease:
-            lease.check()
+        try:
+            live = load_live_state(config, output, work)
+            t = time.monotonic()
+            stage = run_stage(config, con, work, now, progress)
+            timings["stage"] = time.monotonic() - t
+            con.close()
+            con = open_duckdb(config, spill)
+            if lease:
+                lease.check()
+            t = time.monotonic()
+            plan = run_plan(
+                config,
+                con,
+                build_id=build_id,
+                created_at=now.isoformat(),
+                staged_path=stage.staged_path,
+                work=work,
+                output=output,
+                live=live,
+                full_rebuild=full_rebuild,
+                force=force,
+                progress=progress,
+            )
+            timings["plan"] = time.monotonic() - t
+            summary = BuildSummary(build_id, dry_run, stage, plan, work_dir=work.url, timings=timings)
+            if dry_run:
+                return summary
+            if lease:
+                lease.check()
 
-        t = time.monotonic()
-        todo = [s for s in plan.shards if s.render]
-        progress.step(
-            f"render: {len(todo):,} shard(s) to write ({CODEC} gzip), {len(plan.shards) - len(todo):,} unchanged"
-        )
-        rendered = render_shards(
-            con, plan, config.render, output, threads=config.storage.max_concurrency, progress=progress
-        )
-        timings["render"] = time.monotonic() - t
-        if lease:
-            lease.check()
-        t = time.monotonic()
-        published = run_publish(
-            config,
-            plan,
-            output,
-            previous=live.manifest,
-            stage_summary=stage.to_dict(),
-            now=now,
-            work_root=work_root(config),
-            progress=progress,
-        )
-        retired = run_retire(config, output, now)
-        timings["publish"] = time.monotonic() - t
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+            t = time.monotonic()
+            todo = [s for s in plan.shards if s.render]
+            progress.step(
+                f"render: {len(todo):,} shard(s) to write ({CODEC} gzip), {len(plan.shards) - len(todo):,} unchanged"
+            )
+            rendered = render_shards(
+                con, plan, config.render, output, threads=config.storage.max_concurrency, progress=progress
+            )
+            timings["render"] = time.monotonic() - t
+            if lease:
+                lease.check()
+            t = time.monotonic()
+            published = run_publish(
+                config,
+                plan,
+                output,
+                previous=live.manifest,
+                stage_summary=stage.to_dict(),
+                now=now,
+                work_root=work_root(config),
+                progress=progress,
+            )
+            retired = run_retire(config, output, now)
+            timings["publish"] = time.monotonic() - t
+        finally:
+            con.close()
     summary.shards_written = len(rendered)
     summary.compressed_bytes = sum(r.compressed_bytes or 0 for r in rendered)
     summary.index_switched = published.index_switched

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from sitemap_ops import __version__
-from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.errors import SitemapOpsError, first_line
 
 log = logging.getLogger("sitemap_ops")
 
@@ -208,12 +210,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sitemap-ops {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        return _interrupted(args.command)
+    except BrokenPipeError:
+        # the reader of our output went away (`| head`): stop quietly, and let Python's exit flush nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # a failure no layer named: still one line, never a traceback (-v shows it)
+        if "interrupted" in str(exc).lower():  # DuckDB turns Ctrl-C inside a query into its own error
+            return _interrupted(args.command)
+        log.debug("unexpected failure", exc_info=True)
+        text = _SECRET_IN_URL.sub(r"\1***@", first_line(exc))[:300]
         print(
-            f"sitemap-ops {args.command}: interrupted; the live index still names only complete files; "
-            "rerun the build to finish",
+            f"sitemap-ops {args.command}: error: {type(exc).__name__}: {text} (unexpected; rerun with -v for details)",
             file=sys.stderr,
         )
-        return 130
+        return 2
+
+
+# user:password@ in any URL a message repeats (a last resort: each layer redacts its own messages)
+_SECRET_IN_URL = re.compile(r"(://[^:/@\s]*:)[^@\s]+@")
+
+
+def _interrupted(command: str) -> int:
+    print(
+        f"sitemap-ops {command}: interrupted; the live sitemaps are unchanged or completely switched; "
+        "rerun the build to finish",
+        file=sys.stderr,
+    )
+    return 130
 
 
 if __name__ == "__main__":

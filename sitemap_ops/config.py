@@ -62,12 +62,24 @@ class Origin:
         return other + sep + port
 
 
+# What DuckDB's memory_limit accepts: a number and a unit (KB, MB, GB, TB in 1000s; KiB ... TiB in 1024s).
+_MEMORY_LIMIT = re.compile(r"\d+(\.\d+)?\s*([kmgt]i?b|b|bytes)", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class DuckDBConfig:
     """Resources for the DuckDB session that does the set-based work."""
 
     threads: int = 0  # 0: all cores
-    memory_limit: str = "2GB"  # DuckDB spills to a local temporary folder beyond this
+    memory_limit: str = "2GB"  # DuckDB spills to the build's work folder beyond this
+
+    def __post_init__(self) -> None:
+        if self.threads < 0:
+            raise ConfigError(f"duckdb.threads must be 0 (all cores) or more, not {self.threads}")
+        if not _MEMORY_LIMIT.fullmatch(self.memory_limit.strip()):
+            raise ConfigError(
+                f"duckdb.memory_limit {self.memory_limit[:40]!r} is not a size such as 2GB, 512MB or 1.5GiB"
+            )
 
 
 @dataclass(frozen=True)
@@ -209,6 +221,10 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"config file {path} does not exist") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path}: {exc}") from None
         # Relative paths in a config file are relative to the file, not to the current directory.

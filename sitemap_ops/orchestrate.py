@@ -14,15 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 
 import duckdb
 
-from sitemap_ops.build import LIVE_MANIFEST_NAME, finish_work, open_duckdb, open_work, work_root
+from sitemap_ops.build import LIVE_MANIFEST_NAME, finish_work, open_duckdb, open_work, spill_folder, work_root
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.plan.manifest import Manifest
@@ -50,20 +48,19 @@ def _storages(config: SiteConfig, build_id: str) -> tuple[Storage, Storage]:
 
 
 @contextmanager
-def _connection(config: SiteConfig) -> Iterator[duckdb.DuckDBPyConnection]:
-    spill = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
-    con = open_duckdb(config, spill)
-    try:
-        yield con
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+def _connection(config: SiteConfig, work: Storage) -> Iterator[duckdb.DuckDBPyConnection]:
+    with spill_folder(work) as spill:
+        con = open_duckdb(config, spill)
+        try:
+            yield con
+        finally:
+            con.close()
 
 
 def step_stage(config: SiteConfig, build_id: str, now: dt.datetime) -> dict[str, object]:
     """Stage the inventory into the build's work folder; returns the stage counts."""
     work = open_work(config, build_id)
-    with _connection(config) as con:
+    with _connection(config, work) as con:
         return run_stage(config, con, work, now).to_dict()
 
 
@@ -83,7 +80,7 @@ def step_plan(
         work.write_bytes(LIVE_MANIFEST_NAME, live.manifest.to_json())
     else:
         work.delete(LIVE_MANIFEST_NAME)
-    with _connection(config) as con:
+    with _connection(config, work) as con:
         plan = run_plan(
             config,
             con,
@@ -125,14 +122,14 @@ def load_plan(config: SiteConfig, build_id: str) -> Plan:
 def step_render(config: SiteConfig, build_id: str, group: list[int]) -> list[dict[str, object]]:
     """Render the shards whose keys are in the inclusive range `group`; returns what was written.
 
-    Every shard it writes has a new, content-named object name (or restores a live file that differs from
-    its record with the same content), so it needs no lease and cannot change what a live index serves.
+    Every shard it writes is an object no live index names (plan chose its name so), so it needs no lease
+    and cannot change what a live index serves.
     """
     plan = load_plan(config, build_id)
     first, last = group
     shards = [s for s in plan.shards if s.render and first <= s.key <= last]
-    _, output = _storages(config, build_id)
-    with _connection(config) as con:
+    work, output = _storages(config, build_id)
+    with _connection(config, work) as con:
         rendered = render_shards(con, plan, config.render, output, shards, threads=config.storage.max_concurrency)
     return [asdict(r) for r in rendered]
 

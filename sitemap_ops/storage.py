@@ -178,7 +178,10 @@ class Storage:
 
     def makedirs(self) -> None:
         if self.is_local:
-            os.makedirs(self.root, exist_ok=True)
+            try:
+                os.makedirs(self.root, exist_ok=True)
+            except OSError as exc:  # a file where the folder should be, no permission, a full disk
+                raise StorageError(f"cannot create the folder {self.root}: {_os_reason(exc)}") from None
 
     def _retry(self, action: Callable[[], T], what: str) -> T:
         return with_retries(action, what, 0 if self.is_local else self.config.retries)

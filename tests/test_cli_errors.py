@@ -1,0 +1,115 @@
+"""Ordinary mistakes through the command line: one line `sitemap-ops <cmd>: error: ...`, exit 2, nothing left
+behind (no lease, no spill folder); Ctrl-C exits 130 with one line; a closed pipe ends quietly."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sitemap_ops.cli import main
+from sitemap_ops.publish.lease import LEASE_NAME
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "site.toml"
+
+
+def _leftovers(root: Path) -> list[str]:
+    """Leases and DuckDB spill folders anywhere below root."""
+    return [str(p) for p in root.rglob("*") if p.name == LEASE_NAME or p.name.startswith("duckdb-spill-")]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--output", "afile"], "cannot create the folder .*afile: File exists"),
+        (["--output", "afile/sub"], "cannot create the folder .*afile/sub: Not a directory"),
+        (["--output", "out", "--work-dir", "afile"], "cannot create the folder .*afile/.*: Not a directory"),
+        (["--output", "out", "--memory-limit", "lots"], r"duckdb.memory_limit 'lots' is not a size"),
+        (["--output", "out", "--memory-limit", "2XB"], r"duckdb.memory_limit '2XB' is not a size"),
+        (["--output", "out", "--threads", "-3"], "duckdb.threads must be 0"),
+        (["--output", "/"], "work_dir .* must be a folder of its own, not the output '/'"),
+    ],
+    ids=[
+        "output is a file",
+        "output under a file",
+        "work dir is a file",
+        "memory lots",
+        "memory 2XB",
+        "threads",
+        "output /",
+    ],
+)
+def test_a_mistake_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("a file, not a folder")
+    assert main(["build", "--config", str(EXAMPLE), "--quiet", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("sitemap-ops build: error: ")
+    assert re.search(message, err[0]), err[0]
+    assert _leftovers(tmp_path) == []
+    assert (tmp_path / "afile").read_text() == "a file, not a folder"
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "site.toml"
+    data = b'base_url = "https://www.example.com"\noutput = "out"\n# caf\xe9\n'
+    config.write_bytes(data)
+    assert main(["build", "--config", str(config)]) == 2
+    byte = data.index(0xE9)
+    assert (
+        capsys.readouterr().err.strip()
+        == f"sitemap-ops build: error: config file {config} is not UTF-8 text (byte {byte})"
+    )
+
+
+def test_ctrl_c_during_stage_exits_130_with_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    rows = 3_000_000  # long enough to be inside DuckDB's stage query when the signal comes
+    pq.write_table(
+        pa.table({"loc": [f"https://www.example.com/p/{i}" for i in range(rows)]}), tmp_path / "inventory.parquet"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sitemap_ops.cli", "build", "--source", str(tmp_path / "inventory.parquet"),
+         "--base-url", "https://www.example.com", "--output", "out"],
+        cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    lines = []
+    for line in process.stderr:  # progress lines: wait until the stage is reading
+        lines.append(line)
+        if line.startswith("stage: reading"):
+            process.send_signal(signal.SIGINT)
+            break
+    rest = process.stderr.read().strip().splitlines()
+    assert process.wait(timeout=120) == 130, lines + rest
+    assert rest[-1].startswith("sitemap-ops build: interrupted"), rest
+    assert not any("Traceback" in line for line in rest)
+    assert _leftovers(tmp_path) == []
+    assert not (tmp_path / "out" / "sitemap.xml").exists()
+
+
+def test_inspect_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    common = [sys.executable, "-m", "sitemap_ops.cli"]
+    built = subprocess.run(
+        [*common, "build", "--config", str(EXAMPLE), "--output", str(out), "--work-dir", str(tmp_path / "w"),
+         "--quiet"], capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    # a reader that takes one line and goes away, while the manifest is far longer than a pipe holds
+    (out / "manifest.json").write_text((out / "manifest.json").read_text() + " " * 1_000_000)
+    shell = subprocess.run(
+        f"{' '.join(common)} inspect --json {out} | head -c 10; exit ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", capture_output=True, text=True,
+    )  # fmt: skip
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stderr == ""
