@@ -60,6 +60,7 @@ REJECT_REASONS = (
     "other_scheme",
     "out_of_scope",
     "too_long",
+    "section_too_long",  # its section value is longer than MAX_SECTION_LENGTH
     "invalid_characters",  # only when normalize.encode_iri is off
 )
 FIELD_DROP_REASONS = (
@@ -149,6 +150,9 @@ DEFAULT_INDEX_NAME = "sitemap.xml"
 # index switches to it. sitemap-<section>-<NNNNN>-<12 hex>.xml.gz; a further index file (past 50,000 shards)
 # is <index stem>-<N>-<12 hex>.xml. Retire deletes nothing that does not match one of these patterns.
 NAME_DIGEST_CHARS = 12
+# A section names files: "sitemap-" + section + "-NNNNN-" + 12 hex + ".xml.gz" must stay within the
+# 255-byte file name limit of common file systems (34 bytes besides the section, shard numbers to 99,999).
+MAX_SECTION_LENGTH = 200
 SHARD_NAME_PATTERN = (
     r"sitemap-(?P<section>[a-z0-9][a-z0-9_-]*)-(?P<shard>\d{5,})-(?P<digest>[0-9a-f]{12})\.(?:xml|txt)(?:\.gz)?"
 )

@@ -204,7 +204,13 @@ judged AS (
 ),
 fields AS (
     SELECT
-        *,
+        -- a section names files (sitemap-<section>-<NNNNN>-<digest>.xml.gz): one too long for a file name
+        -- rejects its row, never the build
+        * REPLACE (
+            coalesce(
+                reason, CASE WHEN length(section_col) > getvariable('max_section_length') THEN 'section_too_long' END
+            ) AS reason
+        ),
         CASE
             WHEN lastmod_value IS NULL AND lastmod_text IS NULL THEN NULL
             WHEN lastmod_ts IS NULL THEN CASE WHEN trim(lastmod_text) = '' THEN NULL ELSE 'lastmod_invalid' END

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sitemap_ops.constants import (
     MAX_BYTES_PER_SITEMAP,
+    MAX_SECTION_LENGTH,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_SITEMAP,
 )
@@ -23,8 +24,11 @@ class SectionRule:
     prefix: str
 
     def __post_init__(self) -> None:
-        if not _SECTION_NAME.match(self.name):
-            raise ConfigError(f"shards.sections: name {self.name!r} must match [a-z0-9][a-z0-9_-]*")
+        if not _SECTION_NAME.match(self.name) or len(self.name) > MAX_SECTION_LENGTH:
+            raise ConfigError(
+                f"shards.sections: name {self.name[:60]!r} must match [a-z0-9][a-z0-9_-]* and have at most "
+                f"{MAX_SECTION_LENGTH} characters"
+            )
         if not self.prefix.startswith("/"):
             raise ConfigError(f"shards.sections: prefix {self.prefix!r} must start with '/'")
 

@@ -9,7 +9,14 @@ import duckdb
 import pyarrow as pa
 
 from sitemap_ops.config import SiteConfig
-from sitemap_ops.constants import CHANGEFREQ_VALUES, DEFAULT_SECTION, MAX_LOC_LENGTH, PRIORITY_MAX, PRIORITY_MIN
+from sitemap_ops.constants import (
+    CHANGEFREQ_VALUES,
+    DEFAULT_SECTION,
+    MAX_LOC_LENGTH,
+    MAX_SECTION_LENGTH,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+)
 from sitemap_ops.duck import connect, quote_literal, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
@@ -71,6 +78,7 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
         "rule_sort_query": rules.sort_query,
         "rule_fragments": rules.drop_fragments,
         "max_loc_length": MAX_LOC_LENGTH,
+        "max_section_length": MAX_SECTION_LENGTH,
         "priority_min": PRIORITY_MIN,
         "priority_max": PRIORITY_MAX,
         "changefreq_values": list(CHANGEFREQ_VALUES),

@@ -162,3 +162,19 @@ def test_every_reason_the_sql_gives_is_a_documented_one(hostile) -> None:
     assert set(summary.stage.rejected) <= set(REJECT_REASONS)
     assert set(summary.stage.fields_dropped) <= set(FIELD_DROP_REASONS)
     assert {r["reason"] for r in rejects} <= set(REJECT_REASONS) | set(FIELD_DROP_REASONS)
+
+
+def test_a_section_too_long_for_a_file_name_rejects_its_row_not_the_build(tmp_path: Path) -> None:
+    rows = [
+        {"loc": f"{SITE}/a", "section": "s" * 300},
+        {"loc": f"{SITE}/b", "section": "x" * 10_000_000},  # 10 MB: no error message may carry it
+        {"loc": f"{SITE}/c", "section": "s" * 200},  # the longest a section may be
+        {"loc": f"{SITE}/d", "section": None},
+    ]
+    summary, out = build(tmp_path, rows)
+    assert summary.stage.rejected == {"section_too_long": 2}
+    assert set(published(out)) == {f"{SITE}/c", f"{SITE}/d"}
+    with open(summary.stage.rejects_path, newline="") as fh:
+        rejects = list(csv.DictReader(fh))
+    assert sorted(r["loc"] for r in rejects) == [f"{SITE}/a", f"{SITE}/b"]
+    assert {r["reason"] for r in rejects} == {"section_too_long"}
