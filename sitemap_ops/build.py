@@ -181,6 +181,8 @@ class BuildSummary:
                 f"  repaired:           {len(pl.repaired):,} live shard(s) differed from the manifest, written again"
             )
         out += [f"  note:               {note}" for note in pl.state_notes]
+        if pl.breaker:
+            out.append(f"  warning:            the circuit breaker would stop this build: {pl.breaker}")
         if self.retired:
             out.append(f"  retired:            {len(self.retired)} file(s)")
         if self.refused:
@@ -265,6 +267,7 @@ def _run(
                 live=live,
                 full_rebuild=full_rebuild,
                 force=force,
+                preview=dry_run,
                 progress=progress,
             )
             timings["plan"] = time.monotonic() - t

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
@@ -163,9 +162,17 @@ def _inspect(args: argparse.Namespace) -> int:
         sections.setdefault(shard.section, []).append(shard.urls)
     for section, counts in sorted(sections.items()):
         print(f"  section {section}: {sum(counts):,} URLs in {len(counts)} shard(s)")
-    rejected = manifest.stage.get("rejected") or {}
-    if rejected:
-        print(f"  rejected in that build: {json.dumps(rejected)}")
+    for title, counts in (
+        ("URLs rejected", manifest.stage.get("rejected") or {}),
+        ("fields dropped", manifest.stage.get("fields_dropped") or {}),
+    ):
+        if counts:
+            print(f"  {title} in that build: {sum(counts.values()):,}")
+            width = max(len(reason) for reason in counts)
+            for reason, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+                print(f"    {reason:<{width}}  {count:>12,}")
+    if manifest.stage.get("rejects_path"):
+        print(f"  rejects file: {manifest.stage['rejects_path']}")
     if manifest.unreferenced:
         print(f"  {len(manifest.unreferenced)} unreferenced file(s) awaiting retirement")
     if manifest.pending is not None:

@@ -1,6 +1,8 @@
 -- Stage 1c: the rejects file. One row per rejected URL (field NULL) and one per dropped optional field,
 -- with the original value and the reason; then every dropped extension value (`ext_rejects`, reason
--- <field>_<issue>, e.g. image_host_not_allowed). Reads the temp tables `normalized` and `ext_rejects`.
+-- <field>_<issue>, e.g. image_host_not_allowed). Reads the temp tables `normalized` and `ext_rejects`, and the
+-- variable `source_labels` (the sources' redacted labels, in config order: `source` is an index into it).
+SELECT getvariable('source_labels')[source + 1] AS source, loc, reason, field, value FROM (
 SELECT source, raw_loc AS loc, reason, NULL AS field, NULL AS value
 FROM normalized WHERE reason IS NOT NULL
 UNION ALL
@@ -15,3 +17,4 @@ FROM normalized WHERE reason IS NULL AND changefreq_issue IS NOT NULL
 UNION ALL
 SELECT source, loc, field || '_' || issue, field, value
 FROM ext_rejects
+)

@@ -125,3 +125,29 @@ def test_validate_reports_problems_with_exit_code_1(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[-1] == "2 problem(s): 1 file(s), 1 URL(s) checked"  # the schema's and ours
     missing = run("validate", str(tmp_path / "nope.xml"), cwd=tmp_path)
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_plan_previews_a_build_the_circuit_breaker_would_stop(tmp_path: Path) -> None:
+    assert run("build", "--config", str(EXAMPLE), "--output", "public", cwd=tmp_path).returncode == 0
+    (tmp_path / "few.csv").write_text("loc\n" + "".join(f"https://www.example.com/p/{i}\n" for i in range(10)))
+    preview = run("plan", "--config", str(EXAMPLE), "--output", "public", "--source", "few.csv", cwd=tmp_path)
+    assert preview.returncode == 0, preview.stderr
+    assert "URLs planned:       10 in" in preview.stdout
+    assert "warning:            the circuit breaker would stop this build: the build would publish 10 URLs, 2%" in (
+        preview.stdout
+    )
+    # the real build stops there
+    stopped = run("build", "--config", str(EXAMPLE), "--output", "public", "--source", "few.csv", cwd=tmp_path)
+    assert stopped.returncode == 2 and "circuit breaker" not in stopped.stdout
+    assert (
+        stopped.stderr.strip().splitlines()[-1].startswith("sitemap-ops build: error: the build would publish 10 URLs")
+    )
+
+
+def test_inspect_shows_rejects_by_reason_and_where_the_rejects_file_is(tmp_path: Path) -> None:
+    assert run("build", "--config", str(EXAMPLE), "--output", "public", cwd=tmp_path).returncode == 0
+    shown = run("inspect", "public", cwd=tmp_path).stdout.splitlines()
+    assert "  URLs rejected in that build: 3" in shown
+    assert any(line.split() == ["not_absolute", "1"] for line in shown)
+    (rejects,) = [line.split(": ", 1)[1] for line in shown if line.startswith("  rejects file: ")]
+    assert Path(rejects).read_text().splitlines()[0] == "source,loc,reason,field,value"

@@ -97,6 +97,7 @@ class Plan:
     base_manifest_token: str | None = None
     state_notes: list[str] = field(default_factory=list)  # what disagreed in the live state (summary lines)
     repaired: list[str] = field(default_factory=list)  # live shards that differed from their record (replaced)
+    breaker: str | None = None  # a preview's plan: why the circuit breaker would stop the build
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -234,13 +235,15 @@ def run_plan(
     live: LiveState,
     full_rebuild: bool = False,
     force: bool = False,
+    preview: bool = False,
     progress: Progress | None = None,
 ) -> Plan:
     """Plan the build against what is live (`live`, read by plan.state.load_live_state); writes
     `planned.parquet` (the assignment) and `plan.json` to the build's work storage.
 
     `full_rebuild` ignores the live assignment and records (every URL placed anew, every shard written),
-    but still compares with the live URL count and switches from the live index.
+    but still compares with the live URL count and switches from the live index. `preview` (a dry run)
+    plans past the circuit breaker and records why it would stop the build in `Plan.breaker`.
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
@@ -278,7 +281,9 @@ def run_plan(
 
     total = rows.num_rows
     previous_urls = previous.total_urls if previous else None
-    _circuit_breaker(total, previous_urls, config.publish.min_ratio, force or config.publish.force)
+    breaker = None if force or config.publish.force else circuit_breaker(total, previous_urls, config.publish.min_ratio)
+    if breaker and not preview:
+        raise CircuitBreakerError(breaker)
     progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
 
     size = numpy_of(rows.column("bytes"), np.int64)
@@ -391,6 +396,7 @@ def run_plan(
         base_manifest_token=live.manifest_token,
         state_notes=list(live.notes),
         repaired=repaired,
+        breaker=breaker,
     )
     work.write_bytes(PLAN_NAME, plan.to_json().encode("utf-8"))
     return plan
@@ -405,19 +411,19 @@ def _write_numbers(path: str, columns: dict[str, np.ndarray]) -> None:
     pq.write_table(pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, names=list(columns))]), path)
 
 
-def _circuit_breaker(total: int, previous_urls: int | None, min_ratio: float, force: bool) -> None:
-    if force:
-        return
+def circuit_breaker(total: int, previous_urls: int | None, min_ratio: float) -> str | None:
+    """Why the circuit breaker stops a build of `total` URLs, or None when it does not."""
     if total == 0:
-        raise CircuitBreakerError(
+        return (
             "the build has no URL to publish (empty source or everything rejected); nothing was published "
             "(use --force to publish an empty sitemap)"
         )
     if previous_urls and total < min_ratio * previous_urls:
-        raise CircuitBreakerError(
+        return (
             f"the build would publish {total:,} URLs, {total / previous_urls:.0%} of the last build's "
             f"{previous_urls:,} (minimum {min_ratio:.0%}); nothing was published (use --force to publish anyway)"
         )
+    return None
 
 
 def _plan_indexes(shards: list[ShardPlan], config: SiteConfig) -> list[IndexPlan]:

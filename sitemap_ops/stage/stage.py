@@ -127,6 +127,8 @@ def run_stage(
     rejected = {reason: n for kind, reason, n in counts if kind == "reject"}
     dropped = {reason: n for kind, reason, n in counts if kind == "field"}
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
+    # the rejects file names each row's source by its label (database URLs with *** for the password)
+    set_variables(con, {"source_labels": inventory.labels})
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")

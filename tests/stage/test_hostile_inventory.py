@@ -178,3 +178,4 @@ def test_a_section_too_long_for_a_file_name_rejects_its_row_not_the_build(tmp_pa
         rejects = list(csv.DictReader(fh))
     assert sorted(r["loc"] for r in rejects) == [f"{SITE}/a", f"{SITE}/b"]
     assert {r["reason"] for r in rejects} == {"section_too_long"}
+    assert {r["source"] for r in rejects} == {str(tmp_path / "inventory.parquet")}  # its label, not a number
