@@ -136,6 +136,35 @@ class BuildSummary:
     def shards_unchanged(self) -> int:
         return sum(1 for s in self.plan.shards if not s.render)
 
+    def to_dict(self) -> dict[str, object]:
+        """The summary for scripts (`--json`): the same figures as lines(), as JSON-able values."""
+        pl = self.plan
+        return {
+            "build_id": self.build_id,
+            "dry_run": self.dry_run,
+            "stage": self.stage.to_dict(),
+            "urls": pl.total_urls,
+            "previous_urls": pl.previous_urls,
+            "shards": len(pl.shards),
+            "index_files": [i.name for i in pl.indexes],
+            "sections": pl.sections,
+            "shards_to_write" if self.dry_run else "shards_written": (
+                sum(1 for s in pl.shards if s.render) if self.dry_run else self.shards_written
+            ),
+            "shards_unchanged": self.shards_unchanged,
+            "bytes": sum(s.bytes for s in pl.shards),
+            "compressed_bytes_written": self.compressed_bytes,
+            "index_switched": self.index_switched,
+            "repaired": pl.repaired,
+            "notes": pl.state_notes,
+            "circuit_breaker": pl.breaker,
+            "retired": self.retired,
+            "retire_refused": self.refused,
+            "seconds": round(self.seconds, 3),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "work_dir": self.work_dir,
+        }
+
     def lines(self) -> list[str]:
         """The human summary printed at the end of a build."""
         st, pl = self.stage, self.plan

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -61,6 +62,7 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="publish even if the circuit breaker trips")
     parser.add_argument("--full-rebuild", action="store_true", help="ignore the last build: reassign and rewrite all")
     parser.add_argument("--quiet", action="store_true", help="no progress output, summary only")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON (for scripts)")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -118,7 +120,7 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
         full_rebuild=args.full_rebuild,
         progress=Progress(enabled=not args.quiet),
     )
-    print("\n".join(summary.lines()))
+    print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary.lines()))
     return 0
 
 
@@ -183,21 +185,45 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+_REQUIRED = (
+    "Required: --base-url, --output and --source (each unless --config gives it: base_url, output and a "
+    "[[sources]] table)."
+)
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="sitemap-ops", description="Batch sitemap builds from URL inventories.")
     main.add_argument("--version", action="version", version=f"sitemap-ops {__version__}")
     main.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = main.add_subparsers(dest="command", required=True)
-    build = sub.add_parser("build", help="build and publish sitemaps, index and robots.txt")
+    build = sub.add_parser(
+        "build",
+        help="build and publish sitemaps, index and robots.txt",
+        description=_REQUIRED,
+        epilog="example: sitemap-ops build --source pages.parquet --base-url https://www.example.com --output public",
+    )
     _add_build_arguments(build)
-    plan = sub.add_parser("plan", help="dry run: counts, shards, rejects by reason; publishes nothing")
+    plan = sub.add_parser(
+        "plan",
+        help="dry run: the build's summary; publishes nothing",
+        description=_REQUIRED,
+        epilog="example: sitemap-ops plan --config site.toml --json",
+    )
     _add_build_arguments(plan)
-    validate = sub.add_parser("validate", help="check a sitemap, index (and its sitemaps) or robots.txt")
+    validate = sub.add_parser(
+        "validate",
+        help="check a sitemap, index (and its sitemaps) or robots.txt",
+        epilog="example: sitemap-ops validate public/robots.txt --base-url https://www.example.com",
+    )
     validate.add_argument("target", metavar="PATH_OR_URL")
     validate.add_argument("--base-url", metavar="URL", help="the site the URLs must belong to")
     validate.add_argument("--public-url", metavar="URL", help="URL where the target's folder is served")
     validate.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
-    inspect = sub.add_parser("inspect", help="summarize the last published build (its manifest)")
+    inspect = sub.add_parser(
+        "inspect",
+        help="summarize the last published build (its manifest)",
+        epilog="example: sitemap-ops inspect s3://my-bucket/sitemaps/ --json",
+    )
     inspect.add_argument("output", metavar="DEST", help="the build's output folder or fsspec URL")
     inspect.add_argument("--json", action="store_true", help="print the whole manifest")
     inspect.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -151,3 +152,18 @@ def test_inspect_shows_rejects_by_reason_and_where_the_rejects_file_is(tmp_path:
     assert any(line.split() == ["not_absolute", "1"] for line in shown)
     (rejects,) = [line.split(": ", 1)[1] for line in shown if line.startswith("  rejects file: ")]
     assert Path(rejects).read_text().splitlines()[0] == "source,loc,reason,field,value"
+
+
+def test_json_summaries_and_help_with_examples(tmp_path: Path) -> None:
+    planned = run("plan", "--config", str(EXAMPLE), "--output", "public", "--json", "--quiet", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    preview = json.loads(planned.stdout)
+    assert (preview["dry_run"], preview["urls"], preview["shards_to_write"]) == (True, 558, 8)
+    assert preview["stage"]["rejected"] == {"not_absolute": 1, "out_of_scope": 1, "unsupported_scheme": 1}
+    built = json.loads(run("build", "--config", str(EXAMPLE), "--output", "public", "--json", cwd=tmp_path).stdout)
+    assert (built["urls"], built["shards_written"], built["index_switched"]) == (558, 8, True)
+    assert built["index_files"] == ["sitemap.xml"] and built["circuit_breaker"] is None
+    for command in ("build", "plan", "validate", "inspect"):
+        text = run(command, "--help", cwd=tmp_path).stdout
+        assert "example: sitemap-ops " + command in text
+    assert "Required: --base-url, --output and --source" in run("build", "--help", cwd=tmp_path).stdout
