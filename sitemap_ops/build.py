@@ -18,6 +18,7 @@ from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import WORK_MARKER_NAME
 from sitemap_ops.errors import StorageError
+from sitemap_ops.host import owner_is_gone, owner_tag
 from sitemap_ops.plan.manifest import Manifest
 from sitemap_ops.plan.plan import PLAN_NAME, PLANNED_NAME, Plan, run_plan
 from sitemap_ops.plan.state import RECOVERED_NAME, load_live_state
@@ -70,6 +71,12 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
             folder.delete(name)
     live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
     builds = [b for b in root.list_dirs() if root.child(b).exists(WORK_MARKER_NAME)]
+    for build in builds:  # spill folders of killed builds (never of one still running)
+        folder = root.child(build)
+        if folder.is_local:
+            for spill in folder.list_dirs():
+                if spill.startswith(SPILL_PREFIX) and owner_is_gone(spill[len(SPILL_PREFIX) :]):
+                    shutil.rmtree(folder.path(spill), ignore_errors=True)
     for old in builds[:-KEEP_WORK_DIRS]:
         folder = root.child(old)
         if folder.url == live_folder:
@@ -78,7 +85,7 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
             folder.delete(name)
         if folder.is_local:
             for spill in folder.list_dirs():
-                if spill.startswith(SPILL_PREFIX):  # left by a killed build
+                if spill.startswith(SPILL_PREFIX):  # the folder is gone from the kept builds: its spill too
                     shutil.rmtree(folder.path(spill), ignore_errors=True)
             with contextlib.suppress(OSError):  # not empty: something else lives there, and stays
                 os.rmdir(folder.root)
@@ -91,7 +98,7 @@ def spill_folder(work: Storage) -> Iterator[str]:
     # one folder per session: mapped render tasks of one build may run at once
     if work.is_local:
         work.makedirs()
-        path = tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=work.root)
+        path = tempfile.mkdtemp(prefix=SPILL_PREFIX + owner_tag(), dir=work.root)
     else:
         path = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
     try:

@@ -51,3 +51,15 @@ def process_is_gone(machine: str, pid: int, started: str = "") -> bool:
     except PermissionError:
         pass
     return bool(started) and process_start(pid) not in ("", started)
+
+
+def owner_tag() -> str:
+    """`<machine token>-<pid>-`: starts the name of a temporary file or folder this process owns."""
+    return f"{machine_token()}-{os.getpid()}-"
+
+
+def owner_is_gone(tagged: str) -> bool:
+    """True when `tagged` starts with an owner_tag() of a process of this machine that has ended."""
+    token, _, rest = tagged.partition("-")
+    pid = rest.partition("-")[0]
+    return token == machine_token() and pid.isdigit() and process_is_gone(machine_id(), int(pid))

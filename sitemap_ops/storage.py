@@ -24,7 +24,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from sitemap_ops.constants import CONTENT_TYPES
 from sitemap_ops.errors import ConfigError, StorageError
-from sitemap_ops.host import machine_id, machine_token, process_is_gone
+from sitemap_ops.host import owner_is_gone, owner_tag
 
 T = TypeVar("T")
 # Errors that say the request itself is wrong: retrying cannot help.
@@ -238,7 +238,7 @@ class Storage:
         """A complete temporary file beside `path` holding `payload` (renamed or linked into place after)."""
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{machine_token()}-{os.getpid()}-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + owner_tag(), dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(payload)
@@ -271,9 +271,7 @@ class Storage:
         for entry in entries:
             if not entry.name.startswith(_TMP_PREFIX) or not entry.is_file(follow_symlinks=False):
                 continue
-            token, _, rest = entry.name[len(_TMP_PREFIX) :].partition("-")
-            pid = rest.partition("-")[0]
-            gone = token == machine_token() and pid.isdigit() and process_is_gone(machine_id(), int(pid))
+            gone = owner_is_gone(entry.name[len(_TMP_PREFIX) :])
             try:
                 if gone or time.time() - entry.stat(follow_symlinks=False).st_mtime > _STALE_TEMPORARY_SECONDS:
                     os.unlink(entry.path)

@@ -113,3 +113,24 @@ def test_inspect_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     )  # fmt: skip
     assert shell.returncode == 0, shell.stderr
     assert shell.stderr == ""
+
+
+def test_the_next_build_removes_what_a_killed_build_left(tmp_path: Path) -> None:
+    rows = 3_000_000
+    pq.write_table(
+        pa.table({"loc": [f"https://www.example.com/p/{i}" for i in range(rows)]}), tmp_path / "inventory.parquet"
+    )
+    command = [sys.executable, "-m", "sitemap_ops.cli", "build", "--source", str(tmp_path / "inventory.parquet"),
+               "--base-url", "https://www.example.com", "--output", "out"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith("stage: reading"):
+            process.kill()
+            break
+    assert process.wait(timeout=60) == -9
+    left = _leftovers(tmp_path)
+    assert any("duckdb-spill-" in p for p in left) and any(p.endswith(LEASE_NAME) for p in left)
+    finished = subprocess.run([*command, "--quiet"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr  # the dead build's lease is taken over at once
+    assert _leftovers(tmp_path) == []
