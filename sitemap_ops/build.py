@@ -135,6 +135,8 @@ class BuildSummary:
     index_switched: bool = False
     retired: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # manifest entries retire would not delete
+    # the index URLs, when no robots.txt lists them (the sitemaps are not served at the site root)
+    unlisted: list[str] = field(default_factory=list)
     seconds: float = 0.0
     work_dir: str = ""
     timings: dict[str, float] = field(default_factory=dict)
@@ -212,6 +214,12 @@ class BuildSummary:
             out.insert(7, line + (f"; report: {ext['hreflang_path']}" if issues else ""))
         if not self.dry_run:
             out.append(f"  index:              {'switched' if self.index_switched else 'unchanged (not rewritten)'}")
+        if self.unlisted:
+            out.append(
+                f"  robots.txt:         not written (the sitemaps are not served at the site root): add "
+                f"`Sitemap: {self.unlisted[0]}` to the site's robots.txt, or set `robots` to its location, so "
+                "search engines find the index and accept its URLs"
+            )
         if pl.repaired:
             out.append(
                 f"  repaired:           {len(pl.repaired):,} live shard(s) differed from the manifest, written again"
@@ -308,6 +316,8 @@ def _run(
             )
             timings["plan"] = time.monotonic() - t
             summary = BuildSummary(build_id, dry_run, stage, plan, work_dir=work.url, timings=timings)
+            if not config.robots:
+                summary.unlisted = [config.public_url + index.name for index in plan.indexes]
             if dry_run:
                 return summary
             if lease:

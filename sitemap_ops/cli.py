@@ -139,6 +139,11 @@ def _validate(args: argparse.Namespace) -> int:
         raise SitemapOpsError(f"cannot read {exc}") from None
     for problem in report.problems:
         print(problem)
+    if any("outside the sitemap's scope" in p.message for p in report.problems):
+        print(
+            "hint: a sitemap may list URLs outside its folder only when the site's robots.txt lists it: validate "
+            "that robots.txt instead, or pass --base-url with the site's URL"
+        )
     verdict = "OK" if report.ok else f"{len(report.problems)} problem(s)"
     print(f"{verdict}: {report.files} file(s), {report.urls:,} URL(s) checked")
     return 0 if report.ok else 1

@@ -167,3 +167,15 @@ def test_json_summaries_and_help_with_examples(tmp_path: Path) -> None:
         text = run(command, "--help", cwd=tmp_path).stdout
         assert "example: sitemap-ops " + command in text
     assert "Required: --base-url, --output and --source" in run("build", "--help", cwd=tmp_path).stdout
+
+
+def test_a_build_not_served_at_the_root_says_robots_txt_was_not_written(tmp_path: Path) -> None:
+    args = ["--config", str(EXAMPLE), "--output", "maps", "--public-url", "https://www.example.com/maps/"]
+    built = run("build", *args, "--quiet", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert "robots.txt:         not written" in built.stdout
+    assert "add `Sitemap: https://www.example.com/maps/sitemap.xml` to the site's robots.txt" in built.stdout
+    assert not (tmp_path / "maps" / "robots.txt").exists()
+    checked = run("validate", "maps/sitemap.xml", cwd=tmp_path)
+    assert checked.returncode == 1 and "hint: a sitemap may list URLs outside its folder" in checked.stdout
+    assert run("validate", "maps/sitemap.xml", "--base-url", "https://www.example.com", cwd=tmp_path).returncode == 0
