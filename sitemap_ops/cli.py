@@ -13,6 +13,7 @@ from typing import Any
 
 from sitemap_ops import __version__
 from sitemap_ops.errors import SitemapOpsError, first_line
+from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
 
 log = logging.getLogger("sitemap_ops")
 
@@ -25,6 +26,16 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="Parquet/CSV path or glob (local or fsspec URL), a .duckdb/SQLite file, "
         "or a postgresql://, mysql:// or sqlite:/// URL",
     )
+    parser.add_argument(
+        "--source-format", metavar="FMT", choices=SOURCE_FORMATS,
+        help=f"the source's format when its name does not tell it: {', '.join(SOURCE_FORMATS)} "
+        "(text: one URL per line)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-header", action="store_true", help="a CSV source without a header line (loc is its first column)"
+    )
+    parser.add_argument("--delimiter", metavar="CHAR", help="a CSV source's delimiter (default: detected)")
+    parser.add_argument("--encoding", choices=CSV_ENCODINGS, help="a CSV or text source's encoding (default utf-8)")
     parser.add_argument("--table", help="[schema.]table of a database source")
     parser.add_argument("--query", help="SELECT over a database source (runs with it as the default catalog)")
     parser.add_argument(
@@ -85,9 +96,21 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             source["params"] = dict(_pair("--param", p) for p in args.param)
         if args.password_file:
             source["password_file"] = args.password_file
+        for key, value in (
+            ("format", args.source_format), ("header", False if args.no_header else None),
+            ("delimiter", args.delimiter), ("encoding", args.encoding),
+        ):  # fmt: skip
+            if value is not None:
+                source[key] = value
         out["sources"] = [source]
-    elif args.table or args.query or args.column or args.filter or args.param or args.password_file:
-        raise SitemapOpsError("--table, --query, --column, --filter, --param and --password-file need --source")
+    elif any(
+        (args.table, args.query, args.column, args.filter, args.param, args.password_file, args.source_format,
+         args.no_header, args.delimiter, args.encoding)
+    ):  # fmt: skip
+        raise SitemapOpsError(
+            "--table, --query, --column, --filter, --param, --password-file, --source-format, --no-header, "
+            "--delimiter and --encoding describe a --source: give --source too"
+        )
     tables = {
         "render": {"format": args.format, "gzip": False if args.no_gzip else None},
         "storage": {"endpoint_url": args.endpoint_url, "cache_control": args.cache_control},

@@ -32,7 +32,11 @@ EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {
     "news": ("page", *NEWS_FIELDS),
 }
 SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS)
-SOURCE_FORMATS = ("parquet", "csv", "duckdb", "postgres", "mysql", "sqlite")
+# text: a plain list of URLs, one per line (no header, no quoting)
+SOURCE_FORMATS = ("parquet", "csv", "text", "duckdb", "postgres", "mysql", "sqlite")
+FILE_FORMATS = ("parquet", "csv", "text")
+# What DuckDB's CSV reader decodes without an extension (more need DuckDB's `encodings` extension).
+CSV_ENCODINGS = ("utf-8", "utf-16", "latin-1")
 DATABASE_FORMATS = ("duckdb", "postgres", "mysql", "sqlite")
 SERVER_FORMATS = ("postgres", "mysql")  # databases reached over the network (with credentials)
 # database URL scheme -> source format
@@ -70,6 +74,11 @@ class SourceConfig:
     # pages: the URL inventory; images | alternates | videos | news: one extension kept apart from the
     # pages, joined on its `page` column (the page's URL, normalized like `loc`).
     kind: str = "pages"
+    # CSV and text sources: whether the first line names the columns (without: column0, column1, ...; `loc`
+    # is column0 unless `columns` maps it), the delimiter ("" detects it) and the file's encoding.
+    header: bool = True
+    delimiter: str = ""
+    encoding: str = "utf-8"
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -77,9 +86,18 @@ class SourceConfig:
         fmt = self.format or guess_format(self.path)
         if fmt not in SOURCE_FORMATS:
             raise ConfigError(
-                f"source {self.label}: cannot tell its format; set format to one of {', '.join(SOURCE_FORMATS)}"
+                f"source {self.label}: cannot tell its format; set `format` (--source-format) to one of "
+                f"{', '.join(SOURCE_FORMATS)}"
             )
         object.__setattr__(self, "format", fmt)
+        if fmt not in ("csv", "text") and (not self.header or self.delimiter or self.encoding != "utf-8"):
+            raise ConfigError(f"source {self.label}: `header`, `delimiter` and `encoding` apply to csv and text only")
+        if len(self.delimiter) > 1:
+            raise ConfigError(f"source {self.label}: `delimiter` must be one character, not {self.delimiter!r}")
+        if self.encoding.lower() not in CSV_ENCODINGS:
+            raise ConfigError(f"source {self.label}: `encoding` must be one of {', '.join(CSV_ENCODINGS)}")
+        if not self.header and "loc" not in self.columns and fmt == "csv":
+            object.__setattr__(self, "columns", {**self.columns, "loc": "column0"})
         if fmt in DATABASE_FORMATS and bool(self.table) == bool(self.query):
             raise ConfigError(f"source {self.label}: a database source needs exactly one of `table` or `query`")
         if fmt not in DATABASE_FORMATS and (self.table or self.query):
@@ -133,14 +151,14 @@ def redact(url: str) -> str:
 
 
 def guess_format(path: str) -> str:
-    """parquet, csv or duckdb from a path's ending ('' if unknown)."""
+    """A source format from a URL's scheme or a path's ending ('' if unknown)."""
     lowered = path.lower().rstrip("/")
     scheme = lowered.split("://", 1)[0] if "://" in lowered else ""
     if scheme in URL_SCHEMES:
         return URL_SCHEMES[scheme]
     endings = (
-        (".parquet", "parquet"), (".csv", "csv"), (".csv.gz", "csv"), (".duckdb", "duckdb"),
-        (".sqlite", "sqlite"), (".sqlite3", "sqlite"),
+        (".parquet", "parquet"), (".csv", "csv"), (".csv.gz", "csv"), (".tsv", "csv"), (".txt", "text"),
+        (".txt.gz", "text"), (".duckdb", "duckdb"), (".sqlite", "sqlite"), (".sqlite3", "sqlite"), (".db", "sqlite"),
     )  # fmt: skip
     for ending, fmt in endings:
         if lowered.endswith(ending):

@@ -9,7 +9,7 @@ import duckdb
 
 from sitemap_ops.duck import bind_variables, duckdb_path, quote_literal
 from sitemap_ops.errors import first_line
-from sitemap_ops.stage.config import EXTENSION_COLUMNS, NEWS_FIELDS, VIDEO_FIELDS, SourceConfig
+from sitemap_ops.stage.config import EXTENSION_COLUMNS, FILE_FORMATS, NEWS_FIELDS, VIDEO_FIELDS, SourceConfig
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.storage import StorageConfig
@@ -76,9 +76,20 @@ def _relation_sql(
     storage: StorageConfig | None,
 ) -> str:
     """SQL naming the source's rows (a table function call, a table or a subquery)."""
-    if source.format in ("parquet", "csv"):
+    if source.format in FILE_FORMATS:
         path = quote_literal(duckdb_path(con, source.path, storage))
-        return f"read_parquet({path})" if source.format == "parquet" else f"read_csv({path}, header = true)"
+        if source.format == "parquet":
+            return f"read_parquet({path})"
+        encoding = quote_literal(source.encoding.lower())
+        if source.format == "text":
+            # one URL per line: no header, no quoting, a delimiter no URL line holds (a unit separator)
+            return (
+                f"read_csv({path}, header = false, columns = {{'loc': 'VARCHAR'}}, delim = '\x1f', quote = '', "
+                f"escape = '', auto_detect = false, encoding = {encoding})"
+            )
+        delimiter = f", delim = {quote_literal(source.delimiter)}" if source.delimiter else ""
+        header = "true" if source.header else "false"
+        return f"read_csv({path}, header = {header}{delimiter}, encoding = {encoding})"
     if source.format == "duckdb":
         con.execute(f"ATTACH {quote_literal(source.path)} AS {alias} (READ_ONLY)")
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -358,6 +359,11 @@ def test_sqlite_files(tmp_path: Path) -> None:
     assert len(locs) == 10 and locs[f"{SITE}/s/0"]["lastmod"] == "2024-03-01T10:00:00Z"
     _, locs = _build(tmp_path / "b", [{"path": str(path), "query": "SELECT url AS loc FROM pages WHERE live = 1"}])
     assert len(locs) == 5
+    shutil.copy(path, tmp_path / "content.db")  # SQLite told by a .db ending too
+    _, locs = _build(
+        tmp_path / "d", [{"path": str(tmp_path / "content.db"), "table": "pages", "columns": {"loc": "url"}}]
+    )
+    assert len(locs) == 10
     with pytest.raises(SourceError, match="does not exist"):
         run_build(_config(tmp_path / "c", [{"path": "sqlite:///nope.sqlite", "table": "pages"}]), now=NOW)
 

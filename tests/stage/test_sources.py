@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sitemap_ops.build import run_build
+from sitemap_ops.errors import ConfigError
 from sitemap_ops.stage.exceptions import SourceError
 from tests.helpers import NOW, assert_schema_valid, published, site_config, stable_name
 
@@ -139,3 +140,34 @@ def test_broken_source_stops_before_anything_is_published(tmp_path: Path) -> Non
     with pytest.raises(SourceError, match="cannot read source"):
         _build(tmp_path, [{"path": str(tmp_path / "bad.parquet")}])
     assert not list((tmp_path / "public").iterdir()), "nothing published, and the lease was released"
+
+
+def test_source_formats_users_have(tmp_path: Path) -> None:
+    (tmp_path / "urls.txt").write_bytes(
+        f'{SITE}/a\r\n{SITE}/b?x=1,2;"q"\r\n\r\n{SITE}/caf\u00e9\r\n'.encode()  # CRLF, a comma, quotes, a blank line
+    )
+    (tmp_path / "latin.csv").write_bytes(f"url|changed\n{SITE}/lat\u00e9|2024-03-01\n".encode("latin-1"))
+    (tmp_path / "nohead.csv").write_text(f"{SITE}/x;2024-01-01\n{SITE}/y;2024-02-01\n")
+    (tmp_path / "urls.list").write_text(f"{SITE}/listed\n")
+    sources = [
+        {"path": str(tmp_path / "urls.txt")},  # text: one URL per line, by its ending
+        {"path": str(tmp_path / "latin.csv"), "encoding": "latin-1", "delimiter": "|",
+         "columns": {"loc": "url", "lastmod": "changed"}},
+        {"path": str(tmp_path / "nohead.csv"), "header": False, "delimiter": ";", "columns": {"lastmod": "column1"}},
+        {"path": str(tmp_path / "urls.list"), "format": "text"},  # an ending that tells nothing
+    ]  # fmt: skip
+    summary, locs = _build(tmp_path, sources)
+    assert set(locs) == {
+        f"{SITE}/a", f"{SITE}/b?x=1,2;%22q%22", f"{SITE}/caf%C3%A9", f"{SITE}/lat%C3%A9", f"{SITE}/x", f"{SITE}/y",
+        f"{SITE}/listed",
+    }  # fmt: skip
+    assert summary.stage.rejected == {"empty": 1}  # the blank line, counted like any bad row
+    assert locs[f"{SITE}/lat%C3%A9"]["lastmod"] == "2024-03-01"
+    assert locs[f"{SITE}/y"]["lastmod"] == "2024-02-01"
+
+
+def test_a_source_whose_format_cannot_be_told_names_the_flag(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"set `format` \(--source-format\) to one of parquet, csv, text"):
+        site_config(tmp_path, str(tmp_path / "urls.list"))
+    with pytest.raises(ConfigError, match="apply to csv and text only"):
+        site_config(tmp_path, "x.parquet", sources=[{"path": "x.parquet", "header": False}])
