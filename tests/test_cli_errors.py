@@ -3,6 +3,7 @@ behind (no lease, no spill folder); Ctrl-C exits 130 with one line; a closed pip
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ import pytest
 
 from sitemap_ops.cli import main
 from sitemap_ops.publish.lease import LEASE_NAME
+from tests.conftest import require_service
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "site.toml"
 
@@ -134,3 +136,38 @@ def test_the_next_build_removes_what_a_killed_build_left(tmp_path: Path) -> None
     finished = subprocess.run([*command, "--quiet"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr  # the dead build's lease is taken over at once
     assert _leftovers(tmp_path) == []
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path):
+    """A 64 KiB tmpfs mounted for the test (root only), filled up to its last bytes."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        require_service("tmpfs", f"cannot mount a tmpfs (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        with open(disk / "filler", "wb", buffering=0) as fh, contextlib.suppress(OSError):
+            while True:
+                fh.write(b"x" * 1024)
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.service("tmpfs (root)")
+def test_a_full_disk_is_one_line_and_leaves_no_empty_lease(
+    tmp_path: Path, full_disk: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (full_disk / "out").mkdir()
+    args = ["build", "--config", str(EXAMPLE), "--output", str(full_disk / "out"), "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0], err
+    assert list((full_disk / "out").iterdir()) == [], "no lease, no temporary file, nothing half written"
+    # room for the lease and a few files but not the whole site: the build stops before anything is live
+    (full_disk / "filler").write_bytes(b"x" * 24 * 1024)
+    assert main(args) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert sorted(p.name for p in (full_disk / "out").iterdir() if not p.name.startswith("sitemap-")) == []
