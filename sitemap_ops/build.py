@@ -33,8 +33,10 @@ from sitemap_ops.storage import Storage, open_file
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
 KEEP_WORK_DIRS = 10
-# DuckDB spills into folders of this prefix inside the build's work folder (see spill_folder).
+# DuckDB spills into folders of this prefix inside the build's work folder (see spill_folder), or of the
+# second in the system's temporary folder when the work folder is on object storage.
 SPILL_PREFIX = "duckdb-spill-"
+SYSTEM_SPILL_PREFIX = "sitemap-ops-duckdb-"
 # The live state a build read (plan writes it; a separate publish step reads it back).
 LIVE_MANIFEST_NAME = "live-manifest.json"
 # Every file a build writes into its work folder: pruning deletes these and nothing else.
@@ -71,12 +73,9 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
             folder.delete(name)
     live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
     builds = [b for b in root.list_dirs() if root.child(b).exists(WORK_MARKER_NAME)]
-    for build in builds:  # spill folders of killed builds (never of one still running)
-        folder = root.child(build)
-        if folder.is_local:
-            for spill in folder.list_dirs():
-                if spill.startswith(SPILL_PREFIX) and owner_is_gone(spill[len(SPILL_PREFIX) :]):
-                    shutil.rmtree(folder.path(spill), ignore_errors=True)
+    for build in builds:
+        if root.is_local:
+            _remove_dead_spills(root.child(build).root, SPILL_PREFIX)
     for old in builds[:-KEEP_WORK_DIRS]:
         folder = root.child(old)
         if folder.url == live_folder:
@@ -100,11 +99,20 @@ def spill_folder(work: Storage) -> Iterator[str]:
         work.makedirs()
         path = tempfile.mkdtemp(prefix=SPILL_PREFIX + owner_tag(), dir=work.root)
     else:
-        path = tempfile.mkdtemp(prefix="sitemap-ops-duckdb-")
+        _remove_dead_spills(tempfile.gettempdir(), SYSTEM_SPILL_PREFIX)
+        path = tempfile.mkdtemp(prefix=SYSTEM_SPILL_PREFIX + owner_tag())
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_dead_spills(folder: str, prefix: str) -> None:
+    """Remove the spill folders in `folder` whose build was killed (never one whose process still runs)."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and owner_is_gone(entry.name[len(prefix) :]):
+                shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def open_duckdb(config: SiteConfig, spill: str) -> duckdb.DuckDBPyConnection:
