@@ -171,3 +171,22 @@ def test_a_full_disk_is_one_line_and_leaves_no_empty_lease(
     assert main(args) == 2
     assert "No space left on device" in capsys.readouterr().err
     assert sorted(p.name for p in (full_disk / "out").iterdir() if not p.name.startswith("sitemap-")) == []
+
+
+@pytest.mark.service("tmpfs (root)")
+def test_an_unwritable_output_folder_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    disk = tmp_path / "readonly"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        require_service("tmpfs", f"cannot mount a tmpfs (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        assert main(["build", "--config", str(EXAMPLE), "--output", str(disk), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "Read-only file system" in err[0], err
+        assert _leftovers(tmp_path) == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
