@@ -138,21 +138,29 @@ def test_the_next_build_removes_what_a_killed_build_left(tmp_path: Path) -> None
     assert _leftovers(tmp_path) == []
 
 
-@pytest.fixture
-def full_disk(tmp_path: Path):
-    """A 64 KiB tmpfs mounted for the test (root only), filled up to its last bytes."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True)
+@contextlib.contextmanager
+def _tmpfs(folder: Path, options: str):
+    """A 64 KiB tmpfs mounted at `folder` (needs root) for the duration."""
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size=64k{options}", "tmpfs", str(folder)], capture_output=True
+    )
     if mounted.returncode != 0:
         require_service("tmpfs", f"cannot mount a tmpfs (needs root): {mounted.stderr.decode().strip()}")
     try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path):
+    """A tmpfs filled up to its last bytes."""
+    with _tmpfs(tmp_path / "disk", "") as disk:
         with open(disk / "filler", "wb", buffering=0) as fh, contextlib.suppress(OSError):
             while True:
                 fh.write(b"x" * 1024)
         yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
 
 
 @pytest.mark.service("tmpfs (root)")
@@ -178,15 +186,8 @@ def test_an_unwritable_output_folder_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    disk = tmp_path / "readonly"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(disk)], capture_output=True)
-    if mounted.returncode != 0:
-        require_service("tmpfs", f"cannot mount a tmpfs (needs root): {mounted.stderr.decode().strip()}")
-    try:
+    with _tmpfs(tmp_path / "readonly", ",ro") as disk:
         assert main(["build", "--config", str(EXAMPLE), "--output", str(disk), "--quiet"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "Read-only file system" in err[0], err
         assert _leftovers(tmp_path) == []
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
