@@ -19,3 +19,7 @@ class CircuitBreakerError(PlanError):
 
 class StateError(PlanError):
     """The live sitemaps in the output cannot be read as this project's (say, an index someone else wrote)."""
+
+
+class LiveStateChangedError(PlanError):
+    """Another build published this site while this one planned (what it read as live is gone)."""

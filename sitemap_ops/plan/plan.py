@@ -24,8 +24,8 @@ from sitemap_ops.duck import (
     storage_path,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.plan.exceptions import CircuitBreakerError, PlanError
-from sitemap_ops.plan.state import LiveState, digest
+from sitemap_ops.plan.exceptions import CircuitBreakerError, LiveStateChangedError, PlanError
+from sitemap_ops.plan.state import LiveState, digest, file_exists
 from sitemap_ops.progress import Progress
 from sitemap_ops.render.xml import index_entry, index_overhead, render_index, shard_overhead
 from sitemap_ops.storage import Storage
@@ -266,17 +266,25 @@ def run_plan(
         raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
     overhead = shard_overhead(config.render.format, extended)
     payload = shards_cfg.max_bytes - overhead
-    if previous_assignment:
-        create_parquet_view(con, "previous", duckdb_path(con, previous_assignment, config.storage))
-    else:
-        con.execute(
-            "CREATE OR REPLACE TEMP VIEW previous AS SELECT NULL::VARCHAR AS loc, NULL::VARCHAR AS section, "
-            "NULL::INTEGER AS shard, NULL::BIGINT AS pos WHERE false"
-        )
     try:
-        rows = con.sql(read_sql("plan_rows")).to_arrow_table()
+        if previous_assignment:
+            create_parquet_view(con, "previous", duckdb_path(con, previous_assignment, config.storage))
+        else:
+            con.execute(
+                "CREATE OR REPLACE TEMP VIEW previous AS SELECT NULL::VARCHAR AS loc, NULL::VARCHAR AS section, "
+                "NULL::INTEGER AS shard, NULL::BIGINT AS pos WHERE false"
+            )
+        with progress.working(
+            "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
+        ):
+            rows = con.sql(read_sql("plan_rows")).to_arrow_table()
         section_rows = con.execute("SELECT section, count(*) FROM staged GROUP BY section ORDER BY section").fetchall()
     except duckdb.Error as exc:
+        if previous_assignment and not file_exists(previous_assignment, config):
+            raise LiveStateChangedError(
+                f"the live build's assignment {previous_assignment} is gone: another build published this site "
+                "while this one planned; nothing live was changed, run the build again"
+            ) from None
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
 
     total = rows.num_rows

@@ -166,7 +166,7 @@ def load_live_state(config: SiteConfig, output: Storage, work: Storage) -> LiveS
     live = next((m for m in candidates if m.index_sha256.get(index_name) == state.index_sha), None)
     if live is not None and live is not written:
         notes.append(f"build {live.build_id} was interrupted after its index switch; this build completes it")
-    if live is not None and not _exists(live.assignment, config):
+    if live is not None and not file_exists(live.assignment, config):
         notes.append(f"the assignment of build {live.build_id} is gone (work folder cleared?)")
         live = None
     if live is None:
@@ -181,7 +181,8 @@ def load_live_state(config: SiteConfig, output: Storage, work: Storage) -> LiveS
     return state
 
 
-def _exists(url: str, config: SiteConfig) -> bool:
+def file_exists(url: str, config: SiteConfig) -> bool:
+    """Whether the file at `url` (a work or output file) exists."""
     folder, name = open_file(url, config.storage)
     return folder.exists(name)
 
