@@ -1,4 +1,6 @@
-"""The speed benchmark: sitemap-ops on 1M and 10M synthetic URLs, and sitemap.js on the same 1M for the ratio.
+"""The speed benchmark: sitemap-ops on 1M and 10M synthetic URLs of two shapes (uniform: short, regular URLs;
+realistic: a shop's or publisher's long, varied URLs; benchmarks/generate.py), and sitemap.js on the same 1M
+of each shape for the ratio.
 
 Run from the repository root with the project installed: `python benchmarks/run.py`. It generates the
 inventories (benchmarks/generate.py), runs each build in its own process (wall time and its peak RSS,
@@ -60,9 +62,10 @@ def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int, str]:
     return seconds, peak[0] * 1024, out
 
 
-def generate_inventory(path: Path, rows: int) -> None:
+def generate_inventory(path: Path, rows: int, shape: str = "uniform") -> None:
     """Generate in a child process, so this process stays small while it measures others."""
-    subprocess.run([sys.executable, str(HERE / "generate.py"), str(path), "--rows", str(rows)], check=True)
+    cmd = [sys.executable, str(HERE / "generate.py"), str(path), "--rows", str(rows), "--shape", shape]
+    subprocess.run(cmd, check=True)
 
 
 def build(
@@ -304,6 +307,9 @@ def s3_vs_local(root: Path, rows: int) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000000,10000000", help="input rows per run, comma-separated")
+    parser.add_argument(
+        "--shapes", default="uniform,realistic", help="URL shapes (benchmarks/generate.py), comma-separated"
+    )
     parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit of each build")
     parser.add_argument("--no-sitemapjs", action="store_true", help="skip the sitemap.js comparison")
     parser.add_argument(
@@ -345,30 +351,38 @@ def main(argv: list[str] | None = None) -> int:
             results["rich_vs_plain"] = comparison
             print(json.dumps(comparison, indent=2), flush=True)
         only = args.only_postgres or args.only_s3 or args.only_rich
-        for size in [] if only else (int(s) for s in args.sizes.split(",")):
-            work = root / f"n{size}"
+        sizes = [int(s) for s in args.sizes.split(",")]
+        shapes = [] if only else args.shapes.split(",")
+        for shape, size in ((shape, size) for shape in shapes for size in sizes):
+            work = root / f"{shape}-{size}"
             work.mkdir()
             inventory = work / "inventory.parquet"
-            generate_inventory(inventory, size)
+            generate_inventory(inventory, size, shape)
             result = build(inventory, work, args.memory_limit)
+            result["shape"] = shape
+            result["mean_url_chars"] = round(
+                duckdb.sql(f"SELECT avg(length(loc)) FROM read_parquet('{inventory}')").fetchall()[0][0], 1
+            )
             results["builds"].append(result)  # type: ignore[union-attr]
             print(
-                f"sitemap-ops {result['input_urls']:>11,} input URLs: {result['seconds']:6.1f} s, "
+                f"sitemap-ops {shape:>9} {result['input_urls']:>11,} input URLs: {result['seconds']:6.1f} s, "
                 f"{result['input_urls_per_s']:>9,} URLs/s, peak RSS {result['peak_rss_mb']:,} MB",
                 flush=True,
             )
-            smallest = size == min(int(s) for s in args.sizes.split(","))
+            smallest = size == min(sizes)
             if smallest and not args.no_sitemapjs:
                 peer = sitemapjs(work)
-                results["sitemapjs"] = peer
-                results["ratio_vs_sitemapjs"] = round(result["input_urls_per_s"] / peer["urls_per_s"], 1)
+                results[f"sitemapjs_{shape}"] = peer
+                ratio = results[f"ratio_vs_sitemapjs_{shape}"] = round(
+                    result["input_urls_per_s"] / peer["urls_per_s"], 1
+                )
                 print(
                     f"sitemap.js  {peer['urls']:>11,} URLs (deduplicated): {peer['seconds']:6.1f} s, "
-                    f"{peer['urls_per_s']:>9,} URLs/s -> sitemap-ops is {results['ratio_vs_sitemapjs']}x faster",
+                    f"{peer['urls_per_s']:>9,} URLs/s -> sitemap-ops is {ratio}x faster",
                     flush=True,
                 )
             # after sitemap.js, which reads the URLs the build above published
-            if smallest and not args.no_incremental:
+            if smallest and shape == shapes[0] and not args.no_incremental:
                 results["incremental"] = rebuilds = incremental(work, inventory, args.memory_limit)
                 print(json.dumps(rebuilds, indent=2), flush=True)
     finally:
