@@ -11,6 +11,7 @@ import datetime as dt
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -26,7 +27,6 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from sitemap_ops import orchestrate
 from sitemap_ops.config import SiteConfig, load_config
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.stage.config import SERVER_FORMATS
@@ -87,6 +87,14 @@ def with_connections(config: SiteConfig) -> SiteConfig:
     return config
 
 
+def _orchestrate() -> ModuleType:
+    """The pipeline's steps, imported when a task runs: at parse time their imports (duckdb, pyarrow, numpy,
+    lxml) would cost every DAG file parse most of a second."""
+    from sitemap_ops import orchestrate
+
+    return orchestrate
+
+
 def _step(run: Callable[[], T]) -> T:
     """Run a library step; an error that retrying cannot fix fails the task at once (no retries)."""
     try:
@@ -101,7 +109,7 @@ def _run_clock() -> tuple[str, dt.datetime]:
     """(build id, build time) of the current DAG run: the same for every task and every retry of the run."""
     run = get_current_context()["dag_run"]
     when = run.run_after
-    return orchestrate.build_id_for(run.run_id, when), when
+    return _orchestrate().build_id_for(run.run_id, when), when
 
 
 def build_dag(toml_path: Path) -> DAG:
@@ -150,7 +158,7 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
         def stage() -> dict[str, object]:
             """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
             build_id, when = _run_clock()
-            result = _step(lambda: orchestrate.step_stage(with_connections(config), build_id, when))
+            result = _step(lambda: _orchestrate().step_stage(with_connections(config), build_id, when))
             return {"build_id": build_id, **result}
 
         @task(**io_retries)
@@ -159,7 +167,7 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
             params = get_current_context()["params"]
             build_id, when = _run_clock()
             return _step(
-                lambda: orchestrate.step_plan(
+                lambda: _orchestrate().step_plan(
                     with_connections(config),
                     build_id,
                     when,
@@ -180,7 +188,7 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
         def render(group: list[int]) -> list[dict[str, object]]:
             """Render and write one group of shards (a retry rewrites the same bytes)."""
             build_id, _ = _run_clock()
-            return _step(lambda: orchestrate.step_render(with_connections(config), build_id, group))
+            return _step(lambda: _orchestrate().step_render(with_connections(config), build_id, group))
 
         @task(**io_retries, outlets=[published], pool=af.storage_pool or "default_pool", trigger_rule="none_failed")
         def publish(staged: dict[str, object], rendered: list[list[dict[str, object]]]) -> dict[str, object]:
@@ -193,7 +201,7 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
                 # skipped, so no asset event and no retire
                 raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
             build_id, when = _run_clock()
-            counts = _step(lambda: orchestrate.step_publish(with_connections(config), build_id, staged, when))
+            counts = _step(lambda: _orchestrate().step_publish(with_connections(config), build_id, staged, when))
             context["outlet_events"][published].extra = {"site": site, **counts}
             return counts
 
@@ -201,7 +209,7 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
         def retire(published_counts: dict[str, object]) -> dict[str, list[str]]:
             """Delete files past the grace period and the build's snapshots."""
             build_id, when = _run_clock()
-            return _step(lambda: orchestrate.step_retire(with_connections(config), build_id, when))
+            return _step(lambda: _orchestrate().step_retire(with_connections(config), build_id, when))
 
         staged = stage()
         planned = plan(staged)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,19 @@ def test_sites_folder_comes_from_the_environment(tmp_path: Path, monkeypatch: py
     assert sites_dir() == tmp_path / "variable"
     monkeypatch.setenv("SITEMAP_OPS_SITES_DIR", str(tmp_path / "env"))
     assert sites_dir() == tmp_path / "env"
+
+
+HEAVY = ("duckdb", "pyarrow", "numpy", "lxml", "pandas")
+
+
+def test_parsing_the_dag_file_imports_no_data_library() -> None:
+    # every task process parses the DAG file: the pipeline's libraries are imported by the task that runs
+    code = f"import runpy, sys; runpy.run_path(sys.argv[1]); print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(DAGS / "sitemaps.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=os.environ.copy(),
+    )
+    assert result.stdout.strip() == ""
