@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import re
+import time
 
 from sitemap_ops.progress import Progress
 
@@ -29,7 +31,9 @@ def test_plain_lines_when_not_a_terminal() -> None:
     progress.step("stage: reading 1 source(s)")
     progress.start("render", 2)
     progress.advance(2)
-    assert stream.getvalue() == "stage: reading 1 source(s)\n  render: 0/2\n  render: 2/2\n"
+    assert re.fullmatch(
+        r"\[ +\d+\.\d s\] stage: reading 1 source\(s\)\n  render: 0/2\n  render: 2/2\n", stream.getvalue()
+    )
     assert "\r" not in stream.getvalue()
 
 
@@ -40,3 +44,24 @@ def test_silent_when_disabled() -> None:
     progress.start("render", 1)
     progress.advance()
     assert stream.getvalue() == ""
+
+
+def test_long_work_without_a_count_says_how_long_it_has_taken() -> None:
+    stream = io.StringIO()
+    progress = Progress(stream=stream)
+    progress.HEARTBEAT_SECONDS = 0.05
+    with progress.working("stage: reading and normalizing"):
+        time.sleep(0.3)  # long enough for a heartbeat or more: their count is not asserted, only their form
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 2
+    assert all(re.fullmatch(r"  stage: reading and normalizing: \d+ s so far", line) for line in lines[:-1])
+    assert re.fullmatch(r"  stage: reading and normalizing: \d+\.\d s", lines[-1])
+
+
+def test_long_work_redraws_one_line_on_a_terminal() -> None:
+    stream = Terminal()
+    progress = Progress(stream=stream)
+    with progress.working("plan: reading the staged URLs"):
+        pass
+    assert stream.getvalue().startswith("\r  plan: reading the staged URLs: ")
+    assert stream.getvalue().endswith(" s\n")
