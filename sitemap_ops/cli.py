@@ -157,6 +157,7 @@ def _validate(args: argparse.Namespace) -> int:
             base_url=args.base_url,
             public_url=args.public_url,
             storage=StorageConfig(endpoint_url=args.endpoint_url or ""),
+            other_hosts=args.follow_other_hosts,
         )
     except FileNotFoundError as exc:
         raise SitemapOpsError(f"cannot read {exc}") from None
@@ -167,7 +168,7 @@ def _validate(args: argparse.Namespace) -> int:
             "hint: a sitemap may list URLs outside its folder only when the site's robots.txt lists it: validate "
             "that robots.txt instead, or pass --base-url with the site's URL"
         )
-    verdict = "OK" if report.ok else f"{len(report.problems)} problem(s)"
+    verdict = "OK" if report.ok else f"{report.count:,} problem(s)"
     print(f"{verdict}: {report.files} file(s), {report.urls:,} URL(s) checked")
     return 0 if report.ok else 1
 
@@ -247,6 +248,11 @@ def parser() -> argparse.ArgumentParser:
     validate.add_argument("--base-url", metavar="URL", help="the site the URLs must belong to")
     validate.add_argument("--public-url", metavar="URL", help="URL where the target's folder is served")
     validate.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
+    validate.add_argument(
+        "--follow-other-hosts",
+        action="store_true",
+        help="validating a URL: also fetch files on other hosts than its own (robots.txt may list them)",
+    )
     inspect = sub.add_parser(
         "inspect",
         help="summarize the last published build (its manifest)",

@@ -20,8 +20,10 @@ from sitemap_ops.plan.config import SectionRule, ShardConfig
 from sitemap_ops.publish.config import PublishConfig
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.stage.config import ExtensionsConfig, NormalizeConfig, SourceConfig
-from sitemap_ops.stage.normalize import idna_host
+from sitemap_ops.stage.normalize import normalize_authority
 from sitemap_ops.storage import StorageConfig
+
+_SITE_HOST_RULES = NormalizeConfig(allow_ip_hosts=True)
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,11 @@ class Origin:
         if parts.query or parts.fragment or parts.username:
             raise ConfigError(f"{what} must not carry a query, fragment or user name: {url!r}")
         scheme = parts.scheme.lower()
-        host = idna_host(parts.hostname.lower())
-        if host is None:
-            raise ConfigError(f"{what}: {parts.hostname!r} is not a valid host name")
-        if parts.port is not None and parts.port != DEFAULT_PORTS[scheme]:
-            host = f"{host}:{parts.port}"
+        # the site's own host may be an IP address (its URLs are compared with it, not checked again)
+        authority = normalize_authority(parts.netloc, scheme, _SITE_HOST_RULES)
+        if authority.reason:
+            raise ConfigError(f"{what}: {parts.netloc!r} is not a valid host[:port] ({authority.reason})")
+        host = authority.host
         path = parts.path or "/"
         if not path.endswith("/"):
             path += "/"

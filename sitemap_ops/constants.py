@@ -45,6 +45,10 @@ INDEX_CLOSE = "</sitemapindex>\n"
 # https://www.rfc-editor.org/rfc/rfc3986#section-3.1 (only these two are allowed in a sitemap).
 ALLOWED_SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# https://www.rfc-editor.org/rfc/rfc1035#section-2.3.4 (labels of 63 octets; names of 255 octets on the
+# wire, 253 characters written out).
+MAX_HOST_LENGTH = 253
+MAX_HOST_LABEL_LENGTH = 63
 
 # Default tracking and session parameters stripped from query strings (glob patterns, case-insensitive).
 DEFAULT_TRACKING_PARAMS = ("utm_*", "gclid", "fbclid", "jsessionid", "phpsessid", "sid")
@@ -56,6 +60,10 @@ REJECT_REASONS = (
     "not_absolute",
     "unsupported_scheme",
     "unparseable",
+    "userinfo",  # user name or password in the URL (allowed by normalize.allow_userinfo)
+    "ip_host",  # an IP address as host, in any form a browser reads as one (allowed by normalize.allow_ip_hosts)
+    "invalid_host",  # not a DNS name of letters, digits, "-" and "_" (after IDNA)
+    "invalid_port",  # not a number from 0 to 65535
     "other_host_form",
     "other_scheme",
     "out_of_scope",
@@ -166,5 +174,8 @@ LEGACY_NAME_PATTERNS = (
 # Every work folder a build creates holds this file; pruning removes only folders that hold it.
 WORK_MARKER_NAME = ".sitemap-ops-build"
 DEFAULT_SECTION = "pages"
+# https://developers.google.com/search/docs/crawling-indexing/robots/robots_txt ("Google enforces a
+# robots.txt file size limit of 500 kibibytes (KiB). Content which is after the maximum file size is ignored").
+MAX_ROBOTS_BYTES = 500 * 1024
 ROBOTS_BEGIN = "# BEGIN sitemap-ops (managed block: do not edit by hand)"
 ROBOTS_END = "# END sitemap-ops"

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from sitemap_ops.constants import EXT_HREF_SEP, EXT_IMAGE_SEP, EXT_LINK_SEP
 from sitemap_ops.stage.config import NormalizeConfig
-from sitemap_ops.stage.normalize import idna_host, normalize_target
+from sitemap_ops.stage.normalize import normalize_authority, normalize_target
 from sitemap_ops.storage import Storage, StorageConfig, protocol_of
 
 # In a wheel the SQL files sit inside the package (sitemap_ops/sql); in a source checkout they are the
@@ -57,15 +57,21 @@ def connect(
     con.execute(read_sql("render_macros"))
     con.execute(read_sql("stage_macros"))
 
-    # null_handling="special": the UDFs may return NULL (input they cannot normalize -> `unparseable`).
-    def so_idna(authority: str | None) -> str | None:
-        return None if authority is None else idna_host(authority)
+    # null_handling="special": so_normalize_target may return NULL (a target it cannot encode -> `unparseable`).
+    def so_authority(authority: str | None, scheme: str | None) -> dict[str, str | None]:
+        return normalize_authority(authority or "", scheme or "", rules)._asdict()
 
     def so_normalize_target(target: str | None) -> str | None:
         return None if target is None else normalize_target(target, rules)
 
-    for name, function in (("so_idna", so_idna), ("so_normalize_target", so_normalize_target)):
-        con.create_function(name, function, ["VARCHAR"], "VARCHAR", null_handling="special", side_effects=False)
+    authority_type = duckdb.struct_type({"userinfo": "VARCHAR", "host": "VARCHAR", "reason": "VARCHAR"})
+    udfs = (
+        ("so_authority", so_authority, ["VARCHAR", "VARCHAR"], authority_type),
+        ("so_normalize_target", so_normalize_target, ["VARCHAR"], "VARCHAR"),
+    )
+    for name, function, arguments, returns in udfs:
+        # the stubs want an enum for null_handling that duckdb 1.x and 2.x name differently; the string works in both
+        con.create_function(name, function, arguments, returns, null_handling="special", side_effects=False)  # type: ignore[call-overload]
     return con
 
 

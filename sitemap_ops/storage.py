@@ -186,10 +186,10 @@ class Storage:
     def _retry(self, action: Callable[[], T], what: str) -> T:
         return with_retries(action, what, 0 if self.is_local else self.config.retries)
 
-    def read_bytes(self, name: str) -> bytes | None:
-        """The file's bytes, or None if it does not exist."""
+    def read_bytes(self, name: str, limit: int | None = None) -> bytes | None:
+        """The file's bytes (at most `limit` of them), or None if it does not exist."""
         try:
-            return self._retry(lambda: self.fs.cat_file(self.path(name)), f"reading {self.path(name)}")
+            return self._retry(lambda: self.fs.cat_file(self.path(name), end=limit), f"reading {self.path(name)}")
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -2,8 +2,11 @@
 
 The official schemas (shipped in sitemap_ops/schemas) check the XML structure; this module checks what
 they cannot: size and count limits, loc syntax and length, scope, encoding, dates, duplicates. Input is
-untrusted: DTDs and entities are refused, decompression is capped, nothing is fetched from the network
-unless the target itself is an http(s) URL.
+untrusted: DTDs and entities are refused, every read and decompression is capped at the protocol's size
+limit, a file is read only inside the target's folder, nothing is fetched from the network unless the
+target itself is an http(s) URL, and then only from its own origin (scheme, host, port) unless the caller
+allows other hosts. Problems quote at most a short prefix of what a file holds, and at most
+MAX_PROBLEMS_PER_FILE problems per file.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from sitemap_ops.constants import (
     MAX_IMAGES_PER_PAGE,
     MAX_LOC_LENGTH,
     MAX_NEWS_PER_SITEMAP,
+    MAX_ROBOTS_BYTES,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_SITEMAP,
     NEWS_NS,
@@ -46,7 +50,7 @@ from sitemap_ops.constants import (
     VIDEO_NS,
     XHTML_NS,
 )
-from sitemap_ops.errors import StorageError
+from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.plan.exceptions import ManifestError
 from sitemap_ops.plan.manifest import Manifest
 from sitemap_ops.robots import sitemap_lines
@@ -59,6 +63,24 @@ _LASTMOD = re.compile(LASTMOD_PATTERN)
 _URI_CHARS = re.compile(r"^[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _HTTP_TIMEOUT = 30
+# What a file may quote of itself in a problem (a foreign file's line could be anything: a secret, a page).
+_EXCERPT_CHARS = 60
+MAX_PROBLEMS_PER_FILE = 100
+# Read at most this much of any file: a sitemap over the protocol's limit is a problem whatever follows.
+_READ_LIMIT = MAX_BYTES_PER_SITEMAP + 1
+
+
+def excerpt(text: str) -> str:
+    """A short quoted prefix of `text` for a problem message."""
+    return repr(text[:_EXCERPT_CHARS]) + ("..." if len(text) > _EXCERPT_CHARS else "")
+
+
+# (scheme, host, port)
+SiteOrigin = tuple[str, str, int | None]
+
+
+class RefusedError(SitemapOpsError):
+    """validate will not read this file (outside the target's folder, or on another host)."""
 
 
 @dataclass(frozen=True)
@@ -80,12 +102,31 @@ class Report:
     files: int = 0
     urls: int = 0
 
+    hidden: int = 0  # problems past MAX_PROBLEMS_PER_FILE of one file (counted, not listed)
+    _per_file: dict[str, int] = field(default_factory=dict)
+
     def add(self, where: str, message: str) -> None:
-        self.problems.append(Problem(where, message))
+        # `where` is a file, or file:line; the cap is per file
+        name, _, line = where.rpartition(":")
+        key = name if line.isdigit() and name else where
+        count = self._per_file.get(key, 0) + 1
+        self._per_file[key] = count
+        if count <= MAX_PROBLEMS_PER_FILE:
+            self.problems.append(Problem(where, message))
+        elif count == MAX_PROBLEMS_PER_FILE + 1:
+            self.problems.append(Problem(key, f"more problems not listed (the first {MAX_PROBLEMS_PER_FILE:,} are)"))
+            self.hidden += 1
+        else:
+            self.hidden += 1
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def count(self) -> int:
+        """How many problems were found (listed or not)."""
+        return sum(self._per_file.values())
 
 
 class _SchemaResolver(etree.Resolver):
@@ -110,64 +151,101 @@ def _safe_parser() -> etree.XMLParser:
 
 
 def decompress(data: bytes, where: str, report: Report) -> bytes | None:
-    """gunzip `data` if it is gzip, capped just past the byte limit (a gzip bomb stops there)."""
+    """gunzip `data` if it is gzip (every member, as `cat a.gz b.gz` makes), capped just past the byte
+    limit in all (a gzip bomb stops there, however many members it has)."""
     if not data.startswith(b"\x1f\x8b"):
         return data
-    decoder = zlib.decompressobj(wbits=47)
-    try:
-        out = decoder.decompress(data, MAX_BYTES_PER_SITEMAP + 1)
-    except zlib.error as exc:
-        report.add(where, f"broken gzip data: {exc}")
-        return None
-    if len(out) > MAX_BYTES_PER_SITEMAP:
-        report.add(where, f"over {MAX_BYTES_PER_SITEMAP:,} bytes uncompressed (the protocol's limit)")
-        return None
-    if not decoder.eof:
-        report.add(where, "broken gzip data: the stream is truncated")
-        return None
-    return out
+    out = bytearray()
+    rest = data
+    while rest:
+        if not rest.startswith(b"\x1f\x8b"):
+            report.add(where, f"{len(rest):,} bytes of data that is not gzip after the gzip stream")
+            return None
+        decoder = zlib.decompressobj(wbits=31)
+        try:
+            out += decoder.decompress(rest, MAX_BYTES_PER_SITEMAP + 1 - len(out))
+        except zlib.error as exc:
+            report.add(where, f"broken gzip data: {exc}")
+            return None
+        if len(out) > MAX_BYTES_PER_SITEMAP:
+            report.add(where, f"over {MAX_BYTES_PER_SITEMAP:,} bytes uncompressed (the protocol's limit)")
+            return None
+        if not decoder.eof:
+            report.add(where, "broken gzip data: the stream is truncated")
+            return None
+        rest = decoder.unused_data
+    return bytes(out)
 
 
 class Fetcher:
     """Reads the files a sitemap names: over HTTP when validating a URL, else from the target's storage.
 
-    `prefix` is the public URL at which `root` is served; a URL under it maps to a file under root.
+    `prefix` is the public URL at which `root` is served; a URL under it maps to a file under root (never
+    outside it). Over HTTP only URLs of the `origins` (scheme, host, port) are fetched, redirects included,
+    unless `other_hosts`.
     """
 
-    def __init__(self, root: Storage | None, prefix: str | None, network: bool) -> None:
+    def __init__(
+        self, root: Storage | None, prefix: str | None, network: bool, origins: set[SiteOrigin], other_hosts: bool
+    ) -> None:
         self.root = root
         self.prefix = prefix
         self.network = network
+        self.origins = origins
+        self.other_hosts = other_hosts
 
-    def fetch(self, url: str) -> bytes:
+    def fetch(self, url: str, limit: int = _READ_LIMIT) -> bytes:
         if self.root is not None and self.prefix and url.startswith(self.prefix):
             name = url[len(self.prefix) :].split("?", 1)[0].split("#", 1)[0]
-            data = self.root.read_bytes(name)
+            if not _inside(name):
+                raise RefusedError(f"names a file outside {self.root.url}; not read")
+            data = self.root.read_bytes(name, limit)
             if data is None:
                 raise FileNotFoundError(f"{url} (looked for {self.root.path(name)})")
             return data
         if self.network and urlsplit(url).scheme in ALLOWED_SCHEMES:
-            return _http_get(url)
+            if not self.other_hosts and origin(url) not in self.origins:
+                raise RefusedError("on another host than the one validated; not fetched (--follow-other-hosts)")
+            return http_get(url, limit, None if self.other_hosts else self.origins)
         raise FileNotFoundError(
             f"{url} is not under {self.prefix or 'a known public URL'}; give --public-url to map it to a file"
         )
 
 
-def _http_get(url: str) -> bytes:
+def _inside(name: str) -> bool:
+    """Whether a relative file name stays inside its folder (no "..", no absolute path, no backslash)."""
+    return bool(name) and not name.startswith("/") and "\\" not in name and ".." not in name.split("/")
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to one of `origins` (a same-site URL must not lead to another host)."""
+
+    def __init__(self, origins: set[SiteOrigin]) -> None:
+        self.origins = origins
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        if origin(newurl) not in self.origins:
+            raise RefusedError(f"redirects to another host ({excerpt(newurl)}); not followed")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def http_get(url: str, limit: int = _READ_LIMIT, origins: set[SiteOrigin] | None = None) -> bytes:
+    """GET an http(s) URL, at most `limit` bytes; redirects only within `origins` (None: anywhere)."""
     if urlsplit(url).scheme not in ALLOWED_SCHEMES:  # never file: or other schemes
         raise ValueError(f"not an http(s) URL: {url}")
+    handlers = [_SameOrigin(origins)] if origins is not None else []
     request = urllib.request.Request(url, headers={"User-Agent": "sitemap-ops-validate"})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT) as response:  # noqa: S310
-        return response.read(MAX_BYTES_PER_SITEMAP * 2 + 1)
+    with urllib.request.build_opener(*handlers).open(request, timeout=_HTTP_TIMEOUT) as response:
+        return response.read(limit)
 
 
 def _read_target(target: str, config: StorageConfig | None) -> tuple[bytes, Storage | None, str]:
     """(bytes, the storage folder holding the target or None for http(s), the target's file name)."""
     if urlsplit(target).scheme in ALLOWED_SCHEMES:
-        return _http_get(target), None, posixpath.basename(urlsplit(target).path)
+        return http_get(target, origins={origin(target)}), None, posixpath.basename(urlsplit(target).path)
     folder, _, name = target.rstrip("/").rpartition("/")
     storage = Storage.open(folder or ".", config)
-    data = storage.read_bytes(name)
+    data = storage.read_bytes(name, _READ_LIMIT)
     if data is None:
         raise FileNotFoundError(target)
     return data, storage, name
@@ -217,11 +295,12 @@ def check_loc(loc: str | None, where: str, report: Report, scope: str | None) ->
     if scope and not problems and not in_scope(loc, scope):
         problems.append(f"outside the sitemap's scope {scope}")
     for message in problems:
-        report.add(where, f"{loc[:120]!r}: {message}")
+        report.add(where, f"{excerpt(loc)}: {message}")
     return not problems
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
+def origin(url: str) -> SiteOrigin:
+    """(scheme, host, port) of a URL, the port defaulted by scheme."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     try:
@@ -233,7 +312,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 def in_scope(url: str, scope: str) -> bool:
     """Same scheme, host and port as `scope`, and a path under scope's directory."""
-    if _origin(url) != _origin(scope):
+    if origin(url) != origin(scope):
         return False
     return (urlsplit(url).path or "/").startswith(_scope_folder(scope))
 
@@ -300,8 +379,21 @@ class Validator:
 
     def file(self, data: bytes, where: str, url: str | None, allow_index: bool = True) -> None:
         self.report.files += 1
+        if not data:
+            self.report.add(where, "empty file")
+            return
+        if len(data) > MAX_BYTES_PER_SITEMAP:
+            self.report.add(where, f"over {MAX_BYTES_PER_SITEMAP:,} bytes (the protocol's limit); not read further")
+            return
+        named_gz = urlsplit(url or where).path.lower().endswith(".gz")
+        if named_gz and not data.startswith(b"\x1f\x8b"):
+            self.report.add(where, "named .gz but not gzip data")
+            return
         raw = decompress(data, where, self.report)
         if raw is None:
+            return
+        if not raw.strip(b"\xef\xbb\xbf \t\r\n"):
+            self.report.add(where, "no content (empty once uncompressed)")
             return
         if len(raw) > MAX_BYTES_PER_SITEMAP:
             self.report.add(where, f"{len(raw):,} bytes (the limit is {MAX_BYTES_PER_SITEMAP:,})")
@@ -347,7 +439,7 @@ class Validator:
             loc = loc.strip() if loc else loc
             check_loc(loc, line, self.report, scope)
             if loc in seen:
-                self.report.add(line, f"duplicate URL {loc[:120]!r}")
+                self.report.add(line, f"duplicate URL {excerpt(loc or '')}")
             seen.add(loc or "")
             check_lastmod(fields.get(_NS + "lastmod"), line, self.report, self.now)
             changefreq = fields.get(_NS + "changefreq")
@@ -420,19 +512,29 @@ class Validator:
             if line:
                 check_loc(line, f"{where}:{number}", self.report, scope)
                 if line in seen:
-                    self.report.add(f"{where}:{number}", f"duplicate URL {line[:120]!r}")
+                    self.report.add(f"{where}:{number}", f"duplicate URL {excerpt(line)}")
                 seen.add(line)
 
     def robots(self, data: bytes, where: str) -> None:
         self.report.files += 1
-        text = data.decode("utf-8", errors="replace")
+        if len(data) > MAX_ROBOTS_BYTES:
+            self.report.add(where, f"over {MAX_ROBOTS_BYTES:,} bytes: crawlers ignore what follows")
+            data = data[:MAX_ROBOTS_BYTES]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.report.add(where, f"not a text file (not valid UTF-8 at byte {exc.start})")
+            return
+        if re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text):
+            self.report.add(where, "not a text file (holds control characters)")
+            return
         urls = sitemap_lines(text)
         if not urls:
             self.report.add(where, "no Sitemap: line")
         for url in urls:
             parts = urlsplit(url)
             if parts.scheme not in ALLOWED_SCHEMES or not parts.netloc:
-                self.report.add(where, f"Sitemap: {url!r} is not an absolute http(s) URL")
+                self.report.add(where, f"Sitemap: {excerpt(url)} is not an absolute http(s) URL")
                 continue
             # A sitemap listed in robots.txt may sit on another host: its scope is the robots.txt's site.
             self.follow(url, allow_index=True, scope_base=self.base_url or f"{parts.scheme}://{parts.netloc}/")
@@ -443,6 +545,9 @@ class Validator:
         self.seen.add(url)
         try:
             data = self.fetcher.fetch(url)
+        except RefusedError as exc:
+            self.report.add(url, str(exc))
+            return
         except (OSError, StorageError, urllib.error.URLError) as exc:
             self.report.add(url, f"cannot read: {exc}")
             return
@@ -470,7 +575,7 @@ def _infer_prefix(data: bytes, storage: Storage, name: str) -> str | None:
         segments = path.split("/")
         for i in range(len(segments)):
             suffix = "/".join(segments[i:])
-            if suffix and storage.exists(suffix):
+            if _inside(suffix) and storage.exists(suffix):
                 return url[: len(url) - len(suffix)]
         return None
     return None
@@ -484,12 +589,15 @@ def validate(
     now: dt.datetime | None = None,
     fetch: Callable[[str], bytes] | None = None,
     storage: StorageConfig | None = None,
+    other_hosts: bool = False,
 ) -> Report:
     """Validate a sitemap, index or robots.txt at a local path, fsspec URL or http(s) URL.
 
     `base_url`: the site whose URLs the sitemaps may list (default: each sitemap's own directory, or the
     site of the robots.txt that lists it). `public_url`: the URL at which the target's folder is served,
     to find the files an index or robots.txt names (default: guessed from the files next to the target).
+    `other_hosts`: an http(s) target may lead to files on other hosts (robots.txt Sitemap: lines, an
+    index's entries, redirects); by default only its own origin and base_url's are fetched.
     """
     now = now or dt.datetime.now(dt.UTC)
     is_http = urlsplit(target).scheme in ALLOWED_SCHEMES
@@ -506,9 +614,10 @@ def validate(
     else:
         prefix = public_url or (_infer_prefix(data, folder, name) if folder else None)
         own_url = (prefix + name) if prefix else None
-    fetcher = Fetcher(folder, prefix, network=is_http)
+    origins = {origin(u) for u in (target, base_url) if u and urlsplit(u).scheme in ALLOWED_SCHEMES}
+    fetcher = Fetcher(folder, prefix, network=is_http, origins=origins, other_hosts=other_hosts)
     if fetch is not None:
-        fetcher.fetch = fetch  # type: ignore[method-assign]
+        fetcher.fetch = lambda url, limit=_READ_LIMIT: fetch(url)  # type: ignore[method-assign]
     validator = Validator(fetcher, base_url, now)
     if name.lower() == "robots.txt":
         validator.robots(data, target)

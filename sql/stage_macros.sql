@@ -54,13 +54,19 @@ CREATE OR REPLACE TEMP MACRO so_short_values(joined, sep) AS
         ELSE len(list_filter(string_split(joined, sep), lambda v: strlen(v) > getvariable('max_loc_length'))) = 0
     END;
 
+-- a joined list naming the site's other host form, which the checked path rewrites (ext_alt_url)
+CREATE OR REPLACE TEMP MACRO so_names_alt_host(joined) AS
+    getvariable('ext_alt_url') <> '' AND contains(joined, getvariable('ext_alt_url'));
+
 CREATE OR REPLACE TEMP MACRO so_images_fast(images, joined) AS
     len(images) <= getvariable('max_images_per_page')
     AND (len(images) = 0 OR regexp_full_match(joined, getvariable('ext_clean_images')))
+    AND NOT so_names_alt_host(joined)
     AND so_short_values(joined, getvariable('ext_image_sep'))
     AND len(list_distinct(images)) = len(images);
 
 CREATE OR REPLACE TEMP MACRO so_alternates_fast(alternates, joined) AS
     NOT getvariable('complete_alternates')
     AND (len(alternates) = 0 OR regexp_full_match(joined, getvariable('ext_clean_alternates')))
+    AND NOT so_names_alt_host(joined)
     AND so_short_values(joined, getvariable('ext_link_sep'));

@@ -3,7 +3,7 @@
 -- built by sitemap_ops.stage.sources) and the variables set by sitemap_ops.stage.stage (site scheme/host/scope
 -- and one switch per rule). One output row per input row. `reason` is NULL for a publishable URL; `*_issue`
 -- names an optional field that was dropped. Lambda-free string functions on the common path; regexes and
--- the Python UDFs (so_idna, so_normalize_target) run only on the rows a cheap test routes to them.
+-- the Python UDFs (so_authority, so_normalize_target) run only on the rows a cheap test routes to them.
 -- With the variable check_scope false (extension URLs: images, videos, alternates), the host, scheme and
 -- scope rules are not applied; `host` is returned so the caller can check the host against its own list.
 WITH src AS (
@@ -90,15 +90,24 @@ hosts3 AS (
 hosts4 AS (
     SELECT
         *,
-        -- IDNA only for hosts with non-ASCII characters (byte length differs from character length)
+        -- the site's host forms and plain lower-case DNS names pass as they are; any other authority
+        -- (userinfo, a port left, an IP address, IDNA, escapes, anything malformed) is split, normalized
+        -- and judged by so_authority (sitemap_ops.stage.normalize.normalize_authority)
         CASE
-            WHEN getvariable('rule_idna') AND strlen(host1) <> length(host1) THEN so_idna(host1)
-            ELSE host1
-        END AS host2,
-        CASE
-            WHEN getvariable('rule_idna') AND strlen(host1) <> length(host1) THEN true ELSE false
-        END AS idna_tried
+            WHEN host1 = getvariable('site_host') OR host1 = getvariable('alt_host') THEN NULL
+            WHEN strlen(host1) <= getvariable('max_host_length') AND regexp_full_match(host1, getvariable('plain_host'))
+                AND NOT contains(host1, 'xn--') THEN NULL
+            ELSE so_authority(authority, scheme1)
+        END AS auth
     FROM hosts3
+),
+hosts5 AS (
+    SELECT
+        * EXCLUDE (auth),
+        CASE WHEN auth IS NULL THEN '' ELSE auth.userinfo END AS userinfo,
+        CASE WHEN auth IS NULL THEN host1 ELSE auth.host END AS host2,
+        auth.reason AS host_reason
+    FROM hosts4
 ),
 targets AS (
     SELECT
@@ -122,7 +131,7 @@ targets AS (
                 THEN so_normalize_target(target)
             ELSE target
         END AS target1
-    FROM hosts4
+    FROM hosts5
 ),
 paths AS (
     SELECT
@@ -167,7 +176,7 @@ composed AS (
 located AS (
     SELECT
         *,
-        scheme2 || '://' || host3 || path || CASE WHEN query <> '' THEN '?' || query ELSE '' END
+        scheme2 || '://' || userinfo || host3 || path || CASE WHEN query <> '' THEN '?' || query ELSE '' END
             || CASE WHEN getvariable('rule_fragments') THEN '' ELSE fragment END AS norm_loc
     FROM composed
 ),
@@ -177,7 +186,8 @@ judged AS (
         coalesce(
             early_reason,
             CASE
-                WHEN host2 IS NULL OR host2 = '' OR target1 IS NULL THEN 'unparseable'
+                WHEN host_reason IS NOT NULL THEN host_reason
+                WHEN target1 IS NULL THEN 'unparseable'
                 WHEN NOT getvariable('check_scope') THEN NULL
                 WHEN host2 = getvariable('alt_host') AND host3 <> getvariable('site_host') THEN 'other_host_form'
                 WHEN host3 <> getvariable('site_host') THEN 'out_of_scope'

@@ -179,3 +179,15 @@ def test_a_build_not_served_at_the_root_says_robots_txt_was_not_written(tmp_path
     checked = run("validate", "maps/sitemap.xml", cwd=tmp_path)
     assert checked.returncode == 1 and "hint: a sitemap may list URLs outside its folder" in checked.stdout
     assert run("validate", "maps/sitemap.xml", "--base-url", "https://www.example.com", cwd=tmp_path).returncode == 0
+
+
+def test_help_imports_no_data_library() -> None:
+    heavy = ("duckdb", "pyarrow", "numpy", "lxml", "pandas")
+    code = (
+        "import sys; from sitemap_ops.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "usage: sitemap-ops" in result.stdout
+    assert result.stderr.strip() == ""

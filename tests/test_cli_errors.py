@@ -88,7 +88,7 @@ def test_ctrl_c_during_stage_exits_130_with_one_line_and_leaves_nothing(tmp_path
     lines = []
     for line in process.stderr:  # progress lines: wait until the stage is reading
         lines.append(line)
-        if line.startswith("stage: reading"):
+        if "] stage: reading" in line:
             process.send_signal(signal.SIGINT)
             break
     rest = process.stderr.read().strip().splitlines()
@@ -127,7 +127,7 @@ def test_the_next_build_removes_what_a_killed_build_left(tmp_path: Path) -> None
     process = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     assert process.stderr is not None
     for line in process.stderr:
-        if line.startswith("stage: reading"):
+        if "] stage: reading" in line:
             process.kill()
             break
     assert process.wait(timeout=60) == -9

@@ -113,13 +113,13 @@ class SourceConfig:
         unknown = set(self.columns) - set(known)
         if unknown:
             raise ConfigError(
-                f"source {self.path!r}: unknown inventory column(s) {sorted(unknown)} in `columns` "
+                f"source {self.label}: unknown inventory column(s) {sorted(unknown)} in `columns` "
                 f"for kind {self.kind}; known: {', '.join(known)}"
             )
         if self.section and self.kind != "pages":
             raise ConfigError(f"source {self.label}: `section` applies to page sources only")
         if self.section and not _SECTION_NAME.match(self.section):
-            raise ConfigError(f"source {self.path!r}: section {self.section!r} must match [a-z0-9][a-z0-9_-]*")
+            raise ConfigError(f"source {self.label}: section {self.section!r} must match [a-z0-9][a-z0-9_-]*")
 
     @property
     def label(self) -> str:
@@ -180,6 +180,13 @@ class NormalizeConfig:
     strip_path_params: bool = True  # ;jsessionid=... path parameters
     tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS  # glob patterns, case-insensitive; () keeps all
     sort_query: bool = False
+    # RFC 3986 section 6.2.2.2: "%7E" is "~"; escapes of unreserved characters are decoded (so /%7Ejane and
+    # /~jane are one URL, and ?%75tm_source= is a tracking parameter)
+    decode_unreserved: bool = True
+    # "%2E" and "%2E%2E" segments are dot segments (browsers fetch /a/%2E%2E/b as /b)
+    encoded_dot_segments: bool = True
+    allow_userinfo: bool = False  # publish URLs with user:password@ (rejected as `userinfo` otherwise)
+    allow_ip_hosts: bool = False  # publish URLs on IP addresses (rejected as `ip_host` otherwise)
     other_host_form: str = "rewrite"  # www.example.com vs example.com: rewrite | reject
     other_scheme: str = "rewrite"  # http vs https: rewrite | reject
 

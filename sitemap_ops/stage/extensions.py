@@ -29,6 +29,7 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.duck import quote_literal, read_sql, set_variables
 from sitemap_ops.stage.exceptions import StageError
+from sitemap_ops.stage.normalize import PLAIN_HOST
 from sitemap_ops.stage.sources import create_url_inventory_view
 
 HREFLANG_NAME = "hreflang.csv"
@@ -62,14 +63,27 @@ HREFLANG_CANONICAL = (
 )
 
 
+# A percent-escape normalization keeps: upper-case hex, not of an unreserved character (those are decoded).
+_KEPT_ESCAPE = "%([01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF]|[89A-F][0-9A-F])"
+
+
 def _clean_url(config: SiteConfig, hosts: tuple[str, ...], xml_safe: bool = False) -> str:
     """A regex for URLs normalization leaves as they are, on the site's host or one of `hosts`: a path of
-    RFC 3986 characters with upper-case escapes and no "." or ".." segment, no query or fragment; with
-    `xml_safe`, also without the characters XML escapes (& and ')."""
-    names = "[a-z0-9.-]+" if "*" in hosts else "|".join(re.escape(h) for h in (config.site.host, *hosts))
+    RFC 3986 characters with upper-case escapes of reserved characters and no "." or ".." segment, no query
+    or fragment; with `xml_safe`, also without the characters XML escapes (& and ').
+
+    Only plain DNS names (sitemap_ops.stage.normalize.PLAIN_HOST) qualify: a listed host with a port, an IP
+    address or an IDNA label is left to the checked path, which judges it like any URL. The site's other
+    host form is excluded in SQL (so_names_alt_host, sql/stage_macros.sql): the checked path may rewrite it.
+    """
+    if "*" in hosts:
+        names = PLAIN_HOST
+    else:
+        plain = [h for h in hosts if re.fullmatch(PLAIN_HOST, h) and "xn--" not in h]
+        names = "|".join(re.escape(h) for h in (config.site.host, *plain))
     chars = "A-Za-z0-9._~!$()*+,=:@-" if xml_safe else "A-Za-z0-9._~!$&'()*+,=:@-"
-    char = f"([{chars}]|%[0-9A-F]{{2}})"
-    not_dot = f"([{chars.replace('.', '')}]|%[0-9A-F]{{2}})"
+    char = f"([{chars}]|{_KEPT_ESCAPE})"
+    not_dot = f"([{chars.replace('.', '')}]|{_KEPT_ESCAPE})"
     # a segment that is not "." or "..": empty, or not starting with a dot, or one dot and more, or two and more
     segment = f"({not_dot}{char}*|\\.{not_dot}{char}*|\\.\\.{char}+)?"
     return re.escape(config.site.scheme) + f"://({names})(/{segment})+"
@@ -98,6 +112,8 @@ def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
             EXT_LINK_SEP,
         ),
         "complete_alternates": ext.complete_alternates,
+        # URLs on the site's other host form, which the checked path rewrites to the site's host
+        "ext_alt_url": f"://{config.site.alternate_host}/" if config.normalize.other_host_form == "rewrite" else "",
         # a one-element list with "" when empty: an empty list variable would not be typed VARCHAR[]
         "image_hosts": list(ext.image_hosts) or [""],
         "video_hosts": list(ext.video_hosts) or [""],

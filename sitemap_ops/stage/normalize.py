@@ -1,18 +1,22 @@
-"""URL normalization edge cases that SQL cannot do well: IDNA hosts and IRI -> URI re-encoding.
+"""URL normalization edge cases that SQL cannot do well: hosts that are not plain names, IRI -> URI targets.
 
 The SQL in sql/stage_normalize.sql handles the common path for every row; it routes only the rare rows that
-need these functions (non-ASCII hosts; targets with non-ASCII or unsafe characters, bad or lower-case
-percent-escapes, or dot segments) here, as DuckDB scalar UDFs. Each function returns None for input it
-cannot normalize, which the SQL turns into the reject reason `unparseable`.
+need these functions here, as DuckDB scalar UDFs: authorities that are not a plain lower-case DNS name
+(userinfo, ports, IP addresses, IDNA, percent-escapes, anything malformed) and targets with non-ASCII or
+unsafe characters, bad, lower-case or unreserved percent-escapes, or dot segments. normalize_authority says
+why it rejects; normalize_target returns None for a target it cannot encode (the reason `unparseable`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from urllib.parse import quote
+from typing import NamedTuple
+from urllib.parse import quote, unquote
 
 import idna
 
+from sitemap_ops.constants import DEFAULT_PORTS, MAX_HOST_LABEL_LENGTH, MAX_HOST_LENGTH
 from sitemap_ops.stage.config import NormalizeConfig
 
 # RFC 3986: unreserved + sub-delims + ":" + "@" are allowed in a path segment; the query adds "/" and "?".
@@ -24,41 +28,177 @@ _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 _DEFAULT_RULES = NormalizeConfig()
 
+# A percent-escape of an unreserved character, upper or lower case hex (RFC 3986 section 2.3: letters,
+# digits, "-", ".", "_", "~"): it means the character itself.
+_UNRESERVED_ESCAPE = "%(2[DEde]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])"
+_UNRESERVED_ESCAPE_RE = re.compile(_UNRESERVED_ESCAPE)
+
 # The SQL's cheap test for "this target needs the Python path": a character outside the RFC 3986 set,
-# a "%" not followed by two upper-case hex digits, or a "." or ".." path segment.
+# a "%" not followed by two upper-case hex digits, an escape of an unreserved character, or a "." or ".."
+# path segment.
 TARGET_NEEDS_WORK = (
     r"[^A-Za-z0-9._~:/?@!$&'()*+,;=%-]"
     r"|%([^0-9A-F]|[0-9A-F][^0-9A-F]|[0-9A-F]?$)"
+    f"|{_UNRESERVED_ESCAPE}"
     r"|/\.\.?([/?]|$)"
 )
 
+# A DNS name as the SQL takes it without a second look: lower-case labels of letters, digits, "-" and "_",
+# the last one (the top-level domain) starting with a letter, so never an IPv4 address in any WHATWG form
+# (127.1, 0x7f.1). Names with an "xn--" label, a port or over MAX_HOST_LENGTH take normalize_authority.
+_LABEL = f"[a-z0-9_]([a-z0-9_-]{{0,{MAX_HOST_LABEL_LENGTH - 2}}}[a-z0-9_])?"
+PLAIN_HOST = f"({_LABEL}\\.)*[a-z]([a-z0-9-]{{0,{MAX_HOST_LABEL_LENGTH - 2}}}[a-z0-9])?"
+_ASCII_LABEL = re.compile(f"[a-z0-9_]([a-z0-9_-]{{0,{MAX_HOST_LABEL_LENGTH - 2}}}[a-z0-9_])?")
+# WHATWG URL "ends in a number": the host is read as an IPv4 address (https://url.spec.whatwg.org/#ends-in-a-number-checker)
+_IPV4_PART = re.compile(r"(0[xX][0-9A-Fa-f]*|[0-9]+)")
 
-def idna_host(authority: str) -> str | None:
-    """IDNA-encode the host part of `host[:port]` (UTS #46 mapping); None if it is not a valid name."""
-    host, sep, port = authority.rpartition(":")
-    if not sep or not port.isdigit():
-        host, port = authority, ""
-    try:
-        ascii_host = idna.encode(host, uts46=True).decode("ascii")
-    except (idna.IDNAError, UnicodeError, ValueError):
+
+class Authority(NamedTuple):
+    """An authority split and normalized: `userinfo` ends with "@" (or is ""), `host` is host[:port]."""
+
+    userinfo: str
+    host: str
+    reason: str | None
+
+
+def _ipv4(host: str) -> str | None:
+    """The dotted-decimal form of a host the WHATWG URL standard reads as IPv4 (hex, octal, 1-4 parts)."""
+    parts = host.split(".")
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    if len(parts) > 4 or not all(_IPV4_PART.fullmatch(p) for p in parts):
         return None
-    return ascii_host + (":" + port if port else "")
+    try:  # 0x: hex, a leading 0: octal ("08" is no number), else decimal
+        numbers = [_ipv4_number(p) for p in parts]
+    except ValueError:
+        return None
+    if any(n > 255 for n in numbers[:-1]) or numbers[-1] >= 256 ** (5 - len(numbers)):
+        return None
+    value = numbers[-1] + sum(n << (8 * (3 - i)) for i, n in enumerate(numbers[:-1]))
+    return str(ipaddress.IPv4Address(value))
 
 
-def remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4."""
-    output: list[str] = []
-    for segment in path.split("/")[1:] if path.startswith("/") else path.split("/"):
-        if segment == "..":
+def _ipv4_number(part: str) -> int:
+    if part[:2].lower() == "0x":
+        return int(part[2:] or "0", 16)
+    return int(part, 8 if len(part) > 1 and part[0] == "0" else 10)
+
+
+def _uts46(name: str) -> str:
+    """UTS #46 mapping (case folding, full-width forms, ideographic dots), as WHATWG does; "" if it cannot."""
+    try:
+        return idna.uts46_remap(name, std3_rules=False, transitional=False)
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return ""
+
+
+def _domain(name: str) -> str | None:
+    """A registered name (UTS #46-mapped) as ASCII, IDNA for non-ASCII and xn-- labels; None if invalid."""
+    trailing_dot = name.endswith(".")
+    labels = (name[:-1] if trailing_dot else name).split(".")
+    out: list[str] = []
+    for label in labels:
+        if label.isascii() and not label.lower().startswith("xn--"):
+            if not _ASCII_LABEL.fullmatch(label.lower()):
+                return None
+            out.append(label)
+            continue
+        try:
+            out.append(idna.encode(label).decode("ascii"))
+        except (idna.IDNAError, UnicodeError, ValueError):
+            return None
+    result = ".".join(out) + ("." if trailing_dot else "")
+    return result if len(result) <= MAX_HOST_LENGTH else None
+
+
+def normalize_authority(authority: str, scheme: str, rules: NormalizeConfig = _DEFAULT_RULES) -> Authority:
+    """Split and normalize `[userinfo@]host[:port]` of an http(s) URL; `reason` says why it cannot be published.
+
+    Reasons: `userinfo` (credentials in the URL, unless normalize.allow_userinfo), `ip_host` (an IPv4 address
+    in any form the WHATWG URL standard reads as one, or an IPv6 literal, unless normalize.allow_ip_hosts),
+    `invalid_port` (not 0-65535), `invalid_host` (anything but a DNS name of letters, digits, "-" and "_").
+    """
+    if "\\" in authority:  # browsers read it as "/", RFC 3986 parsers as part of the host: never publish
+        return Authority("", "", "invalid_host")
+    userinfo, at, hostport = authority.rpartition("@")
+    if at and not rules.allow_userinfo:
+        return Authority("", "", "userinfo")
+    if hostport.startswith("["):
+        host, bracket, port = hostport[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            return Authority("", "", "invalid_host")
+        port = port[1:]
+        try:
+            host = f"[{ipaddress.IPv6Address(host).compressed}]"
+        except ValueError:
+            return Authority("", "", "invalid_host")
+        ip = True
+    else:
+        host, _, port = hostport.partition(":")
+        if ":" in port:
+            return Authority("", "", "invalid_port")
+        try:
+            decoded = unquote(host, errors="strict")
+        except UnicodeError:
+            return Authority("", "", "invalid_host")
+        if not decoded.isascii():  # UTS #46 first: full-width digits and dots may spell an IPv4 address
+            decoded = _uts46(decoded) if rules.idna_hosts else ""
+        if not decoded:
+            return Authority("", "", "invalid_host")
+        last = decoded.rstrip(".").rsplit(".", 1)[-1] if decoded.rstrip(".") else decoded
+        ipv4 = _ipv4(decoded) if _IPV4_PART.fullmatch(last) else None
+        if _IPV4_PART.fullmatch(last) and ipv4 is None:
+            return Authority("", "", "invalid_host")
+        ip = ipv4 is not None
+        domain = ipv4 if ip else _domain(decoded)
+        if domain is None:
+            return Authority("", "", "invalid_host")
+        host = domain.lower() if rules.lowercase_scheme_host else domain
+    if ip and not rules.allow_ip_hosts:
+        return Authority("", "", "ip_host")
+    if port:
+        if not port.isdigit() or not port.isascii() or int(port) > 65535:
+            return Authority("", "", "invalid_port")
+        port = str(int(port))
+        if rules.drop_default_ports and DEFAULT_PORTS.get(scheme.lower()) == int(port):
+            port = ""
+    elif not rules.drop_default_ports and hostport.endswith(":"):
+        host += ":"  # kept as it was: the rule that drops it is off
+    return Authority(userinfo + at, host + (":" + port if port else ""), None)
+
+
+def remove_dot_segments(path: str, encoded: bool = True) -> str:
+    """RFC 3986 section 5.2.4, literally (empty segments count: "////../.." is "//"); with `encoded`,
+    "%2E" stands for "." in a dot segment."""
+    if encoded:
+        path = "/".join(_dot(segment) for segment in path.split("/"))
+    output: list[str] = []  # segments moved to the output, each with its leading "/"
+    rest = path
+    while rest:
+        if rest.startswith("../"):
+            rest = rest[3:]
+        elif rest.startswith("./"):
+            rest = rest[2:]
+        elif rest.startswith("/./") or rest == "/.":
+            rest = "/" + rest[3:]
+        elif rest.startswith("/../") or rest == "/..":
+            rest = "/" + rest[4:]
             if output:
                 output.pop()
-        elif segment != ".":
-            output.append(segment)
-    trailing = path.endswith(("/.", "/..")) and output != [""]
-    result = "/" + "/".join(output)
-    if trailing and not result.endswith("/"):
-        result += "/"
-    return result
+        elif rest in (".", ".."):
+            rest = ""
+        else:
+            end = rest.find("/", 1)
+            end = len(rest) if end == -1 else end
+            output.append(rest[:end])
+            rest = rest[end:]
+    return "".join(output)
+
+
+def _dot(segment: str) -> str:
+    """A segment of one or two dots, some written "%2E", as plain dots; any other segment as it is."""
+    plain = segment.replace("%2E", ".").replace("%2e", ".")
+    return plain if plain in (".", "..") else segment
 
 
 def _encode(text: str, safe: str, rules: NormalizeConfig) -> str:
@@ -67,11 +207,14 @@ def _encode(text: str, safe: str, rules: NormalizeConfig) -> str:
         text = quote(text, safe=safe, encoding="utf-8", errors="strict")
     if rules.uppercase_escapes:
         text = _ESCAPE.sub(lambda m: m.group(0).upper(), text)
+    if rules.decode_unreserved:
+        text = _UNRESERVED_ESCAPE_RE.sub(lambda m: chr(int(m.group(0)[1:], 16)), text)
     return text
 
 
 def normalize_target(target: str, rules: NormalizeConfig = _DEFAULT_RULES) -> str | None:
-    """Normalize `path[?query]`: IRI characters percent-encoded, escapes upper-cased, dot segments removed."""
+    """Normalize `path[?query]`: IRI characters percent-encoded, escapes upper-cased, escapes of unreserved
+    characters decoded, dot segments (also written %2E) removed."""
     path, sep, query = target.partition("?")
     try:
         path = _encode(path, _PATH_SAFE, rules)
@@ -79,5 +222,5 @@ def normalize_target(target: str, rules: NormalizeConfig = _DEFAULT_RULES) -> st
     except UnicodeError:
         return None
     if rules.remove_dot_segments and path:
-        path = remove_dot_segments(path)
+        path = remove_dot_segments(path, encoded=rules.encoded_dot_segments)
     return path + (sep + query if sep else "")

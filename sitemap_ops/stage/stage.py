@@ -12,6 +12,7 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
     CHANGEFREQ_VALUES,
     DEFAULT_SECTION,
+    MAX_HOST_LENGTH,
     MAX_LOC_LENGTH,
     MAX_SECTION_LENGTH,
     PRIORITY_MAX,
@@ -22,7 +23,7 @@ from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.extensions import HREFLANG_NAME, count_published, extension_variables, run_extensions
-from sitemap_ops.stage.normalize import TARGET_NEEDS_WORK
+from sitemap_ops.stage.normalize import PLAIN_HOST, TARGET_NEEDS_WORK
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
     create_inventory_view,
@@ -66,9 +67,13 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
         "other_scheme": rules.other_scheme,
         "rule_lowercase": rules.lowercase_scheme_host,
         "rule_default_ports": rules.drop_default_ports,
-        "rule_idna": rules.idna_hosts,
+        "plain_host": PLAIN_HOST,
+        "max_host_length": MAX_HOST_LENGTH,
         "rule_encode_iri": rules.encode_iri,
-        "rule_target": rules.encode_iri or rules.uppercase_escapes or rules.remove_dot_segments,
+        "rule_target": rules.encode_iri
+        or rules.uppercase_escapes
+        or rules.remove_dot_segments
+        or rules.decode_unreserved,
         "target_needs_work": TARGET_NEEDS_WORK,
         "rule_path_params": rules.strip_path_params,
         # typed VARCHAR even when the rule is off (a NULL variable would be typed INTEGER)
@@ -109,7 +114,8 @@ def run_stage(
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     try:
-        _create_normalized(con, bool(inventory.extensions))
+        with progress.working("stage: reading and normalizing"):
+            _create_normalized(con, bool(inventory.extensions))
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
@@ -131,7 +137,8 @@ def run_stage(
     set_variables(con, {"source_labels": inventory.labels})
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
-        con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
+        with progress.working("stage: deduplicating and sorting"):
+            con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
         (rows_staged,) = con.execute(f"SELECT count(*) FROM read_parquet({quote_literal(staged_path)})").fetchall()[0]
         # the news series' rows repeat pages that are staged already
         staged = rows_staged - int(extensions.get("news", 0))
@@ -143,6 +150,7 @@ def run_stage(
         con.execute("DROP VIEW IF EXISTS normalized")
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
+    progress.step(f"stage: {staged:,} URLs staged, {valid - staged:,} duplicates merged")
     return StageResult(
         rows_in=rows_in,
         staged=staged,
@@ -218,17 +226,20 @@ def _stage_extensions(
 
 
 def normalize_urls(
-    urls: list[str | None], config: SiteConfig, build_time: dt.datetime | None = None
+    urls: list[str | None], config: SiteConfig, build_time: dt.datetime | None = None, *, extension: bool = False
 ) -> list[tuple[str | None, str | None]]:
     """(normalized loc or None, reject reason or None) for each URL: the stage's own SQL on a small list.
 
-    For tests, debugging and tools that want the exact rules a build applies.
+    With `extension`, as an extension URL (image, video, alternate): without the site's scope rules (the
+    caller checks the host against its kind's list). For tests, debugging and tools that want the exact
+    rules a build applies.
     """
     con = connect(threads=1, normalize=config.normalize)
     try:
         con.register("urls", pa.table({"loc": pa.array(urls, pa.string())}))
         create_url_inventory_view(con, "urls")
         set_variables(con, normalize_variables(config, build_time or dt.datetime.now(dt.UTC)))
+        set_variables(con, {"check_scope": not extension})
         # DuckDB keeps the input order for this projection-only query (preserve_insertion_order)
         return [
             (loc, reason)

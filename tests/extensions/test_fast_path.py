@@ -88,3 +88,101 @@ def test_a_page_listed_twice_merges_its_lists(tmp_path: Path) -> None:
     assert text.count("<image:loc>") == 2  # merged, sorted, each once
     assert text.index(f"{SITE}/a.jpg") < text.index(f"{SITE}/b.jpg")
     assert summary.stage.duplicates == 1
+
+
+# URLs a list may mix: clean ones the fast path may take, and messy ones (another host form, escapes of
+# unreserved characters, dot segments, userinfo, IP hosts, ports, upper case) the checked path must change
+# or reject. A list's fate must not depend on its neighbours: the same URL comes out the same either way.
+_CLEAN = [
+    f"{SITE}/img/a.png",
+    "https://example.com/x.png",  # the other host form: rewritten to www by the checked path
+    "https://cdn.example.com/i/b.jpg",
+    "https://img.other.org/c%20d.jpg",
+    "https://0x7f.1/i.png",  # WHATWG reads the host as 127.0.0.1
+    "https://127.0.0.1/i.png",
+    "https://xn--bcher-kva.example/e.png",
+    "https://bad-.example/e.png",
+]
+_MESSY = [
+    f"{SITE}/%7Ejane.png",
+    f"{SITE}/a/%2E%2E/b.png",
+    "https://CDN.example.com/i/b.jpg",
+    "http://user:pass@cdn.example.com/x.png",
+    "https://www.example.com:443:443/i.png",
+    "https://cdn.example.com:65536/i.png",
+    "https://cdn.example.com/a/../b.png",
+    "https://www.example.com\\@evil.example/x.png",
+    f"{SITE}/q.png?utm_source=x",
+]
+extension_urls = st.lists(st.sampled_from(_CLEAN + _MESSY), min_size=1, max_size=5, unique=True)
+
+
+def _ext_config(hosts: list[str], other_host_form: str = "rewrite"):
+    return load_config(
+        None,
+        {
+            "base_url": SITE,
+            "output": "/tmp/unused",
+            "sources": [{"path": "x.parquet"}],
+            "extensions": {"image_hosts": hosts, "alternate_hosts": hosts},
+            "normalize": {"other_host_form": other_host_form},
+        },
+    )
+
+
+EXT_CONFIGS = [_ext_config(["*"]), _ext_config(["cdn.example.com", "example.com"]), _ext_config(["*"], "reject")]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(extension_urls, st.sampled_from(range(len(EXT_CONFIGS))))
+def test_a_list_the_fast_path_takes_is_one_the_checked_path_publishes_unchanged(images: list[str], which: int) -> None:
+    config = EXT_CONFIGS[which]
+    con = connect(threads=1)
+    try:
+        set_variables(con, normalize_variables(config, NOW))
+        images_fast, alternates_fast = con.execute(
+            "SELECT so_images_fast(CAST($1 AS VARCHAR[]), so_images_join(CAST($1 AS VARCHAR[]))), "
+            "so_alternates_fast($2, so_alternates_join($2))",
+            [images, [{"hreflang": "en", "href": url} for url in images]],
+        ).fetchall()[0]
+    finally:
+        con.close()
+    allowed = config.extensions.image_hosts
+    for fast in (images_fast, alternates_fast):
+        if not fast:
+            continue
+        for url, (loc, reason) in zip(images, normalize_urls(images, config, NOW, extension=True), strict=True):
+            assert (loc, reason) == (url, None), f"the fast path publishes {url!r}; the checked path: {loc!r} {reason}"
+            host = url.split("/")[2]
+            assert "*" in allowed or host in (*allowed, "www.example.com")
+
+
+def test_an_extension_url_comes_out_the_same_on_a_clean_and_a_messy_list(tmp_path: Path) -> None:
+    bare = "https://example.com/x.png"
+    rows = [
+        {
+            "loc": f"{SITE}/clean",
+            "images": [bare],
+            "alternates": [{"hreflang": "en", "href": "https://example.com/de"}],
+        },
+        {
+            "loc": f"{SITE}/messy",
+            "images": [bare, f"{SITE}/%7Ejane.png"],
+            "alternates": [
+                {"hreflang": "en", "href": "https://example.com/de"},
+                {"hreflang": "fr", "href": f"{SITE}/a/%2E%2E/fr"},
+            ],
+        },
+    ]
+    config = site_config(
+        tmp_path,
+        write_rich(tmp_path / "inventory.parquet", rows),
+        extensions={"image_hosts": ["*"], "alternate_hosts": ["*"]},
+    )
+    run_build(config, now=NOW)
+    text = read_file(next(Path(config.output).glob("sitemap-pages-*.xml.gz"))).decode()
+    assert "https://example.com/" not in text
+    assert text.count(f"<image:loc>{SITE}/x.png</image:loc>") == 2
+    assert f"<image:loc>{SITE}/~jane.png</image:loc>" in text
+    assert text.count(f'hreflang="en" href="{SITE}/de"') == 2
+    assert f'hreflang="fr" href="{SITE}/fr"' in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import time
 from pathlib import Path
 
 from lxml import etree
@@ -36,10 +35,10 @@ def test_billion_laughs_is_refused_quickly(tmp_path: Path) -> None:
     path.write_text(
         f'<?xml version="1.0"?><!DOCTYPE urlset [{entities}]><urlset xmlns="{NS}"><url><loc>&a11;</loc></url></urlset>'
     )
-    started = time.monotonic()
     report = validate(str(path), now=NOW)
-    assert time.monotonic() - started < 5
-    assert not report.ok
+    # refused before any expansion took memory: by libxml2's amplification limit or for the DTD itself
+    [problem] = report.problems
+    assert "amplification" in problem.message or "DOCTYPE" in problem.message
 
 
 def test_gzip_bomb_stops_at_the_byte_limit(tmp_path: Path) -> None:

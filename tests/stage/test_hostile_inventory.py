@@ -17,7 +17,7 @@ LONG_BAD = SITE + "/" + "a" * (2049 - len(SITE) - 1)
 CASES = [
     (SITE + "/a?x=1&y=<2>&z='3'&q=\"4\"", SITE + "/a?x=1&y=%3C2%3E&z='3'&q=%224%22", None),
     (SITE + "/über/straße", SITE + "/%C3%BCber/stra%C3%9Fe", None),
-    (SITE + "/p%c3%a4th/%7e", SITE + "/p%C3%A4th/%7E", None),
+    (SITE + "/p%c3%a4th/%7e", SITE + "/p%C3%A4th/~", None),  # %7E is "~" (RFC 3986 section 6.2.2.2)
     (SITE + "/already%20encoded%2Fslash", SITE + "/already%20encoded%2Fslash", None),
     (SITE + "/100%/done", SITE + "/100%25/done", None),
     (SITE + "/a/./b/../c", SITE + "/a/c", None),
@@ -41,7 +41,7 @@ CASES = [
     ("https:/one-slash", None, "unparseable"),
     ("https://other-site.com/x", None, "out_of_scope"),
     ("https://www.example.com:8080/port", None, "out_of_scope"),
-    ("https://user@www.example.com/userinfo", None, "out_of_scope"),
+    ("https://user@www.example.com/userinfo", None, "userinfo"),
     ("https://sub.www.example.com/x", None, "out_of_scope"),
 ]
 

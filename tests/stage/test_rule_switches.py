@@ -56,4 +56,4 @@ def test_idna_switch() -> None:
             "normalize": {"idna_hosts": False},
         },
     )
-    assert normalize_urls(["https://bücher.example/a"], off) == [(None, "out_of_scope")]
+    assert normalize_urls(["https://bücher.example/a"], off) == [(None, "invalid_host")]  # not a URI host
