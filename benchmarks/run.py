@@ -231,8 +231,8 @@ def s3_vs_local(root: Path, rows: int) -> dict[str, object]:
 
     import boto3
 
-    from sitemap_ops.build import run_build
     from sitemap_ops.config import load_config
+    from sitemap_ops.pipeline import run_build
     from sitemap_ops.storage import Storage
 
     work = root / f"s3-{rows}"

@@ -1,7 +1,7 @@
 """Airflow DAGs: one per site TOML file, stage -> plan -> render (mapped over shard groups) -> publish -> retire.
 
 The DAG files in dags/ only call dags_from_folder(). Nothing here connects to a database or a store when
-the DAG is parsed: connections are read inside the tasks, which call sitemap_ops.orchestrate's steps.
+the DAG is parsed: connections are read inside the tasks, which call sitemap_ops.pipeline's steps.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from airflow.sdk import (
@@ -30,7 +30,11 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from sitemap_ops.config import SiteConfig, load_config
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.stage.config import SERVER_FORMATS
+from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import StorageConfig
+
+if TYPE_CHECKING:
+    from sitemap_ops.pipeline import BuildRun
 
 T = TypeVar("T")
 
@@ -73,7 +77,7 @@ def with_connections(config: SiteConfig) -> SiteConfig:
     if af.storage_conn_id:
         conn = BaseHook.get_connection(af.storage_conn_id)
         extra = conn.extra_dejson
-        options = dict(config.storage.options)
+        options: dict[str, Any] = dict(config.storage.options)
         if conn.login:
             options.update(key=conn.login, secret=conn.password)
         if extra.get("region_name"):
@@ -87,16 +91,16 @@ def with_connections(config: SiteConfig) -> SiteConfig:
     return config
 
 
-def _orchestrate() -> ModuleType:
+def _pipeline() -> ModuleType:
     """The pipeline's steps, imported when a task runs: at parse time their imports (duckdb, pyarrow, numpy,
     lxml) would cost every DAG file parse most of a second."""
-    from sitemap_ops import orchestrate
+    from sitemap_ops import pipeline
 
-    return orchestrate
+    return pipeline
 
 
 def _step(run: Callable[[], T]) -> T:
-    """Run a library step; an error that retrying cannot fix fails the task at once (no retries)."""
+    """Run a pipeline step; an error that retrying cannot fix fails the task at once (no retries)."""
     try:
         return run()
     except SitemapOpsError as exc:
@@ -105,11 +109,10 @@ def _step(run: Callable[[], T]) -> T:
         raise AirflowFailException(f"{type(exc).__name__}: {exc}") from None
 
 
-def _run_clock() -> tuple[str, dt.datetime]:
-    """(build id, build time) of the current DAG run: the same for every task and every retry of the run."""
+def _build_run(config: SiteConfig) -> BuildRun:
+    """The build of the current DAG run (connections applied): the same for every task and every retry."""
     run = get_current_context()["dag_run"]
-    when = run.run_after
-    return _orchestrate().build_id_for(run.run_id, when), when
+    return _pipeline().BuildRun.for_scheduler_run(with_connections(config), run.run_id, run.run_after)
 
 
 def build_dag(toml_path: Path) -> DAG:
@@ -122,7 +125,7 @@ def build_dag(toml_path: Path) -> DAG:
     schedule: Any = [content]
     if af.schedule:
         schedule = AssetOrTimeSchedule(timetable=CronTriggerTimetable(af.schedule, timezone="UTC"), assets=[content])
-    io_retries = {
+    io_retries: dict[str, Any] = {
         "retries": af.retries,
         "retry_delay": dt.timedelta(seconds=af.retry_delay_seconds),
         "retry_exponential_backoff": 2.0,
@@ -155,43 +158,54 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
     ) as dag:
 
         @task(**io_retries, pool=af.source_pool or "default_pool")
-        def stage() -> dict[str, object]:
+        def stage() -> dict[str, Any]:
             """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
-            build_id, when = _run_clock()
-            result = _step(lambda: _orchestrate().step_stage(with_connections(config), build_id, when))
-            return {"build_id": build_id, **result}
+            return _step(lambda: _pipeline().stage(_build_run(config)).to_dict())
 
         @task(**io_retries)
-        def plan(staged: dict[str, object]) -> dict[str, object]:
+        def plan(staged: dict[str, Any]) -> dict[str, Any]:
             """Place every URL in its shard; returns the groups of shards to render."""
             params = get_current_context()["params"]
-            build_id, when = _run_clock()
-            return _step(
-                lambda: _orchestrate().step_plan(
-                    with_connections(config),
-                    build_id,
-                    when,
+            run = _build_run(config)
+            pipeline = _pipeline()
+            planned = _step(
+                lambda: pipeline.plan(
+                    run,
+                    StageResult.from_dict(staged),
                     full_rebuild=params["full_rebuild"],
                     force=params["force"],
                 )
             )
+            return {
+                "build_id": run.build_id,
+                "previous_build_id": planned.previous_build_id,
+                "urls": planned.total_urls,
+                "shards": len(planned.shards),
+                "shards_to_render": sum(1 for s in planned.shards if s.render),
+                "groups": [list(group) for group in pipeline.render_groups(planned)],
+                "notes": planned.state_notes,
+            }
 
         @task
-        def render_groups(planned: dict[str, object]) -> list[list[int]]:
+        def render_groups(planned: dict[str, Any]) -> list[list[int]]:
             """The shard groups to render (none on a dry run)."""
             if get_current_context()["params"]["dry_run"]:
                 return []
-            return planned["groups"]  # type: ignore[return-value]
+            groups: list[list[int]] = planned["groups"]
+            return groups
 
         # a mapped task does not take its docstring as doc_md
         @task(**io_retries, pool=af.storage_pool or "default_pool", doc_md="Render and write one group of shards.")
-        def render(group: list[int]) -> list[dict[str, object]]:
+        def render(group: list[int]) -> list[dict[str, Any]]:
             """Render and write one group of shards (a retry rewrites the same bytes)."""
-            build_id, _ = _run_clock()
-            return _step(lambda: _orchestrate().step_render(with_connections(config), build_id, group))
+            run = _build_run(config)
+            pipeline = _pipeline()
+            first, last = group
+            rendered = _step(lambda: pipeline.render(run, pipeline.load_plan(run), (first, last)))
+            return [dataclasses.asdict(r) for r in rendered]
 
         @task(**io_retries, outlets=[published], pool=af.storage_pool or "default_pool", trigger_rule="none_failed")
-        def publish(staged: dict[str, object], rendered: list[list[dict[str, object]]]) -> dict[str, object]:
+        def publish(staged: dict[str, Any], rendered: list[list[dict[str, Any]]]) -> dict[str, Any]:
             """Switch the index, write robots.txt and the manifest, then emit the sitemaps-published asset event.
 
             (`rendered` only orders this task after the render tasks: publish checks storage itself.)
@@ -200,21 +214,35 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
             if context["params"]["dry_run"]:
                 # skipped, so no asset event and no retire
                 raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
-            build_id, when = _run_clock()
-            counts = _step(lambda: _orchestrate().step_publish(with_connections(config), build_id, staged, when))
+            run = _build_run(config)
+            pipeline = _pipeline()
+            planned = pipeline.load_plan(run)
+            result = _step(lambda: pipeline.publish(run, planned, StageResult.from_dict(staged)))
+            manifest = result.manifest
+            counts = {
+                "build_id": run.build_id,
+                "urls": manifest.totals["urls"],
+                "shards": manifest.totals["shards"],
+                "shards_written": manifest.totals["shards_written"],
+                "index_files": manifest.index_files,
+                "index_urls": [config.public_url + name for name in manifest.index_files],
+                "index_switched": result.index_switched,
+                "notes": planned.state_notes,
+            }
             context["outlet_events"][published].extra = {"site": site, **counts}
             return counts
 
         @task(**io_retries)
-        def retire(published_counts: dict[str, object]) -> dict[str, list[str]]:
-            """Delete files past the grace period and the build's snapshots."""
-            build_id, when = _run_clock()
-            return _step(lambda: _orchestrate().step_retire(with_connections(config), build_id, when))
+        def retire(published_counts: dict[str, Any]) -> dict[str, list[str]]:
+            """Delete files past the grace period; once this build is live, prune old work folders."""
+            retired = _step(lambda: _pipeline().retire(_build_run(config)))
+            return {"retired": retired.deleted, "refused": retired.refused}
 
         staged = stage()
         planned = plan(staged)
         rendered = render.expand(group=render_groups(planned))
-        retire(publish(staged, rendered))
+        # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
+        retire(publish(staged, rendered))  # type: ignore[arg-type]
     return dag
 
 

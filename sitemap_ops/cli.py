@@ -9,11 +9,14 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sitemap_ops import __version__
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
+
+if TYPE_CHECKING:
+    from sitemap_ops.pipeline import BuildSummary
 
 log = logging.getLogger("sitemap_ops")
 
@@ -131,8 +134,8 @@ def _pair(flag: str, text: str) -> tuple[str, str]:
 
 
 def _build(args: argparse.Namespace, dry_run: bool) -> int:
-    from sitemap_ops.build import run_build
     from sitemap_ops.config import load_config
+    from sitemap_ops.pipeline import run_build
     from sitemap_ops.progress import Progress
 
     config = load_config(args.config, _overrides(args))
@@ -143,8 +146,75 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
         full_rebuild=args.full_rebuild,
         progress=Progress(enabled=not args.quiet),
     )
-    print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary.lines()))
+    print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary_lines(summary)))
     return 0
+
+
+def summary_lines(summary: BuildSummary) -> list[str]:
+    """The human summary printed at the end of a build (or a dry run)."""
+    st, pl = summary.stage, summary.plan
+    rejected = sum(st.rejected.values())
+    out = [
+        f"build {summary.build_id}{' (dry run: nothing published)' if summary.dry_run else ''}",
+        f"  URLs in:            {st.rows_in:,}",
+        f"  rejected:           {rejected:,}" + (f"  ({_fmt(st.rejected)})" if rejected else ""),
+        f"  fields dropped:     {sum(st.fields_dropped.values()):,}"
+        + (f"  ({_fmt(st.fields_dropped)})" if st.fields_dropped else ""),
+        f"  duplicates merged:  {st.duplicates:,}",
+        f"  URLs {'planned:  ' if summary.dry_run else 'published:'}     {pl.total_urls:,} in {len(pl.shards):,} "
+        f"shard(s), {len(pl.indexes)} index file(s)",
+        f"  sections:           {_fmt(pl.sections)}" if pl.sections else "  sections:           none",
+        (
+            f"  shards to write:    {sum(1 for s in pl.shards if s.render):,}"
+            if summary.dry_run
+            else f"  shards written:     {summary.shards_written:,}"
+        )
+        + f", unchanged: {summary.shards_unchanged:,}",
+        f"  bytes:              {sum(s.bytes for s in pl.shards):,} uncompressed"
+        + (f", {summary.compressed_bytes:,} gzipped written" if summary.compressed_bytes else ""),
+        f"  rejects file:       {st.rejects_path}",
+        f"  seconds:            {summary.seconds:.1f}",
+    ]
+    ext = st.extensions
+    if ext:
+        out.insert(
+            6,
+            f"  extensions:         {ext['images']:,} images on {ext['pages_with_images']:,} pages, "
+            f"{ext['alternates']:,} alternates on {ext['pages_with_alternates']:,} pages, "
+            f"{ext['videos']:,} videos, {ext['news']:,} news articles ({ext['news_too_old']:,} too old)",
+        )
+        issues = ext["hreflang_issues"]
+        line = f"  hreflang issues:    {sum(issues.values()):,}" + (f"  ({_fmt(issues)})" if issues else "")
+        if ext["hreflang_links_added"]:
+            line += f"; completion added {ext['hreflang_links_added']:,} link(s)"
+        out.insert(7, line + (f"; report: {ext['hreflang_path']}" if issues else ""))
+    if not summary.dry_run:
+        out.append(f"  index:              {'switched' if summary.index_switched else 'unchanged (not rewritten)'}")
+    if summary.unlisted:
+        out.append(
+            f"  robots.txt:         not written (the sitemaps are not served at the site root): add "
+            f"`Sitemap: {summary.unlisted[0]}` to the site's robots.txt, or set `robots` to its location, so "
+            "search engines find the index and accept its URLs"
+        )
+    if pl.repaired:
+        out.append(
+            f"  repaired:           {len(pl.repaired):,} live shard(s) differed from the manifest, written again"
+        )
+    out += [f"  note:               {note}" for note in pl.state_notes]
+    if pl.breaker:
+        out.append(f"  warning:            the circuit breaker would stop this build: {pl.breaker}")
+    if summary.retired.deleted:
+        out.append(f"  retired:            {len(summary.retired.deleted)} file(s)")
+    if summary.retired.refused:
+        out.append(
+            f"  retire refused:     {len(summary.retired.refused)} manifest entr(ies) not of sitemap-ops' naming "
+            f"(e.g. {summary.retired.refused[0][:80]!r}); nothing was deleted for them"
+        )
+    return out
+
+
+def _fmt(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v:,}" for k, v in counts.items())
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -193,14 +263,14 @@ def _inspect(args: argparse.Namespace) -> int:
         sections.setdefault(shard.section, []).append(shard.urls)
     for section, counts in sorted(sections.items()):
         print(f"  section {section}: {sum(counts):,} URLs in {len(counts)} shard(s)")
-    for title, counts in (
+    for title, by_reason in (
         ("URLs rejected", manifest.stage.get("rejected") or {}),
         ("fields dropped", manifest.stage.get("fields_dropped") or {}),
     ):
-        if counts:
-            print(f"  {title} in that build: {sum(counts.values()):,}")
-            width = max(len(reason) for reason in counts)
-            for reason, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        if by_reason:
+            print(f"  {title} in that build: {sum(by_reason.values()):,}")
+            width = max(len(reason) for reason in by_reason)
+            for reason, count in sorted(by_reason.items(), key=lambda item: (-item[1], item[0])):
                 print(f"    {reason:<{width}}  {count:>12,}")
     if manifest.stage.get("rejects_path"):
         print(f"  rejects file: {manifest.stage['rejects_path']}")

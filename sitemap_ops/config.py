@@ -19,9 +19,9 @@ from sitemap_ops.errors import ConfigError
 from sitemap_ops.plan.config import SectionRule, ShardConfig
 from sitemap_ops.publish.config import PublishConfig
 from sitemap_ops.render.config import RenderConfig
-from sitemap_ops.stage.config import ExtensionsConfig, NormalizeConfig, SourceConfig
-from sitemap_ops.stage.normalize import normalize_authority
+from sitemap_ops.stage.config import ExtensionsConfig, SourceConfig
 from sitemap_ops.storage import StorageConfig
+from sitemap_ops.urls import NormalizeConfig, normalize_authority
 
 _SITE_HOST_RULES = NormalizeConfig(allow_ip_hosts=True)
 
@@ -172,7 +172,7 @@ def _check_work_dir(work_dir: str, output: str) -> None:
 def _convert(value: Any, hint: Any, where: str) -> Any:
     """Check and convert one TOML value against a dataclass field's type hint."""
     origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(value, Mapping):
             raise ConfigError(f"{where} must be a table")
         return from_mapping(hint, value, where)

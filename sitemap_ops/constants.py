@@ -17,7 +17,7 @@ CHANGEFREQ_VALUES = ("always", "hourly", "daily", "weekly", "monthly", "yearly",
 PRIORITY_MIN = 0.0
 PRIORITY_MAX = 1.0
 
-# https://www.w3.org/TR/NOTE-datetime, narrowed to what sitemap.xsd accepts (see shared/xsd/SOURCES.md):
+# https://www.w3.org/TR/NOTE-datetime, narrowed to what sitemap.xsd accepts (see sitemap_ops/schemas/SOURCES.md):
 # YYYY-MM-DD or YYYY-MM-DDThh:mm:ss[.fff](Z|+hh:mm|-hh:mm).
 LASTMOD_PATTERN = (
     r"^\d{4}-\d{2}-\d{2}$"
@@ -130,7 +130,7 @@ XML_FORBIDDEN_CHARS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x{fffe}\x{ffff}]"
 
 # A page's image and alternate lists travel from stage to render joined into one string each, with
 # separators XML cannot carry (above), so no URL, code or text value can hold one. Render turns them into
-# markup a chunk of a shard at a time (sitemap_ops.render.xml.expand_extensions), which is several times
+# markup a chunk of a shard at a time (sitemap_ops.framing.expand_extensions), which is several times
 # faster than a replace per page in DuckDB.
 EXT_IMAGE_SEP = "\x1d"  # between two image URLs
 EXT_LINK_SEP = "\x1e"  # between two alternates
@@ -139,7 +139,7 @@ EXT_LINK_SEP = "\x1e"  # between two alternates
 # (the fast path) or XML-escaped when it is joined (the checked path).
 EXT_HREF_SEP = '" href="'
 
-# Content types written to storage (issue 4 relies on them for object metadata).
+# Content types written to storage as object metadata (S3 and GCS serve them as the Content-Type).
 CONTENT_TYPES = {
     ".xml": "application/xml",
     ".gz": "application/gzip",
@@ -171,8 +171,21 @@ LEGACY_NAME_PATTERNS = (
     r"sitemap-assignment-[0-9A-Za-z-]+\.parquet",
     r"(?P<stem>[^/]+)-(?P<number>\d+)\.xml",
 )
-# Every work folder a build creates holds this file; pruning removes only folders that hold it.
+# The files a build writes into its work folder (one folder per build, see sitemap_ops.workspace).
+# Every work folder a build creates holds the marker; pruning removes only folders that hold it, and in
+# them only these files.
 WORK_MARKER_NAME = ".sitemap-ops-build"
+STAGED_NAME = "staged.parquet"  # stage: the normalized, deduplicated inventory
+REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
+HREFLANG_NAME = "hreflang.csv"  # stage: hreflang problems found in the alternates
+PLANNED_NAME = "planned.parquet"  # plan: every URL's shard (the assignment the next build keeps)
+RECOVERED_NAME = "recovered.parquet"  # plan: an assignment rebuilt from the live files
+PLAN_NAME = "plan.json"  # plan: shards, names, fingerprints, index files
+LIVE_MANIFEST_NAME = "live-manifest.json"  # plan: the live manifest it planned against (publish builds on it)
+WORK_FILES = (
+    WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
+    LIVE_MANIFEST_NAME,
+)  # fmt: skip
 DEFAULT_SECTION = "pages"
 # https://developers.google.com/search/docs/crawling-indexing/robots/robots_txt ("Google enforces a
 # robots.txt file size limit of 500 kibibytes (KiB). Content which is after the maximum file size is ignored").

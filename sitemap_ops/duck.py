@@ -14,9 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from sitemap_ops.constants import EXT_HREF_SEP, EXT_IMAGE_SEP, EXT_LINK_SEP
-from sitemap_ops.stage.config import NormalizeConfig
-from sitemap_ops.stage.normalize import normalize_authority, normalize_target
 from sitemap_ops.storage import Storage, StorageConfig, protocol_of
+from sitemap_ops.urls import NormalizeConfig, normalize_authority, normalize_target
 
 # In a wheel the SQL files sit inside the package (sitemap_ops/sql); in a source checkout they are the
 # repository's top-level sql/ folder.

@@ -65,7 +65,7 @@ class StorageConfig:
             # so a failing upload takes seconds, not minutes of nested retries.
             options.setdefault("config_kwargs", {"retries": {"max_attempts": 1, "mode": "standard"}})
         if self.endpoint_url and protocol in ("s3", "s3a"):
-            options["client_kwargs"] = {**options.get("client_kwargs", {}), "endpoint_url": self.endpoint_url}  # type: ignore[dict-item]
+            options["client_kwargs"] = {**options.get("client_kwargs", {}), "endpoint_url": self.endpoint_url}
         elif self.endpoint_url and protocol in ("gs", "gcs"):
             options["endpoint_url"] = self.endpoint_url
         return options

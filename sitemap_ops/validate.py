@@ -223,7 +223,7 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
     def __init__(self, origins: set[SiteOrigin]) -> None:
         self.origins = origins
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
         if origin(newurl) not in self.origins:
             raise RefusedError(f"redirects to another host ({excerpt(newurl)}); not followed")
         return super().redirect_request(req, fp, code, msg, headers, newurl)

@@ -274,7 +274,7 @@ SELECT
     CASE WHEN changefreq_issue IS NOT NULL THEN CAST(raw_changefreq AS VARCHAR) END AS raw_changefreq,
     -- for extension URLs only (their hosts are checked against their own lists; a page's was checked here)
     CASE WHEN NOT getvariable('check_scope') THEN host3 END AS host,
-    -- the extensions of a publishable row travel on to sql/stage_extensions.sql
+    -- the extensions of a publishable row travel on to the extension checks (sql/stage_ext_*.sql)
     -- lists that can be published as they are travel joined (images_j, alternates_j; sql/stage_macros.sql),
     -- the others as lists, to be checked value by value
     CASE WHEN reason IS NULL AND images_fast THEN images_j END AS images_j,

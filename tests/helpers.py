@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from lxml import etree
 
-from sitemap_ops.build import BuildSummary, run_build
 from sitemap_ops.config import load_config
 from sitemap_ops.constants import SITEMAP_NS
+from sitemap_ops.pipeline import BuildSummary, run_build
 from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.validate import schema
 

@@ -1,4 +1,4 @@
-"""Any fsspec URL as source and output (here fsspec's in-memory filesystem; S3 and GCS are issue 4's)."""
+"""Any fsspec URL as source and output (here fsspec's in-memory filesystem; S3 and GCS: tests/integration)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sitemap_ops.build import run_build
 from sitemap_ops.config import load_config
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.validate import validate
 from tests.helpers import NOW
 

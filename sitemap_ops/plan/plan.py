@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sitemap_ops.config import SiteConfig
-from sitemap_ops.constants import NAME_DIGEST_CHARS
+from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -24,14 +24,12 @@ from sitemap_ops.duck import (
     storage_path,
 )
 from sitemap_ops.errors import first_line
+from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
 from sitemap_ops.plan.exceptions import CircuitBreakerError, LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest, file_exists
 from sitemap_ops.progress import Progress
-from sitemap_ops.render.xml import index_entry, index_overhead, render_index, shard_overhead
 from sitemap_ops.storage import Storage
 
-PLANNED_NAME = "planned.parquet"
-PLAN_NAME = "plan.json"
 # Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
 RENDER_VERSION = 2
 

@@ -20,6 +20,7 @@ from sitemap_ops.constants import (
     LEGACY_NAME_PATTERNS,
     MANIFEST_NAME,
     MAX_BYTES_PER_SITEMAP,
+    RECOVERED_NAME,
     SECONDARY_INDEX_PATTERN,
     SHARD_NAME_PATTERN,
     SITEMAP_NS,
@@ -30,7 +31,6 @@ from sitemap_ops.plan.manifest import Manifest, ShardRecord
 from sitemap_ops.robots import managed_sitemaps
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
 
-RECOVERED_NAME = "recovered.parquet"
 RECOVERED_BUILD_ID = "recovered-from-live-index"
 _SHARD_NAME = re.compile(SHARD_NAME_PATTERN)
 _LEGACY_NAMES = [re.compile(p) for p in LEGACY_NAME_PATTERNS]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import zlib
 from collections.abc import Iterable
+from types import ModuleType
 
+_isal: ModuleType | None
 try:  # isal compresses sitemap XML about 10x faster than zlib level 6 (see DESIGN.md)
-    from isal import isal_zlib as _isal
+    _isal = importlib.import_module("isal.isal_zlib")
 except ImportError:  # pragma: no cover - depends on the environment
     _isal = None
 

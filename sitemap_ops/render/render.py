@@ -14,12 +14,12 @@ import pyarrow as pa
 
 from sitemap_ops.duck import duckdb_path, numpy_of, quote_literal, read_sql, set_variables
 from sitemap_ops.errors import first_line
+from sitemap_ops.framing import shard_bytes, shard_chunks
 from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
 from sitemap_ops.render.codec import gzip_chunks
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.render.exceptions import RenderError, ShardSizeMismatch
-from sitemap_ops.render.xml import shard_bytes, shard_chunks
 from sitemap_ops.storage import Storage
 
 _BATCH_ROWS = 1 << 17

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass, field
 
 from sitemap_ops.constants import (
-    DEFAULT_TRACKING_PARAMS,
     MAX_IMAGES_PER_PAGE,
     MAX_NEWS_PER_SITEMAP,
     NEWS_MAX_AGE_HOURS,
@@ -21,7 +20,16 @@ VIDEO_FIELDS = (
 )  # fmt: skip
 NEWS_FIELDS = ("news_publication", "news_language", "news_publication_date", "news_title")
 # Columns of a page source (`kind = "pages"`): the URL fields, then the extensions kept inline.
-INVENTORY_COLUMNS = ("loc", "lastmod", "changefreq", "priority", "section", "images", "videos", "alternates")
+INVENTORY_COLUMNS: tuple[str, ...] = (
+    "loc",
+    "lastmod",
+    "changefreq",
+    "priority",
+    "section",
+    "images",
+    "videos",
+    "alternates",
+)
 INVENTORY_COLUMNS += NEWS_FIELDS
 # Columns of the sources that keep an extension in its own table or file, joined on the page URL
 # (one row per image, alternate or video; one row per news article).
@@ -164,46 +172,6 @@ def guess_format(path: str) -> str:
         if lowered.endswith(ending):
             return fmt
     return ""
-
-
-@dataclass(frozen=True)
-class NormalizeConfig:
-    """URL normalization rules; each is on by default and can be turned off."""
-
-    lowercase_scheme_host: bool = True
-    idna_hosts: bool = True
-    drop_default_ports: bool = True
-    drop_fragments: bool = True
-    encode_iri: bool = True
-    uppercase_escapes: bool = True
-    remove_dot_segments: bool = True
-    strip_path_params: bool = True  # ;jsessionid=... path parameters
-    tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS  # glob patterns, case-insensitive; () keeps all
-    sort_query: bool = False
-    # RFC 3986 section 6.2.2.2: "%7E" is "~"; escapes of unreserved characters are decoded (so /%7Ejane and
-    # /~jane are one URL, and ?%75tm_source= is a tracking parameter)
-    decode_unreserved: bool = True
-    # "%2E" and "%2E%2E" segments are dot segments (browsers fetch /a/%2E%2E/b as /b)
-    encoded_dot_segments: bool = True
-    allow_userinfo: bool = False  # publish URLs with user:password@ (rejected as `userinfo` otherwise)
-    allow_ip_hosts: bool = False  # publish URLs on IP addresses (rejected as `ip_host` otherwise)
-    other_host_form: str = "rewrite"  # www.example.com vs example.com: rewrite | reject
-    other_scheme: str = "rewrite"  # http vs https: rewrite | reject
-
-    def __post_init__(self) -> None:
-        for name in ("other_host_form", "other_scheme"):
-            if getattr(self, name) not in ("rewrite", "reject"):
-                raise ConfigError(f"normalize.{name} must be 'rewrite' or 'reject', not {getattr(self, name)!r}")
-        for pattern in self.tracking_params:
-            if not re.fullmatch(r"[A-Za-z0-9_.\-\[\]*]+", pattern):
-                raise ConfigError(f"normalize.tracking_params: {pattern!r} is not a parameter name or glob")
-
-    def tracking_regexes(self) -> tuple[str | None, str | None]:
-        """(a regex finding any tracking parameter in a query, a regex matching one `name[=value]` pair)."""
-        if not self.tracking_params:
-            return None, None
-        names = "|".join(re.escape(p).replace(r"\*", "[^=&]*") for p in self.tracking_params)
-        return f"(?i)(^|&)({names})(=|&|$)", f"(?i)^({names})(=|$)"
 
 
 _HOST = re.compile(r"^(\*|[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?)$")

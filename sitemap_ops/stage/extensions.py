@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import duckdb
 
@@ -29,10 +30,9 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.duck import quote_literal, read_sql, set_variables
 from sitemap_ops.stage.exceptions import StageError
-from sitemap_ops.stage.normalize import PLAIN_HOST
 from sitemap_ops.stage.sources import create_url_inventory_view
+from sitemap_ops.urls import PLAIN_HOST
 
-HREFLANG_NAME = "hreflang.csv"
 # Label propagation needs one step per hop of a cluster's longest path; real hreflang sets are 1-2 hops.
 _MAX_LABEL_STEPS = 64
 
@@ -53,7 +53,7 @@ class ExtensionResult:
     hreflang_issues_left: dict[str, int] = field(default_factory=dict)  # after completion
     hreflang_path: str = ""
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -72,7 +72,7 @@ def _clean_url(config: SiteConfig, hosts: tuple[str, ...], xml_safe: bool = Fals
     RFC 3986 characters with upper-case escapes of reserved characters and no "." or ".." segment, no query
     or fragment; with `xml_safe`, also without the characters XML escapes (& and ').
 
-    Only plain DNS names (sitemap_ops.stage.normalize.PLAIN_HOST) qualify: a listed host with a port, an IP
+    Only plain DNS names (sitemap_ops.urls.PLAIN_HOST) qualify: a listed host with a port, an IP
     address or an IDNA label is left to the checked path, which judges it like any URL. The site's other
     host form is excluded in SQL (so_names_alt_host, sql/stage_macros.sql): the checked path may rewrite it.
     """

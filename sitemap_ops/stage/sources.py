@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -13,6 +15,9 @@ from sitemap_ops.stage.config import EXTENSION_COLUMNS, FILE_FORMATS, NEWS_FIELD
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.storage import StorageConfig
+
+if TYPE_CHECKING:
+    from duckdb.sqltypes import DuckDBPyType
 
 # Types whose values DuckDB turns into a UTC timestamp without parsing text.
 _TIMESTAMP_TYPES = ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "DATE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
@@ -30,7 +35,7 @@ _NUMERIC_TYPES = (
 )
 
 
-# The typed shape every extension takes on its way into sql/stage_extensions.sql.
+# The typed shape every extension takes on its way into the extension checks (sql/stage_ext_*.sql).
 VIDEO_TYPE = "STRUCT(" + ", ".join(f"{f} VARCHAR" for f in VIDEO_FIELDS if f != "tag") + ", tag VARCHAR[])"
 ALTERNATE_TYPE = "STRUCT(hreflang VARCHAR, href VARCHAR)"
 # Extension columns of the `inventory` view: (name, type, NULL default).
@@ -101,7 +106,7 @@ def _relation_sql(
     return f"({source.query})"
 
 
-def _column_types(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, duckdb.typing.DuckDBPyType]:
+def _column_types(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str, DuckDBPyType]:
     """Column -> DuckDB type (str() gives the SQL name; lists and structs can be inspected)."""
     relation = con.sql(f"SELECT * FROM {relation_sql}")
     return dict(zip(relation.columns, relation.types, strict=True))
@@ -139,14 +144,14 @@ def _text(column: str | None) -> str:
     return f"CAST({quote_identifier(column)} AS VARCHAR)" if column else "NULL::VARCHAR"
 
 
-def _text_list(expr: str, sql_type: duckdb.typing.DuckDBPyType) -> str:
+def _text_list(expr: str, sql_type: DuckDBPyType) -> str:
     """A list of strings from a list column, or from a text column of whitespace-separated values."""
     if sql_type.id == "list":
         return f"CAST({expr} AS VARCHAR[])"
     return f"nullif(string_split_regex(trim(CAST({expr} AS VARCHAR)), '\\s+'), [''])"
 
 
-def _struct_fields(source: SourceConfig, column: str, sql_type: duckdb.typing.DuckDBPyType, what: str) -> dict:
+def _struct_fields(source: SourceConfig, column: str, sql_type: DuckDBPyType, what: str) -> dict:
     if sql_type.id != "list" or sql_type.child.id != "struct":
         raise SourceError(
             f"source {source.label}: column {column!r} ({what}) must be a list of structs, not {sql_type}"
@@ -154,7 +159,12 @@ def _struct_fields(source: SourceConfig, column: str, sql_type: duckdb.typing.Du
     return dict(sql_type.child.children)
 
 
-def _video_struct(get: Callable[[str], tuple[str, duckdb.typing.DuckDBPyType] | None]) -> str:
+def _struct_field(fields: dict[str, DuckDBPyType], name: str) -> tuple[str, DuckDBPyType] | None:
+    """(expression, type) of a video struct's field `name` in the list element `v`, or None when absent."""
+    return (f"v.{quote_identifier(name)}", fields[name]) if name in fields else None
+
+
+def _video_struct(get: Callable[[str], tuple[str, DuckDBPyType] | None]) -> str:
     """struct_pack of every video field from `get(field)` -> (expression, type) or None (NULL)."""
     items = []
     for name in VIDEO_FIELDS:
@@ -167,9 +177,7 @@ def _video_struct(get: Callable[[str], tuple[str, duckdb.typing.DuckDBPyType] | 
     return f"struct_pack({', '.join(items)})"
 
 
-def _inline_extensions(
-    source: SourceConfig, types: dict[str, duckdb.typing.DuckDBPyType], found: set[str]
-) -> list[str]:
+def _inline_extensions(source: SourceConfig, types: dict[str, DuckDBPyType], found: set[str]) -> list[str]:
     """Select items for the inventory's extension columns of one page source (typed NULLs when absent)."""
     col = _column_finder(source, types)
     items = []
@@ -200,16 +208,14 @@ def _inline_extensions(
                 raise SourceError(
                     f"source {source.label}: unknown video field(s) {unknown}; known: {', '.join(VIDEO_FIELDS)}"
                 )
-            struct = _video_struct(
-                lambda f, fields=fields: (f"v.{quote_identifier(f)}", fields[f]) if f in fields else None
-            )
+            struct = _video_struct(partial(_struct_field, fields))
             items.append(f"list_transform({quoted}, lambda v: {struct}) AS videos")
         else:
             items.append(f"{_text(column)} AS {name}")
     return items
 
 
-def _extension_select(source: SourceConfig, index: int, types: dict[str, duckdb.typing.DuckDBPyType]) -> str:
+def _extension_select(source: SourceConfig, index: int, types: dict[str, DuckDBPyType]) -> str:
     """The select list of an extension source (kind images | alternates | videos | news)."""
     col = _column_finder(source, types)
     page = col("page")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -12,45 +12,28 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
     CHANGEFREQ_VALUES,
     DEFAULT_SECTION,
+    HREFLANG_NAME,
     MAX_HOST_LENGTH,
     MAX_LOC_LENGTH,
     MAX_SECTION_LENGTH,
     PRIORITY_MAX,
     PRIORITY_MIN,
+    REJECTS_NAME,
+    STAGED_NAME,
 )
 from sitemap_ops.duck import connect, quote_literal, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import SourceError, StageError
-from sitemap_ops.stage.extensions import HREFLANG_NAME, count_published, extension_variables, run_extensions
-from sitemap_ops.stage.normalize import PLAIN_HOST, TARGET_NEEDS_WORK
+from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
+from sitemap_ops.stage.result import StageResult
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
     create_inventory_view,
     create_url_inventory_view,
 )
 from sitemap_ops.storage import Storage
-
-STAGED_NAME = "staged.parquet"
-REJECTS_NAME = "rejects.csv"
-
-
-@dataclass
-class StageResult:
-    """What the stage step did; small and JSON-able (it travels in XCom and the manifest)."""
-
-    rows_in: int
-    staged: int
-    duplicates: int
-    rejected: dict[str, int] = field(default_factory=dict)
-    fields_dropped: dict[str, int] = field(default_factory=dict)
-    staged_path: str = ""
-    rejects_path: str = ""
-    # images, videos, news and alternates (sitemap_ops.stage.extensions.ExtensionResult); {} without any
-    extensions: dict[str, object] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+from sitemap_ops.urls import PLAIN_HOST, TARGET_NEEDS_WORK
 
 
 def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str, object]:
@@ -122,7 +105,7 @@ def run_stage(
         con.execute("USE memory")
     staged_path = storage_path(con, work, STAGED_NAME)
     con.execute("CREATE OR REPLACE TEMP TABLE dup_locs AS " + read_sql("stage_duplicates"))
-    extensions: dict[str, object] = {}
+    extensions: dict[str, Any] = {}
     if inventory.extensions:
         extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
     else:
@@ -200,7 +183,7 @@ def _stage_extensions(
     build_time: dt.datetime,
     kinds: set[str],
     progress: Progress,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Check and render the inventory's extensions (tables page_ext, news_ext, ext_rejects)."""
     if config.render.format == "txt":
         raise StageError(

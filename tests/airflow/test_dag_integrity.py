@@ -96,17 +96,25 @@ def test_a_bad_site_file_is_an_import_error(tmp_path: Path) -> None:
 
 
 def test_render_groups_stay_under_max_map_length() -> None:
-    from sitemap_ops.orchestrate import MAX_RENDER_GROUPS, render_groups
+    from sitemap_ops.pipeline import MAX_RENDER_GROUPS, render_groups
+    from sitemap_ops.plan.plan import Plan, ShardPlan
+
+    def plan_of(keys: list[int], to_render: set[int]) -> Plan:
+        shards = [
+            ShardPlan(k, "pages", k + 1, f"s{k}", urls=1, bytes=1, lastmod=None, fingerprint="", render=k in to_render)
+            for k in keys
+        ]
+        return Plan("b", "", planned_path="", staged_path="", shards=shards, indexes=[], total_urls=len(keys))
 
     # 2.5 billion URLs are 50,000 full shards
     keys = list(range(50_000))
-    groups = render_groups(keys)
+    groups = render_groups(plan_of(keys, set(keys)))
     assert len(groups) <= MAX_RENDER_GROUPS < 1024  # Airflow's default [core] max_map_length
     covered = [k for first, last in groups for k in range(first, last + 1)]
     assert covered == keys
     # only the shards to render, which need not be contiguous keys
-    assert render_groups([3, 7, 8], max_groups=2) == [[3, 7], [8, 8]]
-    assert render_groups([]) == []
+    assert render_groups(plan_of(list(range(10)), {3, 7, 8}), max_groups=2) == [(3, 7), (8, 8)]
+    assert render_groups(plan_of(keys, set())) == []
 
 
 def test_sites_folder_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -164,23 +164,22 @@ def test_a_build_overtaken_by_another_publish_fails_at_once_without_retries(site
     folder, db, s3 = site
     _site(folder, db, s3, "race")
     assert _run(folder).state == "success"
-    from sitemap_ops import orchestrate
+    from sitemap_ops import pipeline
 
-    real_publish = orchestrate.step_publish
+    real_publish = pipeline.publish
 
-    def publish_after_a_cli_build(config, build_id, stage, now):
+    def publish_after_a_cli_build(run, planned, staged, **kwargs):
         # another build (the CLI, say) publishes between this run's plan and its publish step
         db.execute(f"INSERT INTO {db.table('pages')} VALUES ('{SITE}/p/new', now())")
-        from sitemap_ops.build import run_build
+        pipeline.publish = real_publish  # (the CLI build's own publish step is the real one)
+        pipeline.run_build(run.config, now=run.now)
+        return real_publish(run, planned, staged, **kwargs)
 
-        run_build(config, now=now)
-        return real_publish(config, build_id, stage, now)
-
-    orchestrate.step_publish = publish_after_a_cli_build
+    pipeline.publish = publish_after_a_cli_build
     try:
         run = _run(folder)
     finally:
-        orchestrate.step_publish = real_publish
+        pipeline.publish = real_publish
     assert run.state == "failed"
     publish = [ti for ti in run.get_task_instances() if ti.task_id == "publish"]
     assert publish[0].state == "failed" and publish[0].try_number == 1  # not retried: it cannot succeed

@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sitemap_ops.build import run_build
 from sitemap_ops.config import load_config
 from sitemap_ops.duck import connect, set_variables
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage.stage import normalize_urls, normalize_variables
 from tests.extensions.rich import SITE, write_rich
 from tests.helpers import NOW, read_file, site_config

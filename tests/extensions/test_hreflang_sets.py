@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_ops.build import run_build
+from sitemap_ops.pipeline import run_build
 from tests.extensions.rich import SITE, write_rich
 from tests.helpers import NOW, site_config
 

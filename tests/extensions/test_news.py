@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from sitemap_ops.build import run_build
+from sitemap_ops.pipeline import run_build
 from tests.extensions.rich import SITE, recent, write_rich
 from tests.helpers import NOW, site_config
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import advertools
 import pytest
 
-from sitemap_ops.build import run_build
+from sitemap_ops.pipeline import run_build
 from tests.extensions.rich import recent, write_rich
 from tests.helpers import NOW, site_config
 from tests.test_roundtrip import QuietHandler

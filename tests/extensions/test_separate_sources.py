@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 from lxml import etree
 
-from sitemap_ops.build import run_build
 from sitemap_ops.constants import IMAGE_NS, NEWS_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage.exceptions import SourceError
 from tests.extensions.rich import SITE
 from tests.helpers import NOW, assert_schema_valid, load_config, read_file, write_inventory

@@ -17,9 +17,9 @@ import pytest
 from lxml import etree
 
 from sitemap_ops import duck
-from sitemap_ops.build import run_build
 from sitemap_ops.config import load_config
 from sitemap_ops.constants import SITEMAP_NS
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.sources import create_inventory_view
 from sitemap_ops.validate import validate

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from usp.fetch_parse import SitemapFetcher
 
-from sitemap_ops.build import run_build
 from sitemap_ops.config import load_config
 from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
@@ -122,7 +122,7 @@ def test_full_build_metadata_incremental_rebuild_and_retire(tmp_path: Path, stor
     assert shrunk.plan.shards[0].name == shards[0], "shard 1 did not change: same object"
     assert shards[2] in _objects(store), "kept during the grace period"
     third = _build(tmp_path, store, now=NOW + dt.timedelta(days=8))
-    assert shards[1] in third.retired and shards[2] in third.retired
+    assert shards[1] in third.retired.deleted and shards[2] in third.retired.deleted
     remaining = set(_objects(store))
     assert shards[2] not in remaining
     assert set(remaining) == {"sitemap.xml", "robots.txt", "manifest.json"} | {s.name for s in shrunk.plan.shards}
@@ -168,8 +168,8 @@ def test_upload_failure_at_each_step_keeps_the_live_site_whole(tmp_path: Path, s
 
 KILL_BEFORE_PUBLISH = """
 import os, signal, sys
-import sitemap_ops.build as build
-build.run_publish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # dies between shards and index
+import sitemap_ops.pipeline as pipeline
+pipeline.run_publish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # dies between shards and index
 from sitemap_ops.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_ops.build import run_build
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from tests.helpers import (
     NOW,
@@ -127,7 +127,7 @@ def test_compaction_and_retirement_after_the_grace_period(base) -> None:
     assert gone <= set(manifest["unreferenced"])
     assert all((out / name).exists() for name in gone), "files stay during the grace period"
     third, _ = _rebuild(tmp_path, kept, NOW + dt.timedelta(days=8), shards={"max_urls": 1000})
-    assert gone <= set(third.retired)
+    assert gone <= set(third.retired.deleted)
     assert not any((out / name).exists() for name in gone)
     assert set(published(out)) == {r["loc"] for r in kept}
     # the served folder holds sitemaps, robots.txt and the manifest only; the assignment is build state

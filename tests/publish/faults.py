@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from lxml import etree
 
 from sitemap_ops import storage as storage_module
-from sitemap_ops.build import run_build
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import SITEMAP_NS
 from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
 from tests.helpers import write_inventory

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_ops import orchestrate
-from sitemap_ops.build import run_build
+from sitemap_ops import pipeline
+from sitemap_ops.pipeline import BuildRun, run_build
 from sitemap_ops.plan.exceptions import LiveStateChangedError
 from sitemap_ops.publish.exceptions import ConcurrentBuildError, LeaseHeldError
 from sitemap_ops.storage import Storage, StorageConfig
@@ -38,11 +38,11 @@ def _configs(tmp_path: Path, lease: bool = True):
     return (first, set(a)), (second, set(b))
 
 
-def _steps(config, run_id: str, now: dt.datetime) -> tuple[str, dict]:
-    build_id = orchestrate.build_id_for(run_id, now)
-    stage = orchestrate.step_stage(config, build_id, now)
-    plan = orchestrate.step_plan(config, build_id, now)
-    return build_id, {"stage": stage, "plan": plan}
+def _steps(config, run_id: str, now: dt.datetime) -> tuple[BuildRun, dict]:
+    """A scheduler's build of `config` up to its plan (as the Airflow tasks run it, each step on its own)."""
+    run = BuildRun.for_scheduler_run(config, run_id, now)
+    staged = pipeline.stage(run)
+    return run, {"stage": staged, "groups": pipeline.render_groups(pipeline.plan(run, staged))}
 
 
 def _live(config) -> set[str]:
@@ -56,24 +56,24 @@ def test_the_build_that_planned_on_a_replaced_index_changes_nothing_live(tmp_pat
     (a, a_locs), (b, b_locs) = _configs(tmp_path)
     run_build(a, now=NOW)  # something is live
     later = NOW + dt.timedelta(hours=1)
-    a_id, a_state = _steps(a, "run-a", later)
-    b_id, b_state = _steps(b, "run-b", later)
-    for group in a_state["plan"]["groups"]:
-        orchestrate.step_render(a, a_id, group)
+    a_run, a_state = _steps(a, "run-a", later)
+    b_run, b_state = _steps(b, "run-b", later)
+    for group in a_state["groups"]:
+        pipeline.render(a_run, pipeline.load_plan(a_run), group)
     if order == "a publishes first":
-        for group in b_state["plan"]["groups"]:
-            orchestrate.step_render(b, b_id, group)
-    orchestrate.step_publish(a, a_id, a_state["stage"], later)
+        for group in b_state["groups"]:
+            pipeline.render(b_run, pipeline.load_plan(b_run), group)
+    pipeline.publish(a_run, pipeline.load_plan(a_run), a_state["stage"])
     live_files = mtimes(Path(a.output))
     if order != "a publishes first":
-        for group in b_state["plan"]["groups"]:
-            orchestrate.step_render(b, b_id, group)  # writes only objects no live index names
+        for group in b_state["groups"]:
+            pipeline.render(b_run, pipeline.load_plan(b_run), group)  # writes only objects no live index names
         assert {n: t for n, t in mtimes(Path(a.output)).items() if n in live_files} == live_files
     with pytest.raises(ConcurrentBuildError, match="another build published this site"):
-        orchestrate.step_publish(b, b_id, b_state["stage"], later)
+        pipeline.publish(b_run, pipeline.load_plan(b_run), b_state["stage"])
     assert _live(a) == a_locs
     # a retried publish of the build that won finds its work done; a new build of b publishes normally
-    assert orchestrate.step_publish(a, a_id, a_state["stage"], later)["urls"] == len(a_locs)
+    assert pipeline.publish(a_run, pipeline.load_plan(a_run), a_state["stage"]).manifest.total_urls == len(a_locs)
     run_build(b, now=later + dt.timedelta(hours=1))
     assert _live(b) == b_locs
 

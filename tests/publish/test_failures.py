@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sitemap_ops.cli import summary_lines
 from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.plan.exceptions import CircuitBreakerError, StateError
 from sitemap_ops.storage import Storage
@@ -96,7 +97,7 @@ def test_a_shard_deleted_or_edited_on_storage_is_replaced_and_reported(tmp_path:
     summary, _ = build(tmp_path, None, now=LATER, shards={"max_urls": 100})
     assert sorted(summary.plan.repaired) == sorted([deleted, edited])
     assert summary.shards_written == 2
-    assert "repaired:           2 live shard(s)" in "\n".join(summary.lines())
+    assert "repaired:           2 live shard(s)" in "\n".join(summary_lines(summary))
     assert set(published(out)) == {r["loc"] for r in rows}
     assert deleted not in live_names(out) and edited not in live_names(out)
 
@@ -117,7 +118,7 @@ def test_a_lost_manifest_is_rebuilt_from_the_live_index(tmp_path: Path) -> None:
     write_inventory(tmp_path / "inventory.parquet", rows[:100])
     for full_rebuild in (False, True):
         with pytest.raises(CircuitBreakerError, match="of the last build's 250"):
-            from sitemap_ops.build import run_build
+            from sitemap_ops.pipeline import run_build
             from tests.helpers import site_config
 
             config = site_config(tmp_path, str(tmp_path / "inventory.parquet"), shards={"max_urls": 100})

@@ -12,7 +12,7 @@ from lxml import etree
 
 from sitemap_ops import duck
 from sitemap_ops.constants import SITEMAP_NS
-from sitemap_ops.render.xml import XML_HEAD, XML_TAIL, index_entry, render_index
+from sitemap_ops.framing import XML_HEAD, XML_TAIL, index_entry, render_index
 
 # Text XML 1.0 can carry (no control characters other than tab/newline, no surrogates).
 xml_text = st.text(

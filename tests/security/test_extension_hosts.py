@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_ops.build import run_build
 from sitemap_ops.config import load_config
 from sitemap_ops.constants import REJECT_REASONS
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage.stage import normalize_urls
 from tests.extensions.rich import SITE, write_rich
 from tests.helpers import NOW, read_file, site_config

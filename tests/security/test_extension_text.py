@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from sitemap_ops.build import run_build
 from sitemap_ops.constants import NEWS_NS, SITEMAP_NS, VIDEO_NS
+from sitemap_ops.pipeline import run_build
 from tests.extensions.rich import SITE, recent, video, write_rich
 from tests.helpers import NOW, assert_schema_valid, read_file, site_config
 

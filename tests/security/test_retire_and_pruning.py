@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sitemap_ops.cli import summary_lines
 from sitemap_ops.errors import ConfigError
 from tests.helpers import NOW, build, live_names, published, site_config
 
@@ -38,14 +39,14 @@ def test_hostile_manifest_entries_are_refused_and_nothing_foreign_is_deleted(tmp
     }  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest))
     summary, _ = build(tmp_path, None, now=MUCH_LATER, shards={"max_urls": 10})
-    assert summary.retired == []
-    assert set(summary.refused) == {
+    assert summary.retired.deleted == []
+    assert set(summary.retired.refused) == {
         "../x", str(outside), "sub/sitemap-pages-00001-aaaaaaaaaaaa.xml.gz", "index.html", "robots.txt",
         "manifest.json", "..", "sitemap-x-00001.xml.gz",
     }  # fmt: skip
     # (sitemap.xml, the main index, is never a candidate: publish drops it from the list before retire runs)
     assert (out / "sitemap.xml").exists()
-    assert "retire refused:     8 manifest entr(ies)" in "\n".join(summary.lines())
+    assert "retire refused:     8 manifest entr(ies)" in "\n".join(summary_lines(summary))
     for path in (outside, out / "index.html", out / "sub" / "sitemap-pages-00001-aaaaaaaaaaaa.xml.gz", out / lookalike):
         assert path.read_text() in ("not the project's", "the site's home page", "someone's")
     assert (out / live_shard).exists() and set(published(out)) == {r["loc"] for r in _rows(30)}

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sitemap_ops.build import run_build
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage.exceptions import SourceError
 from tests.helpers import NOW, assert_schema_valid, published, site_config, stable_name
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sitemap_ops.config import load_config
-from sitemap_ops.stage.normalize import remove_dot_segments
 from sitemap_ops.stage.stage import normalize_urls
+from sitemap_ops.urls import remove_dot_segments
 from tests.helpers import NOW, build, published
 
 SITE = "https://www.example.com"

@@ -1,4 +1,7 @@
-"""URL normalization edge cases that SQL cannot do well: hosts that are not plain names, IRI -> URI targets.
+"""URL rules: the normalization switches, and the edge cases SQL cannot do well (hosts, IRI -> URI targets).
+
+Shared by the site config (its own host is checked with these rules), the DuckDB session (which registers the
+functions below as UDFs) and the stage (whose SQL applies the rules).
 
 The SQL in sql/stage_normalize.sql handles the common path for every row; it routes only the rare rows that
 need these functions here, as DuckDB scalar UDFs: authorities that are not a plain lower-case DNS name
@@ -11,13 +14,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import quote, unquote
 
 import idna
 
-from sitemap_ops.constants import DEFAULT_PORTS, MAX_HOST_LABEL_LENGTH, MAX_HOST_LENGTH
-from sitemap_ops.stage.config import NormalizeConfig
+from sitemap_ops.constants import DEFAULT_PORTS, DEFAULT_TRACKING_PARAMS, MAX_HOST_LABEL_LENGTH, MAX_HOST_LENGTH
+from sitemap_ops.errors import ConfigError
 
 # RFC 3986: unreserved + sub-delims + ":" + "@" are allowed in a path segment; the query adds "/" and "?".
 # "%" is kept here because valid escapes are kept as they are (never double-encoded).
@@ -25,6 +29,47 @@ _PATH_SAFE = "-._~!$&'()*+,;=:@/%"
 _QUERY_SAFE = _PATH_SAFE + "?"
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+@dataclass(frozen=True)
+class NormalizeConfig:
+    """URL normalization rules; each is on by default and can be turned off."""
+
+    lowercase_scheme_host: bool = True
+    idna_hosts: bool = True
+    drop_default_ports: bool = True
+    drop_fragments: bool = True
+    encode_iri: bool = True
+    uppercase_escapes: bool = True
+    remove_dot_segments: bool = True
+    strip_path_params: bool = True  # ;jsessionid=... path parameters
+    tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS  # glob patterns, case-insensitive; () keeps all
+    sort_query: bool = False
+    # RFC 3986 section 6.2.2.2: "%7E" is "~"; escapes of unreserved characters are decoded (so /%7Ejane and
+    # /~jane are one URL, and ?%75tm_source= is a tracking parameter)
+    decode_unreserved: bool = True
+    # "%2E" and "%2E%2E" segments are dot segments (browsers fetch /a/%2E%2E/b as /b)
+    encoded_dot_segments: bool = True
+    allow_userinfo: bool = False  # publish URLs with user:password@ (rejected as `userinfo` otherwise)
+    allow_ip_hosts: bool = False  # publish URLs on IP addresses (rejected as `ip_host` otherwise)
+    other_host_form: str = "rewrite"  # www.example.com vs example.com: rewrite | reject
+    other_scheme: str = "rewrite"  # http vs https: rewrite | reject
+
+    def __post_init__(self) -> None:
+        for name in ("other_host_form", "other_scheme"):
+            if getattr(self, name) not in ("rewrite", "reject"):
+                raise ConfigError(f"normalize.{name} must be 'rewrite' or 'reject', not {getattr(self, name)!r}")
+        for pattern in self.tracking_params:
+            if not re.fullmatch(r"[A-Za-z0-9_.\-\[\]*]+", pattern):
+                raise ConfigError(f"normalize.tracking_params: {pattern!r} is not a parameter name or glob")
+
+    def tracking_regexes(self) -> tuple[str | None, str | None]:
+        """(a regex finding any tracking parameter in a query, a regex matching one `name[=value]` pair)."""
+        if not self.tracking_params:
+            return None, None
+        names = "|".join(re.escape(p).replace(r"\*", "[^=&]*") for p in self.tracking_params)
+        return f"(?i)(^|&)({names})(=|&|$)", f"(?i)^({names})(=|$)"
+
 
 _DEFAULT_RULES = NormalizeConfig()
 

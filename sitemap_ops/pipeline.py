@@ -1,0 +1,340 @@
+"""The build pipeline: stage -> plan -> render -> publish -> retire, one typed step each, for the CLI and Airflow.
+
+Each step takes the build (`BuildRun`: config, id, clock) and what the step before it produced, and returns
+its own result. Steps hand over files in the build's work folder (sitemap_ops.constants lists them), so each
+can run in its own process: `run_build` runs them one after the other in one process (the CLI); the Airflow
+DAG (sitemap_ops.airflow_dags) runs each as a task, with render mapped over groups of shards.
+
+Rerunning a step of the same build (same id and clock) rewrites the same files, so a retried task gives
+identical output. Render writes only new, content-named objects that no live index names, so it cannot
+change the live site. Publish switches the index only if it is still the one plan read.
+
+The publish lease (sitemap_ops.publish.lease) keeps two builds of one site from doing the same work at once;
+safety never depends on it. `run_build` holds it for the whole build and hands it to each step, which checks
+it is still held; a step given none (a scheduler's task) takes it for its own duration where it touches the
+live site (publish, retire). Pruning of old work folders happens in retire, for both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import math
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from sitemap_ops.config import SiteConfig
+from sitemap_ops.constants import LIVE_MANIFEST_NAME, PLAN_NAME
+from sitemap_ops.errors import SitemapOpsError, StorageError
+from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.plan.plan import Plan, run_plan
+from sitemap_ops.plan.state import load_live_state
+from sitemap_ops.progress import Progress
+from sitemap_ops.publish.lease import PublishLease
+from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish, run_retire
+from sitemap_ops.render.codec import CODEC
+from sitemap_ops.render.render import RenderedShard, render_shards
+from sitemap_ops.stage.result import StageResult
+from sitemap_ops.stage.stage import run_stage
+from sitemap_ops.storage import Storage
+from sitemap_ops.workspace import duckdb_session, finish_work, open_work, work_root
+
+# Airflow's [core] max_map_length is 1024 by default: render groups stay below it. 2.5 billion URLs are
+# 50,000 full shards, so a group then holds 50 shards.
+MAX_RENDER_GROUPS = 1000
+
+
+@dataclass(frozen=True)
+class BuildRun:
+    """One build: the site's config, the build's id (its work folder's name) and its clock.
+
+    Every step of one build, and every retry of a step, gets the same BuildRun.
+    """
+
+    config: SiteConfig
+    build_id: str
+    now: dt.datetime
+
+    @classmethod
+    def new(cls, config: SiteConfig, now: dt.datetime | None = None) -> BuildRun:
+        """A new build with a sortable, unique id: 20261121T103000Z-1a2b3c."""
+        now = now or dt.datetime.now(dt.UTC)
+        return cls(config, now.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3), now)
+
+    @classmethod
+    def for_scheduler_run(cls, config: SiteConfig, run_id: str, run_after: dt.datetime) -> BuildRun:
+        """The build of a scheduler's run: the same id every time the run (or a retry of a task) asks for it."""
+        digest = hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:6]
+        return cls(config, run_after.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + digest, run_after)
+
+    @property
+    def work(self) -> Storage:
+        return work_root(self.config).child(self.build_id)
+
+    @property
+    def output(self) -> Storage:
+        return Storage.open(self.config.output, self.config.storage)
+
+
+@contextlib.contextmanager
+def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
+    """Inside: the output's publish lease is held (the whole build's, checked; else this step's own)."""
+    if held is not None:
+        held.check()
+        yield
+    elif run.config.storage.lease:
+        output = run.output
+        output.makedirs()
+        config = run.config.storage
+        with PublishLease(output, run.build_id, config.lease_seconds, config.lease_wait_seconds).held():
+            yield
+    else:
+        yield
+
+
+def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
+    """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file)."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        return run_stage(run.config, con, work, run.now, progress)
+
+
+def plan(
+    run: BuildRun,
+    staged: StageResult,
+    *,
+    full_rebuild: bool = False,
+    force: bool = False,
+    preview: bool = False,
+    lease: PublishLease | None = None,
+    progress: Progress | None = None,
+) -> Plan:
+    """Read what is live and place every staged URL in its shard (plan.json in the work folder).
+
+    `full_rebuild` ignores the last build's assignment (every shard is written again); `preview` reports a
+    build the circuit breaker would stop instead of failing. The live manifest read is kept in the work
+    folder: publish builds the new one on it.
+    """
+    if lease is not None:
+        lease.check()
+    work, output = open_work(run.config, run.build_id), run.output
+    live = load_live_state(run.config, output, work)
+    if live.manifest is not None:
+        work.write_bytes(LIVE_MANIFEST_NAME, live.manifest.to_json())
+    else:
+        work.delete(LIVE_MANIFEST_NAME)
+    with duckdb_session(run.config, work) as con:
+        return run_plan(
+            run.config,
+            con,
+            build_id=run.build_id,
+            created_at=run.now.isoformat(),
+            staged_path=staged.staged_path,
+            work=work,
+            output=output,
+            live=live,
+            full_rebuild=full_rebuild,
+            force=force,
+            preview=preview,
+            progress=progress,
+        )
+
+
+def load_plan(run: BuildRun) -> Plan:
+    """The plan the plan step wrote for this build (a step in another process reads it back)."""
+    data = run.work.read_bytes(PLAN_NAME)
+    if data is None:
+        raise SitemapOpsError(f"build {run.build_id} has no plan in {run.work.url}; run the plan step first")
+    return Plan.from_json(data.decode("utf-8"))
+
+
+def render_groups(planned: Plan, max_groups: int = MAX_RENDER_GROUPS) -> list[tuple[int, int]]:
+    """The shards to render cut into at most `max_groups` inclusive key ranges (first, last) of equal count."""
+    keys = [s.key for s in planned.shards if s.render]
+    size = max(1, math.ceil(len(keys) / max_groups))
+    return [(keys[i], keys[min(i + size, len(keys)) - 1]) for i in range(0, len(keys), size)]
+
+
+def render(
+    run: BuildRun,
+    planned: Plan,
+    group: tuple[int, int] | None = None,
+    *,
+    lease: PublishLease | None = None,
+    progress: Progress | None = None,
+) -> list[RenderedShard]:
+    """Render and write the plan's shards to write (only those with keys in `group`, when given).
+
+    Every shard it writes is an object no live index names (plan chose its name so), so it needs no lease
+    and cannot change what a live index serves.
+    """
+    if lease is not None:
+        lease.check()
+    todo = [s for s in planned.shards if s.render and (group is None or group[0] <= s.key <= group[1])]
+    if group is None and progress is not None:
+        progress.step(
+            f"render: {len(todo):,} shard(s) to write ({CODEC} gzip), {len(planned.shards) - len(todo):,} unchanged"
+        )
+    config = run.config
+    with duckdb_session(config, run.work) as con:
+        return render_shards(
+            con, planned, config.render, run.output, todo, threads=config.storage.max_concurrency, progress=progress
+        )
+
+
+def _live_manifest(work: Storage) -> Manifest | None:
+    data = work.read_bytes(LIVE_MANIFEST_NAME)
+    return None if data is None else Manifest.from_json(data, work.path(LIVE_MANIFEST_NAME))
+
+
+def publish(
+    run: BuildRun,
+    planned: Plan,
+    staged: StageResult,
+    *,
+    lease: PublishLease | None = None,
+    progress: Progress | None = None,
+) -> PublishResult:
+    """Switch the index (only if it is still the one plan read), then robots.txt and the manifest.
+
+    Rerunning it after it succeeded finds its own manifest live and returns the same result; rerunning it
+    after a failure or kill finishes the job.
+    """
+    with _lease(run, lease):
+        return run_publish(
+            run.config,
+            planned,
+            run.output,
+            previous=_live_manifest(run.work),
+            stage_summary=staged.to_dict(),
+            now=run.now,
+            work_root=work_root(run.config),
+            progress=progress,
+        )
+
+
+def retire(run: BuildRun, *, lease: PublishLease | None = None) -> RetireResult:
+    """Delete this project's files no index has named for the grace period; once this build is live, drop its
+    staged snapshot and the work folders of old builds."""
+    with _lease(run, lease):
+        retired = run_retire(run.config, run.output, run.now)
+        live = Manifest.load(run.output)
+    if live is not None and live.build_id == run.build_id:
+        with contextlib.suppress(StorageError):  # tidying up; the build itself succeeded
+            finish_work(run.config, run.work, live, _live_manifest(run.work))
+    return retired
+
+
+@dataclass
+class BuildSummary:
+    """What a whole build did: each step's result (the CLI prints it, scripts get it as JSON)."""
+
+    build_id: str
+    dry_run: bool
+    stage: StageResult
+    plan: Plan
+    rendered: list[RenderedShard] = field(default_factory=list)
+    published: PublishResult | None = None
+    retired: RetireResult = field(default_factory=lambda: RetireResult([], []))
+    # the index URLs, when no robots.txt lists them (the sitemaps are not served at the site root)
+    unlisted: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    work_dir: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def shards_written(self) -> int:
+        return len(self.rendered)
+
+    @property
+    def compressed_bytes(self) -> int:
+        return sum(r.compressed_bytes or 0 for r in self.rendered)
+
+    @property
+    def index_switched(self) -> bool:
+        return self.published is not None and self.published.index_switched
+
+    @property
+    def shards_unchanged(self) -> int:
+        return sum(1 for s in self.plan.shards if not s.render)
+
+    def to_dict(self) -> dict[str, object]:
+        """The summary for scripts (`--json`)."""
+        pl = self.plan
+        return {
+            "build_id": self.build_id,
+            "dry_run": self.dry_run,
+            "stage": self.stage.to_dict(),
+            "urls": pl.total_urls,
+            "previous_urls": pl.previous_urls,
+            "shards": len(pl.shards),
+            "index_files": [i.name for i in pl.indexes],
+            "sections": pl.sections,
+            "shards_to_write" if self.dry_run else "shards_written": (
+                sum(1 for s in pl.shards if s.render) if self.dry_run else self.shards_written
+            ),
+            "shards_unchanged": self.shards_unchanged,
+            "bytes": sum(s.bytes for s in pl.shards),
+            "compressed_bytes_written": self.compressed_bytes,
+            "index_switched": self.index_switched,
+            "repaired": pl.repaired,
+            "notes": pl.state_notes,
+            "circuit_breaker": pl.breaker,
+            "retired": self.retired.deleted,
+            "retire_refused": self.retired.refused,
+            "seconds": round(self.seconds, 3),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "work_dir": self.work_dir,
+        }
+
+
+def run_build(
+    config: SiteConfig,
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    full_rebuild: bool = False,
+    progress: Progress | None = None,
+    now: dt.datetime | None = None,
+) -> BuildSummary:
+    """Run every step of a build in this process. `dry_run` stops after the plan and writes nothing public.
+
+    A build that publishes holds the output's publish lease, renewed by a heartbeat, from before it reads
+    what is live until it is done.
+    """
+    started = time.monotonic()
+    run = BuildRun.new(config, now)
+    timings: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def timed(step: str) -> Iterator[None]:
+        t = time.monotonic()
+        yield
+        timings[step] = time.monotonic() - t
+
+    lease = None
+    if not dry_run and config.storage.lease:
+        output = run.output
+        output.makedirs()
+        lease = PublishLease(output, run.build_id, config.storage.lease_seconds, config.storage.lease_wait_seconds)
+    with lease.held() if lease else contextlib.nullcontext():
+        with timed("stage"):
+            staged = stage(run, progress)
+        with timed("plan"):
+            planned = plan(
+                run, staged, full_rebuild=full_rebuild, force=force, preview=dry_run, lease=lease, progress=progress
+            )
+        summary = BuildSummary(run.build_id, dry_run, staged, planned, work_dir=run.work.url, timings=timings)
+        if not config.robots:
+            summary.unlisted = [config.public_url + index.name for index in planned.indexes]
+        if not dry_run:
+            with timed("render"):
+                summary.rendered = render(run, planned, lease=lease, progress=progress)
+            with timed("publish"):
+                summary.published = publish(run, planned, staged, lease=lease, progress=progress)
+                summary.retired = retire(run, lease=lease)
+    summary.seconds = time.monotonic() - started
+    return summary

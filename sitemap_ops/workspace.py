@@ -1,0 +1,111 @@
+"""A build's work folder (its files, their pruning) and its DuckDB session, whose spill folder dies with it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+import duckdb
+
+from sitemap_ops import duck
+from sitemap_ops.config import SiteConfig
+from sitemap_ops.constants import PLANNED_NAME, RECOVERED_NAME, STAGED_NAME, WORK_FILES, WORK_MARKER_NAME
+from sitemap_ops.host import owner_is_gone, owner_tag
+from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.storage import Storage, open_file
+
+# Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
+KEEP_WORK_DIRS = 10
+# DuckDB spills into folders of this prefix inside the build's work folder (see spill_folder), or of the
+# second in the system's temporary folder when the work folder is on object storage.
+SPILL_PREFIX = "duckdb-spill-"
+SYSTEM_SPILL_PREFIX = "sitemap-ops-duckdb-"
+
+
+def work_root(config: SiteConfig) -> Storage:
+    """The folder holding one work folder per build (a local path is made absolute)."""
+    root = config.work_dir if "://" in config.work_dir else os.path.abspath(config.work_dir)
+    return Storage.open(root, config.storage)
+
+
+def open_work(config: SiteConfig, build_id: str) -> Storage:
+    """The build's work folder, created with the marker that lets pruning know it is this project's."""
+    work = work_root(config).child(build_id)
+    work.makedirs()
+    if not work.exists(WORK_MARKER_NAME):
+        work.write_bytes(WORK_MARKER_NAME, f"sitemap-ops work folder of build {build_id}\n".encode())
+    return work
+
+
+def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous: Manifest | None) -> None:
+    """After a publish: drop this build's staged snapshot, the previous live assignment (superseded), and
+    the work folders of all but the last KEEP_WORK_DIRS builds (only folders holding the marker, only the
+    files a build writes, never the live build's assignment)."""
+    work.delete(STAGED_NAME)
+    root = work_root(config)
+    if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
+        folder, name = open_file(previous.assignment, config.storage)
+        if name in (PLANNED_NAME, RECOVERED_NAME) and folder.url.startswith(root.url.rstrip("/") + "/"):
+            folder.delete(name)
+    live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
+    builds = [b for b in root.list_dirs() if root.child(b).exists(WORK_MARKER_NAME)]
+    for build in builds:
+        if root.is_local:
+            _remove_dead_spills(root.child(build).root, SPILL_PREFIX)
+    for old in builds[:-KEEP_WORK_DIRS]:
+        folder = root.child(old)
+        if folder.url == live_folder:
+            continue
+        for name in WORK_FILES:
+            folder.delete(name)
+        if folder.is_local:
+            for spill in folder.list_dirs():
+                if spill.startswith(SPILL_PREFIX):  # the folder is gone from the kept builds: its spill too
+                    shutil.rmtree(folder.path(spill), ignore_errors=True)
+            with contextlib.suppress(OSError):  # not empty: something else lives there, and stays
+                os.rmdir(folder.root)
+
+
+@contextlib.contextmanager
+def spill_folder(work: Storage) -> Iterator[str]:
+    """DuckDB's spill folder for a build: inside its work folder when that is local (so pruning also removes
+    what a killed build left), else a system temporary folder; removed when the build ends, however it ends."""
+    # one folder per session: mapped render tasks of one build may run at once
+    if work.is_local:
+        work.makedirs()
+        path = tempfile.mkdtemp(prefix=SPILL_PREFIX + owner_tag(), dir=work.root)
+    else:
+        _remove_dead_spills(tempfile.gettempdir(), SYSTEM_SPILL_PREFIX)
+        path = tempfile.mkdtemp(prefix=SYSTEM_SPILL_PREFIX + owner_tag())
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_dead_spills(folder: str, prefix: str) -> None:
+    """Remove the spill folders in `folder` whose build was killed (never one whose process still runs)."""
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and owner_is_gone(entry.name[len(prefix) :]):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def duckdb_session(config: SiteConfig, work: Storage) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh DuckDB session with the site's resources, spilling into the build's spill folder; closed (and
+    its memory returned) when the step ends, so each step starts from the DuckDB memory limit."""
+    with spill_folder(work) as spill:
+        con = duck.connect(
+            threads=config.duckdb.threads or None,
+            memory_limit=config.duckdb.memory_limit,
+            temp_directory=spill,
+            normalize=config.normalize,
+        )
+        try:
+            yield con
+        finally:
+            con.close()
