@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import http.server
 import re
 from pathlib import Path
 from typing import Any
@@ -154,3 +155,10 @@ def published(out: Path) -> dict[str, dict[str, str | None]]:
 
 def mtimes(out: Path) -> dict[str, int]:
     return {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.name.startswith("sitemap-") and ".xml" in p.name}
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """A static file server handler that does not log each request to stderr."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass

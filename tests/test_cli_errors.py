@@ -17,7 +17,7 @@ import pytest
 
 from sitemap_ops.cli import main
 from sitemap_ops.publish.lease import LEASE_NAME
-from tests.conftest import require_service
+from tests.servers import require_service
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "site.toml"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from usp.tree import sitemap_tree_for_homepage
 
-from tests.helpers import build
+from tests.helpers import QuietHandler, build
 
 
 @pytest.fixture
@@ -26,11 +26,6 @@ def server(tmp_path: Path) -> Iterator[str]:
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
     httpd.server_close()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 def _rows(site: str) -> list[dict]:

@@ -116,8 +116,8 @@ def load_extension(con: duckdb.DuckDBPyConnection, extension: str) -> None:
     raise SourceError(
         f"cannot load DuckDB's {extension} extension (duckdb {duckdb.__version__}): "
         + "; ".join(attempts)
-        + ". Offline, install sitemap-ops with the database extra (duckdb 1.5.5 and the extension packages); "
-        "with network access, any duckdb version installs it from DuckDB's repository."
+        + ". Offline, install sitemap-ops with the offline-databases extra (duckdb 1.5.5 and the extension "
+        "packages); with network access, any duckdb version installs it from DuckDB's repository."
     )
 
 

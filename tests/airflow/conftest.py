@@ -10,8 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.conftest import postgres, s3  # noqa: F401 (fixtures shared with the integration tests)
-
 AIRFLOW_HOME = tempfile.mkdtemp(prefix="sitemap-ops-airflow-home-")
 atexit.register(shutil.rmtree, AIRFLOW_HOME, ignore_errors=True)  # the test run leaves nothing in /tmp
 os.environ["AIRFLOW_HOME"] = AIRFLOW_HOME

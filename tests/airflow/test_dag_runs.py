@@ -12,7 +12,7 @@ from lxml import etree
 from sitemap_ops.constants import SITEMAP_NS
 from sitemap_ops.validate import schema
 from tests.helpers import stable_name
-from tests.integration.conftest import Database, S3Server
+from tests.servers import Database, S3Server
 
 pytestmark = pytest.mark.service("postgres and s3")
 

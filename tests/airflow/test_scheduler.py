@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_service
 from tests.helpers import read_file, sitemap_files
+from tests.servers import require_service
 
 pytestmark = [pytest.mark.service("airflow scheduler"), pytest.mark.slow]
 

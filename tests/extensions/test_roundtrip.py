@@ -15,8 +15,7 @@ import pytest
 
 from sitemap_ops.pipeline import run_build
 from tests.extensions.rich import recent, write_rich
-from tests.helpers import NOW, site_config
-from tests.test_roundtrip import QuietHandler
+from tests.helpers import NOW, QuietHandler, site_config
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.sources import create_inventory_view
 from sitemap_ops.validate import validate
 from tests.helpers import NOW, assert_schema_valid, published, write_inventory
-from tests.integration.conftest import Database
+from tests.servers import Database
 
 pytestmark = pytest.mark.service("postgres and mariadb")
 

@@ -12,7 +12,7 @@ from sitemap_ops.config import load_config
 from sitemap_ops.constants import IMAGE_NS, NEWS_NS, SITEMAP_NS, XHTML_NS
 from sitemap_ops.pipeline import run_build
 from tests.helpers import NOW, assert_schema_valid, read_file
-from tests.integration.conftest import Database
+from tests.servers import Database
 
 pytestmark = pytest.mark.service("postgres and mariadb")
 

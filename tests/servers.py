@@ -1,4 +1,7 @@
-"""Real database servers for the integration tests: each test gets its own schema and drops it."""
+"""The servers tests run against (PostgreSQL, MariaDB, moto's S3 server, the GCS emulator) as fixtures, and the
+policy for a missing one: a loud skip, or a failure when SITEMAP_OPS_REQUIRE_SERVICES=1 (CI).
+
+Loaded as a pytest plugin by tests/conftest.py; test modules import its classes, never a conftest."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import os
 import socket
 import threading
 import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -14,11 +18,21 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import require_service
-
 # The servers on the development machines and in CI; override with these variables elsewhere.
 POSTGRES_URL = os.environ.get("SITEMAP_OPS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 MYSQL_URL = os.environ.get("SITEMAP_OPS_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
+
+
+REQUIRE_SERVICES = os.environ.get("SITEMAP_OPS_REQUIRE_SERVICES") == "1"
+
+
+def require_service(name: str, reason: str) -> None:
+    """Call from a fixture when server `name` is unreachable: a loud skip, or a failure in CI."""
+    message = f"{name} is not available: {reason}"
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{message} (SITEMAP_OPS_REQUIRE_SERVICES=1 turns this skip into a failure)", pytrace=False)
+    warnings.warn(message, stacklevel=2)
+    pytest.skip(f"SKIPPED FOR A MISSING SERVICE: {message}")
 
 
 @dataclass
