@@ -168,37 +168,10 @@ def normalize_authority(authority: str, scheme: str, rules: NormalizeConfig = _D
     userinfo, at, hostport = authority.rpartition("@")
     if at and not rules.allow_userinfo:
         return Authority("", "", "userinfo")
-    if hostport.startswith("["):
-        host, bracket, port = hostport[1:].partition("]")
-        if not bracket or (port and not port.startswith(":")):
-            return Authority("", "", "invalid_host")
-        port = port[1:]
-        try:
-            host = f"[{ipaddress.IPv6Address(host).compressed}]"
-        except ValueError:
-            return Authority("", "", "invalid_host")
-        ip = True
-    else:
-        host, _, port = hostport.partition(":")
-        if ":" in port:
-            return Authority("", "", "invalid_port")
-        try:
-            decoded = unquote(host, errors="strict")
-        except UnicodeError:
-            return Authority("", "", "invalid_host")
-        if not decoded.isascii():  # UTS #46 first: full-width digits and dots may spell an IPv4 address
-            decoded = _uts46(decoded) if rules.idna_hosts else ""
-        if not decoded:
-            return Authority("", "", "invalid_host")
-        last = decoded.rstrip(".").rsplit(".", 1)[-1] if decoded.rstrip(".") else decoded
-        ipv4 = _ipv4(decoded) if _IPV4_PART.fullmatch(last) else None
-        if _IPV4_PART.fullmatch(last) and ipv4 is None:
-            return Authority("", "", "invalid_host")
-        ip = ipv4 is not None
-        domain = ipv4 if ip else _domain(decoded)
-        if domain is None:
-            return Authority("", "", "invalid_host")
-        host = domain.lower() if rules.lowercase_scheme_host else domain
+    parsed = _ipv6_host(hostport) if hostport.startswith("[") else _named_host(hostport, rules)
+    if isinstance(parsed, str):
+        return Authority("", "", parsed)
+    host, port, ip = parsed
     if ip and not rules.allow_ip_hosts:
         return Authority("", "", "ip_host")
     if port:
@@ -210,6 +183,40 @@ def normalize_authority(authority: str, scheme: str, rules: NormalizeConfig = _D
     elif not rules.drop_default_ports and hostport.endswith(":"):
         host += ":"  # kept as it was: the rule that drops it is off
     return Authority(userinfo + at, host + (":" + port if port else ""), None)
+
+
+def _ipv6_host(hostport: str) -> tuple[str, str, bool] | str:
+    """(host, port text, True) of `[IPv6]` or `[IPv6]:port`, or the reason it is not one."""
+    host, bracket, port = hostport[1:].partition("]")
+    if not bracket or (port and not port.startswith(":")):
+        return "invalid_host"
+    try:
+        return f"[{ipaddress.IPv6Address(host).compressed}]", port[1:], True
+    except ValueError:
+        return "invalid_host"
+
+
+def _named_host(hostport: str, rules: NormalizeConfig) -> tuple[str, str, bool] | str:
+    """(host, port text, is an IPv4 address) of `host` or `host:port`, or the reason it is neither."""
+    host, _, port = hostport.partition(":")
+    if ":" in port:
+        return "invalid_port"
+    try:
+        decoded = unquote(host, errors="strict")
+    except UnicodeError:
+        return "invalid_host"
+    if not decoded.isascii():  # UTS #46 first: full-width digits and dots may spell an IPv4 address
+        decoded = _uts46(decoded) if rules.idna_hosts else ""
+    if not decoded:
+        return "invalid_host"
+    last = decoded.rstrip(".").rsplit(".", 1)[-1] if decoded.rstrip(".") else decoded
+    if _IPV4_PART.fullmatch(last):  # WHATWG: a host whose last label is a number is an IPv4 address or invalid
+        ipv4 = _ipv4(decoded)
+        return "invalid_host" if ipv4 is None else (ipv4, port, True)
+    domain = _domain(decoded)
+    if domain is None:
+        return "invalid_host"
+    return (domain.lower() if rules.lowercase_scheme_host else domain), port, False
 
 
 def remove_dot_segments(path: str, encoded: bool = True) -> str:

@@ -153,30 +153,8 @@ def run_publish(
             update_robots_file(config, list(dict.fromkeys(new_urls + old_urls)))
 
         # (4) + (5) the switch
-        main = config.publish.index_name
-        live = output.read_versioned(main)
         new_main = indexes[0][1] if indexes else None
-        live_is_ours = live is not None and new_main is not None and live[0] == new_main
-        switched = False
-        if not live_is_ours and (live is not None or new_main is not None):
-            if not resuming and (live[1] if live else None) != plan.base_index_token:
-                raise _concurrent(f"{main} changed")
-            # The record keeps describing the live index (what this build planned from) until the switch is done.
-            record = replace(previous or _empty_manifest(config), pending=manifest)
-            token = _write_manifest(output, record, token)
-            if token is None:
-                raise _concurrent("manifest.json changed")
-            if new_main is None:  # a forced empty build: no index at all (an empty sitemapindex is invalid)
-                ok = plan.base_index_token is None or output.delete_if(main, plan.base_index_token)
-            elif plan.base_index_token is None:
-                ok = output.create_exclusive(main, new_main)
-            else:
-                ok = output.replace_if(main, new_main, plan.base_index_token)
-            if not ok:
-                raise _concurrent(f"{main} changed")
-            switched = True
-        elif not resuming and (live[1] if live else None) != plan.base_index_token:
-            raise _concurrent(f"{main} changed")
+        switched, token = _switch(config, plan, output, previous, manifest, new_main, token, resuming)
 
         # (6) robots.txt, then (7) the final manifest
         try:
@@ -189,6 +167,42 @@ def run_publish(
                 "rerun the build to finish (the live sitemaps are complete)"
             ) from None
         return PublishResult(manifest, index_switched=switched)
+
+
+def _switch(
+    config: SiteConfig,
+    plan: Plan,
+    output: Storage,
+    previous: Manifest | None,
+    manifest: Manifest,
+    new_main: bytes | None,
+    token: str | None,
+    resuming: bool,
+) -> tuple[bool, str | None]:
+    """Steps (4) and (5): record the pending switch in manifest.json, then replace the main index, only if it
+    is still the version plan read. Returns (switched, the manifest's version token)."""
+    main = config.publish.index_name
+    live = output.read_versioned(main)
+    if not resuming and (live[1] if live else None) != plan.base_index_token:
+        raise _concurrent(f"{main} changed")
+    if live is not None and new_main is not None and live[0] == new_main:
+        return False, token  # already live (an unchanged build, or a rerun after the switch)
+    if live is None and new_main is None:
+        return False, token  # nothing live, nothing to publish
+    # The record keeps describing the live index (what this build planned from) until the switch is done.
+    record = replace(previous or _empty_manifest(config), pending=manifest)
+    token = _write_manifest(output, record, token)
+    if token is None:
+        raise _concurrent("manifest.json changed")
+    if new_main is None:  # a forced empty build: no index at all (an empty sitemapindex is invalid)
+        ok = plan.base_index_token is None or output.delete_if(main, plan.base_index_token)
+    elif plan.base_index_token is None:
+        ok = output.create_exclusive(main, new_main)
+    else:
+        ok = output.replace_if(main, new_main, plan.base_index_token)
+    if not ok:
+        raise _concurrent(f"{main} changed")
+    return True, token
 
 
 @contextmanager

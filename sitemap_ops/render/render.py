@@ -89,6 +89,27 @@ def _entry_batches(
             done += len(batch)
 
 
+def _shard_pieces(batches: Iterator[tuple[np.ndarray, pa.Array]]) -> Iterator[tuple[int, list[memoryview]]]:
+    """(shard key, its entries) per shard, from (shard keys, entries) batches in shard order."""
+    current_key: int | None = None
+    pieces: list[memoryview] = []
+    for keys, entries in batches:
+        if len(keys) == 0:
+            continue
+        change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        bounds = np.concatenate(([0], change, [len(keys)]))
+        for a, piece in zip(bounds[:-1], _string_slices(entries, bounds), strict=True):
+            key = int(keys[a])
+            if key != current_key:
+                if current_key is not None:
+                    yield current_key, pieces
+                current_key, pieces = key, []
+            # a view into the Arrow batch (kept alive by the view): no copy until the shard is joined
+            pieces.append(piece)
+    if current_key is not None:
+        yield current_key, pieces
+
+
 def render_shards(
     con: duckdb.DuckDBPyConnection,
     plan: Plan,
@@ -135,32 +156,13 @@ def render_shards(
         progress.advance()
 
     pending: list[Future[None]] = []
-    current_key: int | None = None
-    pieces: list[memoryview] = []
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="render") as pool:
-
-        def submit(key: int, parts: list[memoryview]) -> None:
-            pending.append(pool.submit(finish, by_key[key], parts))
-            # Bound memory: wait for the oldest shards when too many are in flight.
-            while len([f for f in pending if not f.done()]) > 2 * max(1, threads):
-                next(f for f in pending if not f.done()).result()
-
         try:
-            for keys, entries in _entry_batches(con, plan, todo):
-                if len(keys) == 0:
-                    continue
-                change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-                bounds = np.concatenate(([0], change, [len(keys)]))
-                for a, piece in zip(bounds[:-1], _string_slices(entries, bounds), strict=True):
-                    key = int(keys[a])
-                    if key != current_key:
-                        if current_key is not None:
-                            submit(current_key, pieces)
-                        current_key, pieces = key, []
-                    # a view into the Arrow batch (kept alive by the view): no copy until the shard is joined
-                    pieces.append(piece)
-            if current_key is not None:
-                submit(current_key, pieces)
+            for key, pieces in _shard_pieces(_entry_batches(con, plan, todo)):
+                pending.append(pool.submit(finish, by_key[key], pieces))
+                # Bound memory: wait for the oldest shards when too many are in flight.
+                while len([f for f in pending if not f.done()]) > 2 * max(1, threads):
+                    next(f for f in pending if not f.done()).result()
             for future in pending:
                 future.result()
         except duckdb.Error as exc:
