@@ -209,7 +209,7 @@ def publish(
             planned,
             run.output,
             previous=_live_manifest(run.work),
-            stage_summary=staged.to_dict(),
+            staged=staged,
             now=run.now,
             work_root=work_root(run.config),
             progress=progress,

@@ -33,6 +33,7 @@ from sitemap_ops.plan.state import index_entries, is_own_file
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.exceptions import ConcurrentBuildError, MissingShardError, PublishError
 from sitemap_ops.robots import update_robots
+from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
 
 # Attempts at a read-modify-write of robots.txt when someone else edits it at the same moment.
@@ -107,7 +108,7 @@ def run_publish(
     output: Storage,
     *,
     previous: Manifest | None,
-    stage_summary: dict[str, object],
+    staged: StageResult,
     now: dt.datetime,
     work_root: Storage | None = None,
     progress: Progress | None = None,
@@ -140,7 +141,7 @@ def run_publish(
         ]
         progress.step(f"publish: {len(indexes)} index file(s)")
         orphans = _orphans(work_root, listing, plan, config) if work_root is not None else set()
-        manifest = _manifest(config, plan, listing, previous, stage_summary, now, indexes, orphans)
+        manifest = _manifest(config, plan, listing, previous, staged, now, indexes, orphans)
 
         # (2) further index files: new names, so written before anything points at them
         for name, data in indexes[1:]:
@@ -265,7 +266,7 @@ def _manifest(
     plan: Plan,
     listing: dict[str, ObjectInfo],
     previous: Manifest | None,
-    stage_summary: dict[str, object],
+    staged: StageResult,
     now: dt.datetime,
     indexes: list[tuple[str, bytes]],
     orphans: set[str],
@@ -316,7 +317,7 @@ def _manifest(
             "shards_written": sum(1 for s in plan.shards if s.render),
             "bytes": sum(s.bytes for s in plan.shards),
         },
-        stage=stage_summary,
+        stage=staged.to_dict(),
         versions={
             "sitemap_ops": __version__,
             "duckdb": duckdb.__version__,
