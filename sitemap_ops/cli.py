@@ -244,7 +244,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from sitemap_ops.plan.manifest import Manifest
+    from sitemap_ops.manifest import Manifest
     from sitemap_ops.storage import Storage, StorageConfig
 
     manifest = Manifest.load(Storage.open(args.output, StorageConfig(endpoint_url=args.endpoint_url or "")))

@@ -21,6 +21,10 @@ class ConfigError(SitemapOpsError):
     """The site configuration (TOML or flags) is invalid."""
 
 
+class ManifestError(SitemapOpsError):
+    """The live manifest (or the assignment it names) cannot be read: plan, publish and validate read it."""
+
+
 class StorageError(SitemapOpsError):
     """Reading or writing the output, work or robots.txt storage failed."""
 

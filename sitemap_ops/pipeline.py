@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import LIVE_MANIFEST_NAME, PLAN_NAME
 from sitemap_ops.errors import SitemapOpsError, StorageError
-from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.manifest import Manifest
 from sitemap_ops.plan.plan import Plan, run_plan
 from sitemap_ops.plan.state import load_live_state
 from sitemap_ops.progress import Progress

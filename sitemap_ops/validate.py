@@ -50,9 +50,8 @@ from sitemap_ops.constants import (
     VIDEO_NS,
     XHTML_NS,
 )
-from sitemap_ops.errors import SitemapOpsError, StorageError
-from sitemap_ops.plan.exceptions import ManifestError
-from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.errors import ManifestError, SitemapOpsError, StorageError
+from sitemap_ops.manifest import Manifest
 from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.storage import Storage, StorageConfig
 

@@ -14,7 +14,7 @@ from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import PLANNED_NAME, RECOVERED_NAME, STAGED_NAME, WORK_FILES, WORK_MARKER_NAME
 from sitemap_ops.host import owner_is_gone, owner_tag
-from sitemap_ops.plan.manifest import Manifest
+from sitemap_ops.manifest import Manifest
 from sitemap_ops.storage import Storage, open_file
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).

@@ -9,14 +9,6 @@ class PlanError(SitemapOpsError):
     """Planning the shards failed."""
 
 
-class ManifestError(PlanError):
-    """The previous build's manifest or assignment cannot be read."""
-
-
-class CircuitBreakerError(PlanError):
-    """The build would publish far fewer URLs than the last one (or none); stopped before publishing."""
-
-
 class StateError(PlanError):
     """The live sitemaps in the output cannot be read as this project's (say, an index someone else wrote)."""
 

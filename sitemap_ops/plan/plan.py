@@ -25,9 +25,10 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
-from sitemap_ops.plan.exceptions import CircuitBreakerError, LiveStateChangedError, PlanError
+from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest, file_exists
 from sitemap_ops.progress import Progress
+from sitemap_ops.publish.exceptions import CircuitBreakerError
 from sitemap_ops.storage import Storage
 
 # Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
@@ -287,7 +288,8 @@ def run_plan(
 
     total = rows.num_rows
     previous_urls = previous.total_urls if previous else None
-    breaker = None if force or config.publish.force else circuit_breaker(total, previous_urls, config.publish.min_ratio)
+    # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
+    breaker = None if force or config.publish.force else config.publish.breaker(total, previous_urls)
     if breaker and not preview:
         raise CircuitBreakerError(breaker)
     progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
@@ -415,21 +417,6 @@ def _write_numbers(path: str, columns: dict[str, np.ndarray]) -> None:
         for a in columns.values()
     ]
     pq.write_table(pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, names=list(columns))]), path)
-
-
-def circuit_breaker(total: int, previous_urls: int | None, min_ratio: float) -> str | None:
-    """Why the circuit breaker stops a build of `total` URLs, or None when it does not."""
-    if total == 0:
-        return (
-            "the build has no URL to publish (empty source or everything rejected); nothing was published "
-            "(use --force to publish an empty sitemap)"
-        )
-    if previous_urls and total < min_ratio * previous_urls:
-        return (
-            f"the build would publish {total:,} URLs, {total / previous_urls:.0%} of the last build's "
-            f"{previous_urls:,} (minimum {min_ratio:.0%}); nothing was published (use --force to publish anyway)"
-        )
-    return None
 
 
 def _plan_indexes(shards: list[ShardPlan], config: SiteConfig) -> list[IndexPlan]:

@@ -25,9 +25,9 @@ from sitemap_ops.constants import (
     SHARD_NAME_PATTERN,
     SITEMAP_NS,
 )
-from sitemap_ops.errors import first_line
-from sitemap_ops.plan.exceptions import ManifestError, StateError
-from sitemap_ops.plan.manifest import Manifest, ShardRecord
+from sitemap_ops.errors import ManifestError, first_line
+from sitemap_ops.manifest import Manifest, ShardRecord
+from sitemap_ops.plan.exceptions import StateError
 from sitemap_ops.robots import managed_sitemaps
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
 

@@ -25,3 +25,18 @@ class PublishConfig:
             raise ConfigError("publish.min_ratio must be in [0, 1]")
         if self.grace_period_days < 0:
             raise ConfigError("publish.grace_period_days must not be negative")
+
+    def breaker(self, total: int, previous_urls: int | None) -> str | None:
+        """Why the circuit breaker stops a build of `total` URLs after one of `previous_urls`, or None."""
+        if total == 0:
+            return (
+                "the build has no URL to publish (empty source or everything rejected); nothing was published "
+                "(use --force to publish an empty sitemap)"
+            )
+        if previous_urls and total < self.min_ratio * previous_urls:
+            return (
+                f"the build would publish {total:,} URLs, {total / previous_urls:.0%} of the last build's "
+                f"{previous_urls:,} (minimum {self.min_ratio:.0%}); nothing was published (use --force to publish "
+                "anyway)"
+            )
+        return None

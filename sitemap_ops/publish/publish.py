@@ -25,9 +25,9 @@ import duckdb
 from sitemap_ops import __version__
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import MANIFEST_NAME, PLAN_NAME, WORK_MARKER_NAME
-from sitemap_ops.errors import StorageError
-from sitemap_ops.plan.exceptions import ManifestError, StateError
-from sitemap_ops.plan.manifest import Manifest, ShardRecord
+from sitemap_ops.errors import ManifestError, StorageError
+from sitemap_ops.manifest import Manifest, ShardRecord
+from sitemap_ops.plan.exceptions import StateError
 from sitemap_ops.plan.plan import Plan, index_bytes
 from sitemap_ops.plan.state import index_entries, is_own_file
 from sitemap_ops.progress import Progress

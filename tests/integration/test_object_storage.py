@@ -17,8 +17,7 @@ from usp.fetch_parse import SitemapFetcher
 from sitemap_ops.config import load_config
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.pipeline import run_build
-from sitemap_ops.plan.exceptions import CircuitBreakerError
-from sitemap_ops.publish.exceptions import LeaseHeldError
+from sitemap_ops.publish.exceptions import CircuitBreakerError, LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
 from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.validate import validate

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sitemap_ops.constants import MANIFEST_NAME
-from sitemap_ops.plan.exceptions import ManifestError
+from sitemap_ops.errors import ManifestError
 from sitemap_ops.storage import Storage
 
 # 2: content-named shards, object versions, index digests, the pending record of an index switch.

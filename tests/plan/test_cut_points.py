@@ -1,0 +1,68 @@
+"""Unit tests of the plan's shard cutting: cut points by URL count and bytes, kept shards, compaction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.plan.plan import _assign_section, _Section, cut_points
+
+
+def _spans(cuts) -> list[tuple[int, int, int, int]]:
+    return [(c.start, c.end, c.shard, c.base_pos) for c in cuts]
+
+
+def test_new_rows_are_cut_by_the_url_limit() -> None:
+    cuts = cut_points("pages", np.full(25, 100), None, 1, max_urls=10, payload=10_000)
+    assert _spans(cuts) == [(0, 10, 1, 0), (10, 20, 2, 0), (20, 25, 3, 0)]
+
+
+def test_new_rows_are_cut_by_the_byte_limit() -> None:
+    # 300 bytes of room: three 100-byte entries per shard, though the URL limit would allow ten
+    cuts = cut_points("pages", np.full(7, 100), None, 1, max_urls=10, payload=300)
+    assert _spans(cuts) == [(0, 3, 1, 0), (3, 6, 2, 0), (6, 7, 3, 0)]
+
+
+def test_the_open_shard_is_filled_first_then_new_numbers_follow() -> None:
+    # shard 4 holds 8 URLs, 800 bytes, positions up to 8: two more fit, then shard 5
+    cuts = cut_points("pages", np.full(5, 100), (4, 8, 800, 8), 5, max_urls=10, payload=10_000)
+    assert _spans(cuts) == [(0, 2, 4, 8), (2, 5, 5, 0)]
+
+
+def test_a_full_open_shard_is_left_alone() -> None:
+    cuts = cut_points("pages", np.full(3, 100), (4, 10, 1000, 10), 5, max_urls=10, payload=10_000)
+    assert _spans(cuts) == [(0, 3, 5, 0)]
+
+
+def test_an_entry_larger_than_a_shard_stops_the_plan() -> None:
+    with pytest.raises(PlanError, match="section news: one entry is larger than the shard byte limit"):
+        cut_points("news", np.array([100, 5000]), None, 1, max_urls=10, payload=1000)
+
+
+def test_no_rows_no_cuts() -> None:
+    assert cut_points("pages", np.array([], dtype=np.int64), None, 1, max_urls=10, payload=1000) == []
+
+
+def _section(shard: list[int], pos: list[int], size: list[int], max_urls: int = 3, compact_below: float = 0.0):
+    arrays = np.array(shard, dtype=np.int64), np.array(pos, dtype=np.int64), np.array(size, dtype=np.int64)
+    compacted = _assign_section(_Section("pages", 0, len(shard)), *arrays, max_urls, 10_000, compact_below)
+    return arrays[0].tolist(), arrays[1].tolist(), compacted
+
+
+def test_kept_rows_stay_and_new_rows_fill_the_last_shard() -> None:
+    # rows 0-1 kept in shard 1 (positions 1, 2); rows 2-4 are new (-1)
+    shard, pos, compacted = _section([1, 1, -1, -1, -1], [1, 2, 0, 0, 0], [10] * 5)
+    assert shard == [1, 1, 1, 2, 2] and pos == [1, 2, 3, 1, 2] and not compacted
+
+
+def test_a_shard_over_a_lowered_limit_releases_its_tail() -> None:
+    # shard 1 holds 4 URLs but max_urls is now 3: the row at position 4 moves to a new shard
+    shard, pos, _ = _section([1, 1, 1, 1], [1, 2, 3, 4], [10] * 4)
+    assert shard == [1, 1, 1, 2] and pos == [1, 2, 3, 1]
+
+
+def test_sparse_shards_are_compacted_below_the_fill_ratio() -> None:
+    # three shards of one URL each (fill 1/3) under compact_below 0.5: the section is cut again from scratch
+    shard, pos, compacted = _section([1, 2, 3], [1, 1, 1], [10] * 3, compact_below=0.5)
+    assert compacted and shard == [1, 1, 1] and pos == [1, 2, 3]

@@ -1,0 +1,33 @@
+"""Unit tests of the pipeline's own parts: build identity, what steps hand each other, render groups."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sitemap_ops.pipeline import BuildRun
+from sitemap_ops.stage.result import StageResult
+from tests.helpers import NOW, site_config
+
+
+def test_a_scheduler_run_always_gets_the_same_build(tmp_path) -> None:
+    config = site_config(tmp_path, str(tmp_path / "inventory.parquet"))
+    first = BuildRun.for_scheduler_run(config, "scheduled__2026-11-23", NOW)
+    again = BuildRun.for_scheduler_run(config, "scheduled__2026-11-23", NOW)
+    other = BuildRun.for_scheduler_run(config, "manual__2026-11-23", NOW)
+    assert first == again and first.build_id != other.build_id
+    assert first.build_id.startswith(NOW.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ-"))
+
+
+def test_new_builds_get_new_ids_that_sort_by_time(tmp_path) -> None:
+    config = site_config(tmp_path, str(tmp_path / "inventory.parquet"))
+    a, b = BuildRun.new(config, NOW), BuildRun.new(config, NOW)
+    later = BuildRun.new(config, NOW + dt.timedelta(seconds=1))
+    assert a.build_id != b.build_id and max(a.build_id, b.build_id) < later.build_id
+    assert a.work.url.endswith("/" + a.build_id)
+
+
+def test_the_stage_result_survives_a_trip_through_json_between_tasks() -> None:
+    staged = StageResult(10, 8, 1, rejected={"invalid_host": 1}, staged_path="w/staged.parquet")
+    assert StageResult.from_dict(staged.to_dict()) == staged
+    # a scheduler may add keys (the build id): they are ignored
+    assert StageResult.from_dict({**staged.to_dict(), "build_id": "b"}) == staged
