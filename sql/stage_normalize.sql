@@ -1,4 +1,5 @@
--- Stage 1a: normalize every inventory row and decide its fate (published, rewritten or rejected).
+-- Stage 1a: the view `normalized_urls`: every inventory row normalized, and its fate (published, rewritten or
+-- rejected). A view: each statement that reads it applies the rules to what `inventory` is at that moment.
 -- Reads the view `inventory` (loc, lastmod, changefreq, priority, section and the inline extension columns;
 -- built by sitemap_ops.stage.sources) and the variables set by sitemap_ops.stage.stage (site scheme/host/scope
 -- and one switch per rule). One output row per input row. `reason` is NULL for a publishable URL; `*_issue`
@@ -6,11 +7,12 @@
 -- the Python UDFs (so_authority, so_normalize_target) run only on the rows a cheap test routes to them.
 -- With the variable check_scope false (extension URLs: images, videos, alternates), the host, scheme and
 -- scope rules are not applied; `host` is returned so the caller can check the host against its own list.
-WITH src AS (
+CREATE OR REPLACE TEMP VIEW normalized_urls AS
+WITH inventory_rows AS (
     SELECT
         source,
         loc AS raw_loc,
-        trim(loc, ' ') AS u,
+        trim(loc, ' ') AS url_in,
         lastmod_value,
         lastmod_text,
         changefreq AS raw_changefreq,
@@ -29,154 +31,154 @@ WITH src AS (
 screened AS (
     SELECT
         *,
-        lower(split_part(u, ':', 1)) AS scheme_in,
+        lower(split_part(url_in, ':', 1)) AS scheme_in,
         CASE
-            WHEN u IS NULL OR u = '' THEN 'empty'
-            WHEN regexp_matches(u, '[\x00-\x1f\x7f-\x9f]') THEN 'control_characters'
-            WHEN lower(split_part(u, ':', 1)) IN ('http', 'https') THEN
-                CASE WHEN substr(u, strlen(split_part(u, ':', 1)) + 2, 2) = '//' THEN NULL ELSE 'unparseable' END
-            WHEN contains(u, ':') AND regexp_matches(split_part(u, ':', 1), '^[A-Za-z][A-Za-z0-9+.-]*$')
+            WHEN url_in IS NULL OR url_in = '' THEN 'empty'
+            WHEN regexp_matches(url_in, '[\x00-\x1f\x7f-\x9f]') THEN 'control_characters'
+            WHEN lower(split_part(url_in, ':', 1)) IN ('http', 'https') THEN
+                CASE WHEN substr(url_in, strlen(split_part(url_in, ':', 1)) + 2, 2) = '//' THEN NULL ELSE 'unparseable' END
+            WHEN contains(url_in, ':') AND regexp_matches(split_part(url_in, ':', 1), '^[A-Za-z][A-Za-z0-9+.-]*$')
                 THEN 'unsupported_scheme'
             ELSE 'not_absolute'
         END AS early_reason
-    FROM src
+    FROM inventory_rows
 ),
-split AS (
+after_scheme AS (
     SELECT
         *,
         -- everything after "scheme://"
-        substr(u, strlen(scheme_in) + 4) AS rest
+        substr(url_in, strlen(scheme_in) + 4) AS after_scheme_text
     FROM screened
 ),
-split2 AS (
+fragment_split AS (
     SELECT
         *,
-        CASE WHEN contains(rest, '#') THEN substr(rest, position('#' IN rest)) ELSE '' END AS fragment,
-        split_part(rest, '#', 1) AS rest_nf
-    FROM split
+        CASE WHEN contains(after_scheme_text, '#') THEN substr(after_scheme_text, position('#' IN after_scheme_text)) ELSE '' END AS fragment,
+        split_part(after_scheme_text, '#', 1) AS no_fragment
+    FROM after_scheme
 ),
-split3 AS (
+target_found AS (
     SELECT
         *,
-        least(nullif(position('/' IN rest_nf), 0), nullif(position('?' IN rest_nf), 0)) AS p_target
-    FROM split2
+        least(nullif(position('/' IN no_fragment), 0), nullif(position('?' IN no_fragment), 0)) AS target_at
+    FROM fragment_split
 ),
-hosts AS (
+authority_split AS (
     SELECT
-        * EXCLUDE (rest, rest_nf, p_target),
-        CASE WHEN p_target IS NULL THEN rest_nf ELSE left(rest_nf, p_target - 1) END AS authority,
-        CASE WHEN p_target IS NULL THEN '' ELSE substr(rest_nf, p_target) END AS target
-    FROM split3
+        * EXCLUDE (after_scheme_text, no_fragment, target_at),
+        CASE WHEN target_at IS NULL THEN no_fragment ELSE left(no_fragment, target_at - 1) END AS authority,
+        CASE WHEN target_at IS NULL THEN '' ELSE substr(no_fragment, target_at) END AS target
+    FROM target_found
 ),
-hosts2 AS (
+case_folded AS (
     SELECT
         *,
-        CASE WHEN getvariable('rule_lowercase') THEN scheme_in ELSE split_part(u, ':', 1) END AS scheme1,
-        CASE WHEN getvariable('rule_lowercase') THEN lower(authority) ELSE authority END AS host0
-    FROM hosts
+        CASE WHEN getvariable('rule_lowercase') THEN scheme_in ELSE split_part(url_in, ':', 1) END AS scheme_cased,
+        CASE WHEN getvariable('rule_lowercase') THEN lower(authority) ELSE authority END AS host_cased
+    FROM authority_split
 ),
-hosts3 AS (
+port_dropped AS (
     SELECT
         *,
         CASE
-            WHEN NOT getvariable('rule_default_ports') THEN host0
-            WHEN scheme1 = 'http' AND suffix(host0, ':80') THEN left(host0, -3)
-            WHEN scheme1 = 'https' AND suffix(host0, ':443') THEN left(host0, -4)
-            WHEN suffix(host0, ':') THEN left(host0, -1)
-            ELSE host0
-        END AS host1
-    FROM hosts2
+            WHEN NOT getvariable('rule_default_ports') THEN host_cased
+            WHEN scheme_cased = 'http' AND suffix(host_cased, ':80') THEN left(host_cased, -3)
+            WHEN scheme_cased = 'https' AND suffix(host_cased, ':443') THEN left(host_cased, -4)
+            WHEN suffix(host_cased, ':') THEN left(host_cased, -1)
+            ELSE host_cased
+        END AS host_no_port
+    FROM case_folded
 ),
-hosts4 AS (
+authority_judged AS (
     SELECT
         *,
         -- the site's host forms and plain lower-case DNS names pass as they are; any other authority
         -- (userinfo, a port left, an IP address, IDNA, escapes, anything malformed) is split, normalized
-        -- and judged by so_authority (sitemap_ops.stage.normalize.normalize_authority)
+        -- and judged by so_authority (sitemap_ops.urls.normalize_authority)
         CASE
-            WHEN host1 = getvariable('site_host') OR host1 = getvariable('alt_host') THEN NULL
-            WHEN strlen(host1) <= getvariable('max_host_length') AND regexp_full_match(host1, getvariable('plain_host'))
-                AND NOT contains(host1, 'xn--') THEN NULL
-            ELSE so_authority(authority, scheme1)
-        END AS auth
-    FROM hosts3
+            WHEN host_no_port = getvariable('site_host') OR host_no_port = getvariable('alt_host') THEN NULL
+            WHEN strlen(host_no_port) <= getvariable('max_host_length') AND regexp_full_match(host_no_port, getvariable('plain_host'))
+                AND NOT contains(host_no_port, 'xn--') THEN NULL
+            ELSE so_authority(authority, scheme_cased)
+        END AS authority_parts
+    FROM port_dropped
 ),
-hosts5 AS (
+host_parts AS (
     SELECT
-        * EXCLUDE (auth),
-        CASE WHEN auth IS NULL THEN '' ELSE auth.userinfo END AS userinfo,
-        CASE WHEN auth IS NULL THEN host1 ELSE auth.host END AS host2,
-        auth.reason AS host_reason
-    FROM hosts4
+        * EXCLUDE (authority_parts),
+        CASE WHEN authority_parts IS NULL THEN '' ELSE authority_parts.userinfo END AS userinfo,
+        CASE WHEN authority_parts IS NULL THEN host_no_port ELSE authority_parts.host END AS host_checked,
+        authority_parts.reason AS host_reason
+    FROM authority_judged
 ),
-targets AS (
+site_form AS (
     SELECT
         *,
         CASE
-            WHEN host2 = getvariable('site_host') THEN host2
-            WHEN host2 = getvariable('alt_host') AND getvariable('other_host_form') = 'rewrite'
+            WHEN host_checked = getvariable('site_host') THEN host_checked
+            WHEN host_checked = getvariable('alt_host') AND getvariable('other_host_form') = 'rewrite'
                 THEN getvariable('site_host')
-            ELSE host2
-        END AS host3,
+            ELSE host_checked
+        END AS host_out,
         -- only the site's own URLs are moved to its scheme (another host may not serve it)
         CASE
-            WHEN scheme1 <> getvariable('site_scheme') AND getvariable('other_scheme') = 'rewrite'
-                AND (host2 = getvariable('site_host') OR host2 = getvariable('alt_host'))
+            WHEN scheme_cased <> getvariable('site_scheme') AND getvariable('other_scheme') = 'rewrite'
+                AND (host_checked = getvariable('site_host') OR host_checked = getvariable('alt_host'))
                 THEN getvariable('site_scheme')
-            ELSE scheme1
-        END AS scheme2,
+            ELSE scheme_cased
+        END AS scheme_out,
         -- the Python path handles IRI characters, malformed or lower-case escapes and dot segments
         CASE
             WHEN getvariable('rule_target') AND regexp_matches(target, getvariable('target_needs_work'))
                 THEN so_normalize_target(target)
             ELSE target
-        END AS target1
-    FROM hosts5
+        END AS target_out
+    FROM host_parts
 ),
-paths AS (
+path_query AS (
     SELECT
         *,
-        split_part(target1, '?', 1) AS path0,
-        CASE WHEN contains(target1, '?') THEN substr(target1, position('?' IN target1) + 1) END AS query0
-    FROM targets
+        split_part(target_out, '?', 1) AS path_raw,
+        CASE WHEN contains(target_out, '?') THEN substr(target_out, position('?' IN target_out) + 1) END AS query_raw
+    FROM site_form
 ),
-paths2 AS (
+cleaned AS (
     SELECT
         *,
         CASE
-            WHEN getvariable('rule_path_params') AND contains(lower(path0), ';jsessionid=')
-                THEN regexp_replace(path0, ';jsessionid=[^/;]*', '', 'gi')
-            ELSE path0
-        END AS path1,
+            WHEN getvariable('rule_path_params') AND contains(lower(path_raw), ';jsessionid=')
+                THEN regexp_replace(path_raw, ';jsessionid=[^/;]*', '', 'gi')
+            ELSE path_raw
+        END AS path_clean,
         CASE
-            WHEN getvariable('rule_tracking') AND query0 <> ''
-                AND regexp_matches(query0, getvariable('tracking_any'))
+            WHEN getvariable('rule_tracking') AND query_raw <> ''
+                AND regexp_matches(query_raw, getvariable('tracking_any'))
                 THEN array_to_string(
                     list_filter(
-                        string_split(query0, '&'),
+                        string_split(query_raw, '&'),
                         lambda p: p <> '' AND NOT regexp_matches(p, getvariable('tracking_param'))
                     ),
                     '&'
                 )
-            ELSE query0
-        END AS query1
-    FROM paths
+            ELSE query_raw
+        END AS query_clean
+    FROM path_query
 ),
 composed AS (
     SELECT
         *,
-        CASE WHEN path1 = '' THEN '/' ELSE path1 END AS path,
+        CASE WHEN path_clean = '' THEN '/' ELSE path_clean END AS path,
         CASE
-            WHEN getvariable('rule_sort_query') AND contains(query1, '&')
-                THEN array_to_string(list_sort(string_split(query1, '&')), '&')
-            ELSE query1
+            WHEN getvariable('rule_sort_query') AND contains(query_clean, '&')
+                THEN array_to_string(list_sort(string_split(query_clean, '&')), '&')
+            ELSE query_clean
         END AS query
-    FROM paths2
+    FROM cleaned
 ),
 located AS (
     SELECT
         *,
-        scheme2 || '://' || userinfo || host3 || path || CASE WHEN query <> '' THEN '?' || query ELSE '' END
+        scheme_out || '://' || userinfo || host_out || path || CASE WHEN query <> '' THEN '?' || query ELSE '' END
             || CASE WHEN getvariable('rule_fragments') THEN '' ELSE fragment END AS norm_loc
     FROM composed
 ),
@@ -187,11 +189,11 @@ judged AS (
             early_reason,
             CASE
                 WHEN host_reason IS NOT NULL THEN host_reason
-                WHEN target1 IS NULL THEN 'unparseable'
+                WHEN target_out IS NULL THEN 'unparseable'
                 WHEN NOT getvariable('check_scope') THEN NULL
-                WHEN host2 = getvariable('alt_host') AND host3 <> getvariable('site_host') THEN 'other_host_form'
-                WHEN host3 <> getvariable('site_host') THEN 'out_of_scope'
-                WHEN scheme2 <> getvariable('site_scheme') THEN 'other_scheme'
+                WHEN host_checked = getvariable('alt_host') AND host_out <> getvariable('site_host') THEN 'other_host_form'
+                WHEN host_out <> getvariable('site_host') THEN 'out_of_scope'
+                WHEN scheme_out <> getvariable('site_scheme') THEN 'other_scheme'
                 WHEN NOT starts_with(path, getvariable('scope_path')) THEN 'out_of_scope'
             END,
             CASE
@@ -273,7 +275,7 @@ SELECT
     changefreq_issue,
     CASE WHEN changefreq_issue IS NOT NULL THEN CAST(raw_changefreq AS VARCHAR) END AS raw_changefreq,
     -- for extension URLs only (their hosts are checked against their own lists; a page's was checked here)
-    CASE WHEN NOT getvariable('check_scope') THEN host3 END AS host,
+    CASE WHEN NOT getvariable('check_scope') THEN host_out END AS host,
     -- the extensions of a publishable row travel on to the extension checks (sql/stage_ext_*.sql)
     -- lists that can be published as they are travel joined (images_j, alternates_j; sql/stage_macros.sql),
     -- the others as lists, to be checked value by value
@@ -297,4 +299,4 @@ SELECT
     CASE WHEN reason IS NULL THEN news_language END AS news_language,
     CASE WHEN reason IS NULL THEN news_publication_date END AS news_publication_date,
     CASE WHEN reason IS NULL THEN news_title END AS news_title
-FROM extensions
+FROM extensions;

@@ -18,7 +18,6 @@ from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
     numpy_of,
-    quote_literal,
     read_sql,
     set_variables,
     storage_path,
@@ -254,13 +253,9 @@ def run_plan(
     shards_cfg = config.shards
     max_urls = shards_cfg.max_urls
     set_variables(con, {"format": config.render.format})
-    con.execute(
-        "CREATE OR REPLACE TEMP VIEW staged AS SELECT * FROM read_parquet("
-        + quote_literal(duckdb_path(con, staged_path, config.storage))
-        + ", file_row_number = true)"
-    )
     try:
-        (extended,) = con.execute("SELECT count(ext_hash) > 0 FROM staged").fetchall()[0]
+        create_parquet_view(con, "staged", duckdb_path(con, staged_path, config.storage), row_numbers=True)
+        (extended,) = con.execute(read_sql("plan_extended")).fetchall()[0]
     except duckdb.Error as exc:
         raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
     overhead = shard_overhead(config.render.format, extended)
@@ -269,15 +264,12 @@ def run_plan(
         if previous_assignment:
             create_parquet_view(con, "previous", duckdb_path(con, previous_assignment, config.storage))
         else:
-            con.execute(
-                "CREATE OR REPLACE TEMP VIEW previous AS SELECT NULL::VARCHAR AS loc, NULL::VARCHAR AS section, "
-                "NULL::INTEGER AS shard, NULL::BIGINT AS pos WHERE false"
-            )
+            con.execute(read_sql("plan_no_previous"))
         with progress.working(
             "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
         ):
             rows = con.sql(read_sql("plan_rows")).to_arrow_table()
-        section_rows = con.execute("SELECT section, count(*) FROM staged GROUP BY section ORDER BY section").fetchall()
+        section_rows = con.execute(read_sql("plan_sections")).fetchall()
     except duckdb.Error as exc:
         if previous_assignment and not file_exists(previous_assignment, config):
             raise LiveStateChangedError(

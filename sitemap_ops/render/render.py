@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.duck import duckdb_path, numpy_of, quote_literal, read_sql, set_variables
+from sitemap_ops.duck import create_parquet_view, duckdb_path, numpy_of, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import shard_bytes, shard_chunks
 from sitemap_ops.plan.plan import Plan, ShardPlan
@@ -134,10 +134,7 @@ def render_shards(
     write = write or output.write_bytes
     set_variables(con, {"format": config.format})
     for view, path in (("staged", plan.staged_path), ("planned", plan.planned_path)):
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet("
-            f"{quote_literal(duckdb_path(con, path, output.config))}, file_row_number = true)"
-        )
+        create_parquet_view(con, view, duckdb_path(con, path, output.config), row_numbers=True)
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()

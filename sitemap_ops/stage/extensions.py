@@ -28,7 +28,7 @@ from sitemap_ops.constants import (
     VIDEO_UPLOADER_MAX,
     XML_FORBIDDEN_CHARS,
 )
-from sitemap_ops.duck import quote_literal, read_sql, set_variables
+from sitemap_ops.duck import read_sql, set_variables
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.sources import create_url_inventory_view
 from sitemap_ops.urls import PLAIN_HOST
@@ -137,7 +137,8 @@ def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
 
 
 def _issue_counts(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, int]:
-    return dict(con.execute(f"SELECT issue, count(*) FROM {table} GROUP BY issue ORDER BY issue").fetchall())
+    set_variables(con, {"issue_table": table})
+    return dict(con.execute(read_sql("stage_hreflang_counts")).fetchall())
 
 
 def _complete_alternates(con: duckdb.DuckDBPyConnection) -> None:
@@ -169,11 +170,7 @@ def run_extensions(
     create_url_inventory_view(con, "ext_url_raw")
     set_variables(con, {"check_scope": False, "keep_raw": True})
     try:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE ext_url_map AS SELECT raw_loc AS raw, loc, reason, host FROM ("
-            + read_sql("stage_normalize")
-            + ")"
-        )
+        con.execute(read_sql("stage_ext_url_map"))
     finally:
         set_variables(con, {"check_scope": True, "keep_raw": False})
     con.execute(read_sql("stage_ext_resolve"))
@@ -181,51 +178,36 @@ def run_extensions(
     result = ExtensionResult()
     con.execute("CREATE OR REPLACE TEMP VIEW alt_checked_edges AS SELECT * FROM ext_alt_edges")
     con.execute(read_sql("stage_hreflang_edges"))
-    con.execute("CREATE OR REPLACE TEMP TABLE hreflang_found AS " + read_sql("stage_hreflang_check"))
+    con.execute(read_sql("stage_hreflang_check"))
+    con.execute("CREATE OR REPLACE TEMP TABLE hreflang_found AS SELECT * FROM hreflang_checked")
     result.hreflang_issues = _issue_counts(con, "hreflang_found")
     if config.extensions.complete_alternates:
         _complete_alternates(con)
+        # the same checks again, on the completed sets (the view reads the tables made again here)
         con.execute("CREATE OR REPLACE TEMP VIEW alt_checked_edges AS SELECT * FROM ext_alt_completed")
         con.execute(read_sql("stage_hreflang_edges"))
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE hreflang_left AS "
-            + read_sql("stage_hreflang_check")
-            + " UNION ALL SELECT * FROM hreflang_conflicts"
+            "CREATE OR REPLACE TEMP TABLE hreflang_left AS FROM hreflang_checked UNION ALL FROM hreflang_conflicts"
         )
         result.hreflang_issues_left = _issue_counts(con, "hreflang_left")
-        (added,) = con.execute(
-            "SELECT (SELECT count(*) FROM ext_alt_completed) - (SELECT count(*) FROM ext_alt_edges)"
-        ).fetchall()[0]
+        (added,) = con.execute(read_sql("stage_hreflang_added")).fetchall()[0]
         result.hreflang_links_added = int(added)
         con.execute("CREATE OR REPLACE TEMP VIEW alt_final AS SELECT * FROM ext_alt_completed")
-        # each problem found, and whether completion fixed it; conflicts that blocked completion too
-        report = (
-            "SELECT f.*, l.page IS NULL AS fixed FROM hreflang_found f "
-            "LEFT JOIN hreflang_left l ON l.page = f.page AND l.issue = f.issue "
-            "AND l.href IS NOT DISTINCT FROM f.href "
-            "UNION ALL SELECT *, false FROM hreflang_conflicts"
-        )
+        report = "stage_hreflang_report_completed"
     else:
         con.execute("CREATE OR REPLACE TEMP VIEW alt_final AS SELECT * FROM ext_alt_edges")
-        report = "SELECT *, false AS fixed FROM hreflang_found"
-    con.sql(f"SELECT * FROM ({report}) ORDER BY page, issue, href").write_csv(hreflang_path, header=True)
+        report = "stage_hreflang_report"
+    con.sql(read_sql(report)).write_csv(hreflang_path, header=True)
     result.hreflang_path = hreflang_path
 
     con.execute(read_sql("stage_ext_xml"))
-    row = con.execute(
-        "SELECT (SELECT count(*) FROM ext_video_checked WHERE issue IS NULL), (SELECT count(*) FROM news_ext), "
-        "(SELECT count(*) FROM ext_news_checked WHERE issue = 'too_old')"
-    ).fetchall()[0]
+    row = con.execute(read_sql("stage_ext_counts")).fetchall()[0]
     result.videos, result.news, result.news_too_old = (int(v) for v in row)
     return result
 
 
 def count_published(con: duckdb.DuckDBPyConnection, staged_path: str, result: dict[str, object]) -> None:
     """Fill in the image and alternate counts from the staged snapshot (fast path and checked path alike)."""
-    row = con.execute(
-        "SELECT count(*) FILTER (WHERE images > 0), coalesce(sum(images), 0), "
-        "count(*) FILTER (WHERE alternates > 0), coalesce(sum(alternates), 0) "
-        f"FROM read_parquet({quote_literal(staged_path)})"
-    ).fetchall()[0]
+    row = con.execute(read_sql("stage_ext_published"), [staged_path]).fetchall()[0]
     keys = ("pages_with_images", "images", "pages_with_alternates", "alternates")
     result.update({key: int(value) for key, value in zip(keys, row, strict=True)})

@@ -21,7 +21,7 @@ from sitemap_ops.constants import (
     REJECTS_NAME,
     STAGED_NAME,
 )
-from sitemap_ops.duck import connect, quote_literal, read_sql, set_variables, storage_path
+from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import SourceError, StageError
@@ -104,7 +104,7 @@ def run_stage(
     finally:
         con.execute("USE memory")
     staged_path = storage_path(con, work, STAGED_NAME)
-    con.execute("CREATE OR REPLACE TEMP TABLE dup_locs AS " + read_sql("stage_duplicates"))
+    con.execute(read_sql("stage_duplicates"))
     extensions: dict[str, Any] = {}
     if inventory.extensions:
         extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
@@ -122,7 +122,7 @@ def run_stage(
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         with progress.working("stage: deduplicating and sorting"):
             con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
-        (rows_staged,) = con.execute(f"SELECT count(*) FROM read_parquet({quote_literal(staged_path)})").fetchall()[0]
+        (rows_staged,) = con.execute(read_sql("stage_staged_count"), [staged_path]).fetchall()[0]
         # the news series' rows repeat pages that are staged already
         staged = rows_staged - int(extensions.get("news", 0))
         if extensions:
@@ -163,17 +163,13 @@ _EXTENSION_COLUMNS = {
 def _create_normalized(con: duckdb.DuckDBPyConnection, extensions: bool) -> None:
     """The table `normalized_rows` and the view `normalized` the later SQL reads. Without extensions their
     columns are not stored (about 15 NULL columns of every row) but typed NULLs in the view."""
+    con.execute(read_sql("stage_normalize"))
     if extensions:
-        con.execute("CREATE OR REPLACE TEMP TABLE normalized_rows AS " + read_sql("stage_normalize"))
-        con.execute("CREATE OR REPLACE TEMP VIEW normalized AS SELECT * FROM normalized_rows")
+        con.execute(read_sql("stage_normalized"))
         return
     excluded = ", ".join(_EXTENSION_COLUMNS)
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE normalized_rows AS SELECT * EXCLUDE ({excluded}) "
-        f"FROM ({read_sql('stage_normalize')})"
-    )
     nulls = ", ".join(f"NULL::{sql_type} AS {name}" for name, sql_type in _EXTENSION_COLUMNS.items())
-    con.execute(f"CREATE OR REPLACE TEMP VIEW normalized AS SELECT *, {nulls} FROM normalized_rows")
+    con.execute(read_sql("stage_normalized_pages").format(excluded=excluded, nulls=nulls))
 
 
 def _stage_extensions(
@@ -191,9 +187,7 @@ def _stage_extensions(
             'use render.format = "xml" or drop those columns'
         )
     if "news" in kinds:
-        (clash,) = con.execute(
-            "SELECT count(*) FROM normalized WHERE reason IS NULL AND section = getvariable('news_section')"
-        ).fetchall()[0]
+        (clash,) = con.execute(read_sql("stage_news_clash")).fetchall()[0]
         if clash:
             raise StageError(
                 f"{clash:,} page(s) are in section {config.extensions.news_section!r}, the news series' section; "
@@ -223,10 +217,8 @@ def normalize_urls(
         create_url_inventory_view(con, "urls")
         set_variables(con, normalize_variables(config, build_time or dt.datetime.now(dt.UTC)))
         set_variables(con, {"check_scope": not extension})
+        con.execute(read_sql("stage_normalize"))
         # DuckDB keeps the input order for this projection-only query (preserve_insertion_order)
-        return [
-            (loc, reason)
-            for loc, reason in con.execute(f"SELECT loc, reason FROM ({read_sql('stage_normalize')})").fetchall()
-        ]
+        return [(loc, reason) for loc, reason in con.execute("SELECT loc, reason FROM normalized_urls").fetchall()]
     finally:
         con.close()
