@@ -12,57 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from sitemap_ops.constants import DEFAULT_PORTS
 from sitemap_ops.errors import ConfigError
-from sitemap_ops.plan.config import SectionRule, ShardConfig
-from sitemap_ops.publish.config import PublishConfig
+from sitemap_ops.plan.config import PlanSettings, ShardConfig
+from sitemap_ops.publish.config import PublishConfig, PublishSettings
 from sitemap_ops.render.config import RenderConfig
-from sitemap_ops.stage.config import ExtensionsConfig, SourceConfig
+from sitemap_ops.stage.config import ExtensionsConfig, SectionRule, SourceConfig, StageSettings
 from sitemap_ops.storage import StorageConfig
-from sitemap_ops.urls import NormalizeConfig, normalize_authority
-
-_SITE_HOST_RULES = NormalizeConfig(allow_ip_hosts=True)
-
-
-@dataclass(frozen=True)
-class Origin:
-    """A parsed http(s) URL prefix: scheme, canonical host[:port] and path (always ending in '/')."""
-
-    scheme: str
-    host: str
-    path: str
-
-    @classmethod
-    def parse(cls, url: str, what: str) -> Origin:
-        parts = urlsplit(url.strip())
-        if parts.scheme.lower() not in DEFAULT_PORTS or not parts.hostname:
-            raise ConfigError(f"{what} must be an absolute http(s) URL such as https://www.example.com, not {url!r}")
-        if parts.query or parts.fragment or parts.username:
-            raise ConfigError(f"{what} must not carry a query, fragment or user name: {url!r}")
-        scheme = parts.scheme.lower()
-        # the site's own host may be an IP address (its URLs are compared with it, not checked again)
-        authority = normalize_authority(parts.netloc, scheme, _SITE_HOST_RULES)
-        if authority.reason:
-            raise ConfigError(f"{what}: {parts.netloc!r} is not a valid host[:port] ({authority.reason})")
-        host = authority.host
-        path = parts.path or "/"
-        if not path.endswith("/"):
-            path += "/"
-        return cls(scheme, host, path)
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://{self.host}{self.path}"
-
-    @property
-    def alternate_host(self) -> str:
-        """The other host form: example.com for www.example.com and the reverse."""
-        name, sep, port = self.host.partition(":")
-        other = name[4:] if name.startswith("www.") else "www." + name
-        return other + sep + port
-
+from sitemap_ops.urls import NormalizeConfig, Origin
 
 # What DuckDB's memory_limit accepts: a number and a unit (KB, MB, GB, TB in 1000s; KiB ... TiB in 1024s).
 _MEMORY_LIMIT = re.compile(r"\d+(\.\d+)?\s*([kmgt]i?b|b|bytes)", re.IGNORECASE)
@@ -150,6 +107,42 @@ class SiteConfig:
     def site(self) -> Origin:
         """The canonical origin and scope of the site's URLs."""
         return Origin.parse(self.base_url, "base_url")
+
+    # Each step gets its own settings, not the whole config.
+
+    def stage_settings(self) -> StageSettings:
+        return StageSettings(
+            site=self.site,
+            sources=self.sources,
+            normalize=self.normalize,
+            extensions=self.extensions,
+            sections=self.shards.sections,
+            text_format=self.render.format == "txt",
+            storage=self.storage,
+        )
+
+    def plan_settings(self) -> PlanSettings:
+        return PlanSettings(
+            base_url=self.base_url,
+            public_url=self.public_url,
+            robots=self.robots,
+            shards=self.shards,
+            render=self.render,
+            publish=self.publish,
+            news_section=self.extensions.news_section,
+            news_max_urls=self.extensions.news_max_urls,
+            storage=self.storage,
+        )
+
+    def publish_settings(self) -> PublishSettings:
+        return PublishSettings(
+            base_url=self.base_url,
+            public_url=self.public_url,
+            robots=self.robots,
+            render=self.render,
+            publish=self.publish,
+            storage=self.storage,
+        )
 
 
 def _folder_key(location: str) -> str:

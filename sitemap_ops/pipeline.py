@@ -99,7 +99,7 @@ def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file)."""
     work = open_work(run.config, run.build_id)
     with duckdb_session(run.config, work) as con:
-        return run_stage(run.config, con, work, run.now, progress)
+        return run_stage(run.config.stage_settings(), con, work, run.now, progress)
 
 
 def plan(
@@ -121,14 +121,15 @@ def plan(
     if lease is not None:
         lease.check()
     work, output = open_work(run.config, run.build_id), run.output
-    live = load_live_state(run.config, output, work)
+    settings = run.config.plan_settings()
+    live = load_live_state(settings, output, work)
     if live.manifest is not None:
         work.write_bytes(LIVE_MANIFEST_NAME, live.manifest.to_json())
     else:
         work.delete(LIVE_MANIFEST_NAME)
     with duckdb_session(run.config, work) as con:
         return run_plan(
-            run.config,
+            settings,
             con,
             build_id=run.build_id,
             created_at=run.now.isoformat(),
@@ -205,7 +206,7 @@ def publish(
     """
     with _lease(run, lease):
         return run_publish(
-            run.config,
+            run.config.publish_settings(),
             planned,
             run.output,
             previous=_live_manifest(run.work),
@@ -220,7 +221,7 @@ def retire(run: BuildRun, *, lease: PublishLease | None = None) -> RetireResult:
     """Delete this project's files no index has named for the grace period; once this build is live, drop its
     staged snapshot and the work folders of old builds."""
     with _lease(run, lease):
-        retired = run_retire(run.config, run.output, run.now)
+        retired = run_retire(run.config.publish_settings(), run.output, run.now)
         live = Manifest.load(run.output)
     if live is not None and live.build_id == run.build_id:
         with contextlib.suppress(StorageError):  # tidying up; the build itself succeeded

@@ -16,7 +16,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 import idna
 
@@ -276,3 +276,44 @@ def normalize_target(target: str, rules: NormalizeConfig = _DEFAULT_RULES) -> st
     if rules.remove_dot_segments and path:
         path = remove_dot_segments(path, encoded=rules.encoded_dot_segments)
     return path + (sep + query if sep else "")
+
+
+_SITE_HOST_RULES = NormalizeConfig(allow_ip_hosts=True)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A parsed http(s) URL prefix: scheme, canonical host[:port] and path (always ending in '/')."""
+
+    scheme: str
+    host: str
+    path: str
+
+    @classmethod
+    def parse(cls, url: str, what: str) -> Origin:
+        parts = urlsplit(url.strip())
+        if parts.scheme.lower() not in DEFAULT_PORTS or not parts.hostname:
+            raise ConfigError(f"{what} must be an absolute http(s) URL such as https://www.example.com, not {url!r}")
+        if parts.query or parts.fragment or parts.username:
+            raise ConfigError(f"{what} must not carry a query, fragment or user name: {url!r}")
+        scheme = parts.scheme.lower()
+        # the site's own host may be an IP address (its URLs are compared with it, not checked again)
+        authority = normalize_authority(parts.netloc, scheme, _SITE_HOST_RULES)
+        if authority.reason:
+            raise ConfigError(f"{what}: {parts.netloc!r} is not a valid host[:port] ({authority.reason})")
+        host = authority.host
+        path = parts.path or "/"
+        if not path.endswith("/"):
+            path += "/"
+        return cls(scheme, host, path)
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}{self.path}"
+
+    @property
+    def alternate_host(self) -> str:
+        """The other host form: example.com for www.example.com and the reverse."""
+        name, sep, port = self.host.partition(":")
+        other = name[4:] if name.startswith("www.") else "www." + name
+        return other + sep + port

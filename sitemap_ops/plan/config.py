@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from sitemap_ops.constants import (
     MAX_BYTES_PER_SITEMAP,
-    MAX_SECTION_LENGTH,
     MAX_SITEMAPS_PER_INDEX,
     MAX_URLS_PER_SITEMAP,
 )
 from sitemap_ops.errors import ConfigError
-
-_SECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-
-
-@dataclass(frozen=True)
-class SectionRule:
-    """URLs whose path starts with `prefix` belong to section `name` (first matching rule wins)."""
-
-    name: str
-    prefix: str
-
-    def __post_init__(self) -> None:
-        if not _SECTION_NAME.match(self.name) or len(self.name) > MAX_SECTION_LENGTH:
-            raise ConfigError(
-                f"shards.sections: name {self.name[:60]!r} must match [a-z0-9][a-z0-9_-]* and have at most "
-                f"{MAX_SECTION_LENGTH} characters"
-            )
-        if not self.prefix.startswith("/"):
-            raise ConfigError(f"shards.sections: prefix {self.prefix!r} must start with '/'")
+from sitemap_ops.publish.config import PublishConfig
+from sitemap_ops.render.config import RenderConfig
+from sitemap_ops.stage.config import SectionRule
+from sitemap_ops.storage import StorageConfig
 
 
 @dataclass(frozen=True)
@@ -53,3 +36,18 @@ class ShardConfig:
             raise ConfigError(f"shards.max_sitemaps_per_index must be between 1 and {MAX_SITEMAPS_PER_INDEX}")
         if not 0.0 <= self.compact_below < 1.0:
             raise ConfigError("shards.compact_below must be in [0, 1)")
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """What the plan step reads of the site's config (SiteConfig.plan_settings): no more."""
+
+    base_url: str
+    public_url: str  # where the output is served: shard and index URLs start with it
+    robots: str  # robots.txt, whose managed block names the live index files ("" when not written)
+    shards: ShardConfig
+    render: RenderConfig
+    publish: PublishConfig  # the index name and the circuit breaker
+    news_section: str
+    news_max_urls: int
+    storage: StorageConfig

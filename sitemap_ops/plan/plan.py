@@ -12,7 +12,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
@@ -24,6 +23,7 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
+from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest, file_exists
 from sitemap_ops.progress import Progress
@@ -222,7 +222,7 @@ def _assign_section(
 
 
 def run_plan(
-    config: SiteConfig,
+    config: PlanSettings,
     con: duckdb.DuckDBPyConnection,
     *,
     build_id: str,
@@ -304,7 +304,7 @@ def run_plan(
             pos[sec.start : sec.end],
             size[sec.start : sec.end],
             # the news series: at most news_max_urls articles per sitemap
-            min(max_urls, config.extensions.news_max_urls) if sec.name == config.extensions.news_section else max_urls,
+            min(max_urls, config.news_max_urls) if sec.name == config.news_section else max_urls,
             payload,
             shards_cfg.compact_below,
         )
@@ -411,7 +411,7 @@ def _write_numbers(path: str, columns: dict[str, np.ndarray]) -> None:
     pq.write_table(pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, names=list(columns))]), path)
 
 
-def _plan_indexes(shards: list[ShardPlan], config: SiteConfig) -> list[IndexPlan]:
+def _plan_indexes(shards: list[ShardPlan], config: PlanSettings) -> list[IndexPlan]:
     """Split the shard list over index files by entry count and bytes."""
     limit_entries = config.shards.max_sitemaps_per_index
     limit_bytes = config.shards.max_bytes - index_overhead()

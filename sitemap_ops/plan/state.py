@@ -15,7 +15,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from lxml import etree
 
-from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
     LEGACY_NAME_PATTERNS,
     MANIFEST_NAME,
@@ -27,6 +26,7 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.errors import ManifestError, first_line
 from sitemap_ops.manifest import Manifest, ShardRecord
+from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import StateError
 from sitemap_ops.robots import managed_sitemaps
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
@@ -94,7 +94,7 @@ def index_entries(data: bytes, where: str) -> list[tuple[str, str | None]]:
     ]
 
 
-def named_files(config: SiteConfig, entries: list[tuple[str, str | None]], where: str) -> list[str]:
+def named_files(config: PlanSettings, entries: list[tuple[str, str | None]], where: str) -> list[str]:
     """The file names (in the output folder) of index entries; StateError for an entry this project did not
     write (the index is someone else's: never overwritten)."""
     names = []
@@ -109,7 +109,7 @@ def named_files(config: SiteConfig, entries: list[tuple[str, str | None]], where
     return names
 
 
-def robots_index_names(config: SiteConfig) -> list[str]:
+def robots_index_names(config: PlanSettings) -> list[str]:
     """The further index files (past the first) that robots.txt's managed block lists, by name."""
     if not config.robots:
         return []
@@ -127,7 +127,7 @@ def robots_index_names(config: SiteConfig) -> list[str]:
     return names
 
 
-def load_live_state(config: SiteConfig, output: Storage, work: Storage) -> LiveState:
+def load_live_state(config: PlanSettings, output: Storage, work: Storage) -> LiveState:
     """Read the live index, then the manifest, then list the folder; decide which state is live.
 
     The manifest (or the record of a switch it was making) is trusted only when its digest of the main
@@ -181,14 +181,14 @@ def load_live_state(config: SiteConfig, output: Storage, work: Storage) -> LiveS
     return state
 
 
-def file_exists(url: str, config: SiteConfig) -> bool:
+def file_exists(url: str, config: PlanSettings) -> bool:
     """Whether the file at `url` (a work or output file) exists."""
     folder, name = open_file(url, config.storage)
     return folder.exists(name)
 
 
 def recover_state(
-    config: SiteConfig, output: Storage, index_data: bytes, listing: dict[str, ObjectInfo], work: Storage, notes: list
+    config: PlanSettings, output: Storage, index_data: bytes, listing: dict[str, ObjectInfo], work: Storage, notes: list
 ) -> Manifest:
     """A manifest and an assignment rebuilt from the live index and the shard files it names.
 

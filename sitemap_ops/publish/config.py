@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from sitemap_ops.constants import DEFAULT_INDEX_NAME
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.render.config import RenderConfig
+from sitemap_ops.storage import StorageConfig
 
 
 @dataclass(frozen=True)
@@ -40,3 +42,15 @@ class PublishConfig:
                 "anyway)"
             )
         return None
+
+
+@dataclass(frozen=True)
+class PublishSettings:
+    """What the publish and retire steps read of the site's config (SiteConfig.publish_settings): no more."""
+
+    base_url: str
+    public_url: str  # where the output is served: the index lists shards under it
+    robots: str  # robots.txt to update ("" when the output is not served at the site root)
+    render: RenderConfig  # the shards' format (file names, what the manifest records)
+    publish: PublishConfig
+    storage: StorageConfig

@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 import duckdb
 
 from sitemap_ops import __version__
-from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import MANIFEST_NAME, PLAN_NAME, WORK_MARKER_NAME
 from sitemap_ops.errors import ManifestError, StorageError
 from sitemap_ops.manifest import Manifest, ShardRecord
@@ -31,6 +30,7 @@ from sitemap_ops.plan.exceptions import StateError
 from sitemap_ops.plan.plan import Plan, index_bytes
 from sitemap_ops.plan.state import index_entries, is_own_file
 from sitemap_ops.progress import Progress
+from sitemap_ops.publish.config import PublishSettings
 from sitemap_ops.publish.exceptions import ConcurrentBuildError, MissingShardError, PublishError
 from sitemap_ops.robots import update_robots
 from sitemap_ops.stage.result import StageResult
@@ -78,12 +78,12 @@ def _write_manifest(output: Storage, manifest: Manifest, token: str | None) -> s
     return current[1] if current is not None and current[0] == data else None
 
 
-def robots_target(config: SiteConfig) -> tuple[Storage, str] | None:
+def robots_target(config: PublishSettings) -> tuple[Storage, str] | None:
     """The storage folder and file name of the robots.txt to update, if any."""
     return open_file(config.robots, config.storage) if config.robots else None
 
 
-def update_robots_file(config: SiteConfig, index_urls: list[str]) -> bool:
+def update_robots_file(config: PublishSettings, index_urls: list[str]) -> bool:
     """Set robots.txt's managed block to `index_urls` (read-modify-write, compare-and-swap); True if written."""
     target = robots_target(config)
     if target is None:
@@ -103,7 +103,7 @@ def update_robots_file(config: SiteConfig, index_urls: list[str]) -> bool:
 
 
 def run_publish(
-    config: SiteConfig,
+    config: PublishSettings,
     plan: Plan,
     output: Storage,
     *,
@@ -171,7 +171,7 @@ def run_publish(
 
 
 def _switch(
-    config: SiteConfig,
+    config: PublishSettings,
     plan: Plan,
     output: Storage,
     previous: Manifest | None,
@@ -215,7 +215,7 @@ def _as_publish_error(output: Storage) -> Iterator[None]:
 
 
 def _finish(
-    config: SiteConfig,
+    config: PublishSettings,
     output: Storage,
     manifest: Manifest,
     token: str | None,
@@ -235,7 +235,7 @@ def _finish(
             raise _concurrent("manifest.json changed after the switch")
 
 
-def _empty_manifest(config: SiteConfig) -> Manifest:
+def _empty_manifest(config: PublishSettings) -> Manifest:
     """The record of an output where nothing is published yet."""
     return Manifest(
         build_id="", created_at="", base_url=config.base_url, public_url=config.public_url,
@@ -243,7 +243,7 @@ def _empty_manifest(config: SiteConfig) -> Manifest:
     )  # fmt: skip
 
 
-def _orphans(work_root: Storage, listing: dict[str, ObjectInfo], plan: Plan, config: SiteConfig) -> set[str]:
+def _orphans(work_root: Storage, listing: dict[str, ObjectInfo], plan: Plan, config: PublishSettings) -> set[str]:
     """Shards other builds of this site wrote (their plan.json says so) that no index names: failed builds'."""
     found: set[str] = set()
     for build in work_root.list_dirs():
@@ -262,7 +262,7 @@ def _orphans(work_root: Storage, listing: dict[str, ObjectInfo], plan: Plan, con
 
 
 def _manifest(
-    config: SiteConfig,
+    config: PublishSettings,
     plan: Plan,
     listing: dict[str, ObjectInfo],
     previous: Manifest | None,
@@ -327,7 +327,7 @@ def _manifest(
     )
 
 
-def live_names(config: SiteConfig, output: Storage, manifest: Manifest | None) -> set[str]:
+def live_names(config: PublishSettings, output: Storage, manifest: Manifest | None) -> set[str]:
     """Every file the live index files name, and those index files (read now, from storage)."""
     names: set[str] = set()
     index_files = [config.publish.index_name] + (manifest.index_files[1:] if manifest else [])
@@ -352,7 +352,7 @@ class RetireResult:
     refused: list[str]
 
 
-def run_retire(config: SiteConfig, output: Storage, now: dt.datetime) -> RetireResult:
+def run_retire(config: PublishSettings, output: Storage, now: dt.datetime) -> RetireResult:
     """Delete this project's files that no published index has named for the grace period.
 
     Candidates are the live manifest's unreferenced entries. One is deleted only if its name is of this

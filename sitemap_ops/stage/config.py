@@ -8,9 +8,12 @@ from dataclasses import dataclass, field
 from sitemap_ops.constants import (
     MAX_IMAGES_PER_PAGE,
     MAX_NEWS_PER_SITEMAP,
+    MAX_SECTION_LENGTH,
     NEWS_MAX_AGE_HOURS,
 )
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.storage import StorageConfig
+from sitemap_ops.urls import NormalizeConfig, Origin
 
 # The fields of one video (inline: a list of structs with these field names; a `videos` source: columns).
 VIDEO_FIELDS = (
@@ -177,6 +180,29 @@ def guess_format(path: str) -> str:
 _HOST = re.compile(r"^(\*|[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?)$")
 
 
+_SECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclass(frozen=True)
+class SectionRule:
+    """URLs whose path starts with `prefix` belong to section `name` (first matching rule wins).
+
+    Configured as [[shards.sections]] (sections group shards), defined here: the stage assigns each URL its
+    section, which orders the staged snapshot."""
+
+    name: str
+    prefix: str
+
+    def __post_init__(self) -> None:
+        if not _SECTION_NAME.match(self.name) or len(self.name) > MAX_SECTION_LENGTH:
+            raise ConfigError(
+                f"shards.sections: name {self.name[:60]!r} must match [a-z0-9][a-z0-9_-]* and have at most "
+                f"{MAX_SECTION_LENGTH} characters"
+            )
+        if not self.prefix.startswith("/"):
+            raise ConfigError(f"shards.sections: prefix {self.prefix!r} must start with '/'")
+
+
 @dataclass(frozen=True)
 class ExtensionsConfig:
     """Images, videos, news and hreflang alternates: which hosts they may use and how they are checked.
@@ -212,3 +238,16 @@ class ExtensionsConfig:
             raise ConfigError(f"extensions.news_max_urls must be between 1 and {MAX_NEWS_PER_SITEMAP}")
         if not 0 <= self.max_images_per_page <= MAX_IMAGES_PER_PAGE:
             raise ConfigError(f"extensions.max_images_per_page must be between 0 and {MAX_IMAGES_PER_PAGE}")
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """What the stage step reads of the site's config (SiteConfig.stage_settings): no more."""
+
+    site: Origin  # the canonical origin and scope of the site's URLs
+    sources: tuple[SourceConfig, ...]
+    normalize: NormalizeConfig
+    extensions: ExtensionsConfig
+    sections: tuple[SectionRule, ...]  # [[shards.sections]]
+    text_format: bool  # render.format = "txt": the sitemaps cannot carry extensions
+    storage: StorageConfig

@@ -9,7 +9,6 @@ from typing import Any
 
 import duckdb
 
-from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
     EXT_HREF_SEP,
     EXT_IMAGE_SEP,
@@ -29,6 +28,7 @@ from sitemap_ops.constants import (
     XML_FORBIDDEN_CHARS,
 )
 from sitemap_ops.duck import read_sql, set_variables
+from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.sources import create_url_inventory_view
 from sitemap_ops.urls import PLAIN_HOST
@@ -67,7 +67,7 @@ HREFLANG_CANONICAL = (
 _KEPT_ESCAPE = "%([01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF]|[89A-F][0-9A-F])"
 
 
-def _clean_url(config: SiteConfig, hosts: tuple[str, ...], xml_safe: bool = False) -> str:
+def _clean_url(config: StageSettings, hosts: tuple[str, ...], xml_safe: bool = False) -> str:
     """A regex for URLs normalization leaves as they are, on the site's host or one of `hosts`: a path of
     RFC 3986 characters with upper-case escapes of reserved characters and no "." or ".." segment, no query
     or fragment; with `xml_safe`, also without the characters XML escapes (& and ').
@@ -99,7 +99,7 @@ def _joined_pattern(item: str, separator: str) -> str:
     return f"{item}({_regex_char(separator)}{item})*"
 
 
-def extension_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str, object]:
+def extension_variables(config: StageSettings, build_time: dt.datetime) -> dict[str, object]:
     """The values the extension SQL files and sql/stage_macros.sql read with getvariable()."""
     ext = config.extensions
     utc = build_time.astimezone(dt.UTC).replace(tzinfo=None)
@@ -156,7 +156,7 @@ def _complete_alternates(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def run_extensions(
-    config: SiteConfig, con: duckdb.DuckDBPyConnection, build_time: dt.datetime, hreflang_path: str
+    config: StageSettings, con: duckdb.DuckDBPyConnection, build_time: dt.datetime, hreflang_path: str
 ) -> ExtensionResult:
     """Check and render the extensions of the staged pages (the tables page_ext, news_ext, ext_rejects).
 

@@ -24,6 +24,7 @@ from sitemap_ops.constants import (
 from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
+from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.result import StageResult
@@ -36,7 +37,7 @@ from sitemap_ops.storage import Storage
 from sitemap_ops.urls import PLAIN_HOST, TARGET_NEEDS_WORK
 
 
-def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str, object]:
+def normalize_variables(config: StageSettings, build_time: dt.datetime) -> dict[str, object]:
     """The values sql/stage_normalize.sql reads with getvariable()."""
     rules = config.normalize
     site = config.site
@@ -71,9 +72,9 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
         "priority_max": PRIORITY_MAX,
         "changefreq_values": list(CHANGEFREQ_VALUES),
         "build_time": build_time.astimezone(dt.UTC).replace(tzinfo=None),
-        "section_rules": bool(config.shards.sections),
-        "section_prefixes": [rule.prefix for rule in config.shards.sections] or [""],
-        "section_names": [rule.name for rule in config.shards.sections] or [DEFAULT_SECTION],
+        "section_rules": bool(config.sections),
+        "section_prefixes": [rule.prefix for rule in config.sections] or [""],
+        "section_names": [rule.name for rule in config.sections] or [DEFAULT_SECTION],
         "default_section": DEFAULT_SECTION,
         "news_section": config.extensions.news_section,
         # page URLs: the site's scope applies; the original is kept for rejected rows only
@@ -84,7 +85,7 @@ def normalize_variables(config: SiteConfig, build_time: dt.datetime) -> dict[str
 
 
 def run_stage(
-    config: SiteConfig,
+    config: StageSettings,
     con: duckdb.DuckDBPyConnection,
     work: Storage,
     build_time: dt.datetime,
@@ -173,7 +174,7 @@ def _create_normalized(con: duckdb.DuckDBPyConnection, extensions: bool) -> None
 
 
 def _stage_extensions(
-    config: SiteConfig,
+    config: StageSettings,
     con: duckdb.DuckDBPyConnection,
     work: Storage,
     build_time: dt.datetime,
@@ -181,7 +182,7 @@ def _stage_extensions(
     progress: Progress,
 ) -> dict[str, Any]:
     """Check and render the inventory's extensions (tables page_ext, news_ext, ext_rejects)."""
-    if config.render.format == "txt":
+    if config.text_format:
         raise StageError(
             f"the inventory carries {', '.join(sorted(kinds))}, which text sitemaps cannot hold; "
             'use render.format = "xml" or drop those columns'
@@ -211,11 +212,12 @@ def normalize_urls(
     caller checks the host against its kind's list). For tests, debugging and tools that want the exact
     rules a build applies.
     """
+    settings = config.stage_settings()
     con = connect(threads=1, normalize=config.normalize)
     try:
         con.register("urls", pa.table({"loc": pa.array(urls, pa.string())}))
         create_url_inventory_view(con, "urls")
-        set_variables(con, normalize_variables(config, build_time or dt.datetime.now(dt.UTC)))
+        set_variables(con, normalize_variables(settings, build_time or dt.datetime.now(dt.UTC)))
         set_variables(con, {"check_scope": not extension})
         con.execute(read_sql("stage_normalize"))
         # DuckDB keeps the input order for this projection-only query (preserve_insertion_order)

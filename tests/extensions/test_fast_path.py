@@ -39,7 +39,7 @@ urls = st.builds(lambda s, h, p: f"{s}://{h}/{p}", schemes, hosts, segment)
 def test_a_fast_list_is_one_the_checked_path_keeps_as_it_is(images: list[str]) -> None:
     con = connect(threads=1)
     try:
-        set_variables(con, normalize_variables(CONFIG, NOW))
+        set_variables(con, normalize_variables(CONFIG.stage_settings(), NOW))
         (fast,) = con.execute(
             "SELECT so_images_fast(CAST($1 AS VARCHAR[]), so_images_join(CAST($1 AS VARCHAR[])))", [images]
         ).fetchall()[0]
@@ -139,7 +139,7 @@ def test_a_list_the_fast_path_takes_is_one_the_checked_path_publishes_unchanged(
     config = EXT_CONFIGS[which]
     con = connect(threads=1)
     try:
-        set_variables(con, normalize_variables(config, NOW))
+        set_variables(con, normalize_variables(config.stage_settings(), NOW))
         images_fast, alternates_fast = con.execute(
             "SELECT so_images_fast(CAST($1 AS VARCHAR[]), so_images_join(CAST($1 AS VARCHAR[]))), "
             "so_alternates_fast($2, so_alternates_join($2))",
