@@ -179,15 +179,15 @@ def summary_lines(summary: BuildSummary) -> list[str]:
     if ext:
         out.insert(
             6,
-            f"  extensions:         {ext['images']:,} images on {ext['pages_with_images']:,} pages, "
-            f"{ext['alternates']:,} alternates on {ext['pages_with_alternates']:,} pages, "
-            f"{ext['videos']:,} videos, {ext['news']:,} news articles ({ext['news_too_old']:,} too old)",
+            f"  extensions:         {ext.images:,} images on {ext.pages_with_images:,} pages, "
+            f"{ext.alternates:,} alternates on {ext.pages_with_alternates:,} pages, "
+            f"{ext.videos:,} videos, {ext.news:,} news articles ({ext.news_too_old:,} too old)",
         )
-        issues = ext["hreflang_issues"]
+        issues = ext.hreflang_issues
         line = f"  hreflang issues:    {sum(issues.values()):,}" + (f"  ({_fmt(issues)})" if issues else "")
-        if ext["hreflang_links_added"]:
-            line += f"; completion added {ext['hreflang_links_added']:,} link(s)"
-        out.insert(7, line + (f"; report: {ext['hreflang_path']}" if issues else ""))
+        if ext.hreflang_links_added:
+            line += f"; completion added {ext.hreflang_links_added:,} link(s)"
+        out.insert(7, line + (f"; report: {ext.hreflang_path}" if issues else ""))
     if not summary.dry_run:
         out.append(f"  index:              {'switched' if summary.index_switched else 'unchanged (not rewritten)'}")
     if summary.unlisted:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from sitemap_ops.pipeline import BuildRun
-from sitemap_ops.stage.result import StageResult
+from sitemap_ops.stage.result import ExtensionResult, StageResult
 from tests.helpers import NOW, site_config
 
 
@@ -31,3 +32,7 @@ def test_the_stage_result_survives_a_trip_through_json_between_tasks() -> None:
     assert StageResult.from_dict(staged.to_dict()) == staged
     # a scheduler may add keys (the build id): they are ignored
     assert StageResult.from_dict({**staged.to_dict(), "build_id": "b"}) == staged
+    found = ExtensionResult(images=3, pages_with_images=2, hreflang_issues={"missing_self": 1})
+    with_extensions = StageResult(10, 8, 1, extensions=found)
+    assert json.loads(json.dumps(with_extensions.to_dict()))["extensions"]["images"] == 3
+    assert StageResult.from_dict(json.loads(json.dumps(with_extensions.to_dict()))) == with_extensions

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import duckdb
 
@@ -30,31 +28,12 @@ from sitemap_ops.constants import (
 from sitemap_ops.duck import read_sql, set_variables
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import StageError
+from sitemap_ops.stage.result import ExtensionResult
 from sitemap_ops.stage.sources import create_url_inventory_view
 from sitemap_ops.urls import PLAIN_HOST
 
 # Label propagation needs one step per hop of a cluster's longest path; real hreflang sets are 1-2 hops.
 _MAX_LABEL_STEPS = 64
-
-
-@dataclass
-class ExtensionResult:
-    """What the extension step found (small and JSON-able; part of StageResult)."""
-
-    pages_with_images: int = 0
-    images: int = 0
-    videos: int = 0
-    pages_with_alternates: int = 0
-    alternates: int = 0
-    news: int = 0
-    news_too_old: int = 0
-    hreflang_issues: dict[str, int] = field(default_factory=dict)  # found in the sets as the sources give them
-    hreflang_links_added: int = 0  # by completion (extensions.complete_alternates)
-    hreflang_issues_left: dict[str, int] = field(default_factory=dict)  # after completion
-    hreflang_path: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # hreflang codes as the build writes them: en, en-GB, zh-Hant, x-default
@@ -206,8 +185,7 @@ def run_extensions(
     return result
 
 
-def count_published(con: duckdb.DuckDBPyConnection, staged_path: str, result: dict[str, object]) -> None:
+def count_published(con: duckdb.DuckDBPyConnection, staged_path: str, result: ExtensionResult) -> None:
     """Fill in the image and alternate counts from the staged snapshot (fast path and checked path alike)."""
     row = con.execute(read_sql("stage_ext_published"), [staged_path]).fetchall()[0]
-    keys = ("pages_with_images", "images", "pages_with_alternates", "alternates")
-    result.update({key: int(value) for key, value in zip(keys, row, strict=True)})
+    result.pages_with_images, result.images, result.pages_with_alternates, result.alternates = (int(v) for v in row)

@@ -9,6 +9,23 @@ from typing import Any
 
 
 @dataclass
+class ExtensionResult:
+    """What the extension checks found (images, videos, news, hreflang alternates); part of StageResult."""
+
+    pages_with_images: int = 0
+    images: int = 0
+    videos: int = 0
+    pages_with_alternates: int = 0
+    alternates: int = 0
+    news: int = 0
+    news_too_old: int = 0
+    hreflang_issues: dict[str, int] = field(default_factory=dict)  # found in the sets as the sources give them
+    hreflang_links_added: int = 0  # by completion (extensions.complete_alternates)
+    hreflang_issues_left: dict[str, int] = field(default_factory=dict)  # after completion
+    hreflang_path: str = ""
+
+
+@dataclass
 class StageResult:
     """What the stage step did; small and JSON-able (it travels in XCom and the manifest)."""
 
@@ -19,8 +36,7 @@ class StageResult:
     fields_dropped: dict[str, int] = field(default_factory=dict)
     staged_path: str = ""
     rejects_path: str = ""
-    # images, videos, news and alternates (sitemap_ops.stage.extensions.ExtensionResult); {} without any
-    extensions: dict[str, Any] = field(default_factory=dict)
+    extensions: ExtensionResult | None = None  # None: no extension in the inventory
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -29,4 +45,7 @@ class StageResult:
     def from_dict(cls, data: Mapping[str, Any]) -> StageResult:
         """The result back from to_dict() (a scheduler passed it between tasks); other keys are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in names})
+        fields = {key: value for key, value in data.items() if key in names}
+        if fields.get("extensions") is not None:
+            fields["extensions"] = ExtensionResult(**fields["extensions"])
+        return cls(**fields)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -27,7 +26,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
-from sitemap_ops.stage.result import StageResult
+from sitemap_ops.stage.result import ExtensionResult, StageResult
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
     create_inventory_view,
@@ -106,7 +105,7 @@ def run_stage(
         con.execute("USE memory")
     staged_path = storage_path(con, work, STAGED_NAME)
     con.execute(read_sql("stage_duplicates"))
-    extensions: dict[str, Any] = {}
+    extensions = None
     if inventory.extensions:
         extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
     else:
@@ -125,7 +124,7 @@ def run_stage(
             con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
         (rows_staged,) = con.execute(read_sql("stage_staged_count"), [staged_path]).fetchall()[0]
         # the news series' rows repeat pages that are staged already
-        staged = rows_staged - int(extensions.get("news", 0))
+        staged = rows_staged - (extensions.news if extensions else 0)
         if extensions:
             count_published(con, staged_path, extensions)
     except duckdb.Error as exc:
@@ -180,7 +179,7 @@ def _stage_extensions(
     build_time: dt.datetime,
     kinds: set[str],
     progress: Progress,
-) -> dict[str, Any]:
+) -> ExtensionResult:
     """Check and render the inventory's extensions (tables page_ext, news_ext, ext_rejects)."""
     if config.text_format:
         raise StageError(
@@ -200,7 +199,7 @@ def _stage_extensions(
     except duckdb.Error as exc:
         raise SourceError(f"cannot read the extensions: {first_line(exc)}") from None
     result.hreflang_path = work.url_of(HREFLANG_NAME)
-    return result.to_dict()
+    return result
 
 
 def normalize_urls(

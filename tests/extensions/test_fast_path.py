@@ -74,7 +74,7 @@ def test_fast_and_checked_paths_render_the_same_entry(tmp_path: Path) -> None:
         f"<url><loc>{SITE}/checked</loc><image:image><image:loc>{SITE}/img/a.jpg</image:loc></image:image>"
         f"<image:image><image:loc>{SITE}/img/b.jpg?x=1&amp;y=2</image:loc></image:image></url>"
     ) in text
-    assert summary.stage.extensions["images"] == 4
+    assert summary.stage.extensions.images == 4
 
 
 def test_a_page_listed_twice_merges_its_lists(tmp_path: Path) -> None:

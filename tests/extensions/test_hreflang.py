@@ -26,7 +26,7 @@ def _links(out: Path) -> dict[str, set[tuple[str, str]]]:
 
 
 def _report(summary) -> list[dict[str, str]]:
-    with open(summary.stage.extensions["hreflang_path"], newline="") as f:
+    with open(summary.stage.extensions.hreflang_path, newline="") as f:
         return list(csv.DictReader(f))
 
 
@@ -49,7 +49,7 @@ ROWS = [
 def test_missing_return_links_and_self_links_are_reported(tmp_path: Path) -> None:
     summary, out = _build(tmp_path, ROWS)
     ext = summary.stage.extensions
-    assert ext["hreflang_issues"] == {"missing_return_link": 1}
+    assert ext.hreflang_issues == {"missing_return_link": 1}
     assert _report(summary) == [
         {
             "page": f"{SITE}/fr/p",
@@ -61,24 +61,24 @@ def test_missing_return_links_and_self_links_are_reported(tmp_path: Path) -> Non
     ]
     # without completion the sets are published as the source gives them
     assert _links(out)[f"{SITE}/fr/p"] == set()
-    assert ext["hreflang_links_added"] == 0
+    assert ext.hreflang_links_added == 0
 
 
 def test_a_set_without_the_page_itself_is_reported(tmp_path: Path) -> None:
     rows = [{"loc": f"{SITE}/en/q", "alternates": [{"hreflang": "de", "href": f"{SITE}/de/q"}]}]
     summary, _ = _build(tmp_path, rows)
-    assert summary.stage.extensions["hreflang_issues"] == {"missing_self": 1}
+    assert summary.stage.extensions.hreflang_issues == {"missing_self": 1}
 
 
 def test_completion_makes_every_set_reciprocal(tmp_path: Path) -> None:
     summary, out = _build(tmp_path, ROWS, complete_alternates=True)
     ext = summary.stage.extensions
-    assert ext["hreflang_issues"] == {"missing_return_link": 1}
-    assert ext["hreflang_issues_left"] == {}
+    assert ext.hreflang_issues == {"missing_return_link": 1}
+    assert ext.hreflang_issues_left == {}
     full = {(lang, f"{SITE}/{lang}/p") for lang in ("en", "de", "fr", "es")}
     links = _links(out)
     assert links[f"{SITE}/en/p"] == links[f"{SITE}/de/p"] == links[f"{SITE}/fr/p"] == full
-    assert ext["hreflang_links_added"] == 2 + 4  # de gains fr and es; fr gains the whole set
+    assert ext.hreflang_links_added == 2 + 4  # de gains fr and es; fr gains the whole set
     # reciprocity holds for every pair of published pages
     for page, entries in links.items():
         for _, href in entries:
@@ -95,7 +95,7 @@ def test_completion_leaves_conflicting_clusters_alone(tmp_path: Path) -> None:
                                                {"hreflang": "en", "href": f"{SITE}/en/other"}]},
     ]  # fmt: skip
     summary, out = _build(tmp_path, rows, complete_alternates=True)
-    assert summary.stage.extensions["hreflang_issues_left"].get("cluster_conflict") == 2
+    assert summary.stage.extensions.hreflang_issues_left.get("cluster_conflict") == 2
     assert _links(out)[f"{SITE}/de/c"] == {("de", f"{SITE}/de/c"), ("en", f"{SITE}/en/other")}
 
 

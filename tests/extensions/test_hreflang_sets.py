@@ -70,7 +70,7 @@ def test_the_report_equals_a_link_by_link_check(tmp_path: Path, seed: int) -> No
     rows = _inventory(seed)
     config = site_config(tmp_path, write_rich(tmp_path / "inventory.parquet", rows))
     summary = run_build(config, now=NOW)
-    with open(summary.stage.extensions["hreflang_path"], newline="") as f:
+    with open(summary.stage.extensions.hreflang_path, newline="") as f:
         found = {(r["page"], r["issue"], r["hreflang"] or None, r["href"]) for r in csv.DictReader(f)}
     expected = _reference(rows)
     assert len(expected) > 20, "the inventory has defects to find"

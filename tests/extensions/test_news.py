@@ -32,14 +32,14 @@ def test_articles_older_than_two_days_leave_the_series(tmp_path: Path) -> None:
     path = write_rich(tmp_path / "inventory.parquet", rows)
     summary = run_build(site_config(tmp_path, path), now=NOW)
     ext = summary.stage.extensions
-    assert (ext["news"], ext["news_too_old"]) == (2, 2)
+    assert (ext.news, ext.news_too_old) == (2, 2)
     # a future date is a bad value (dropped and written to the rejects file); old articles are only counted
     assert summary.stage.fields_dropped == {"news_publication_date_future": 1}
     assert summary.plan.sections == {"news-recent": 2, "pages": 5}
 
     # the same inventory a day later: article 2 has aged out, article 5 is published now
     later = run_build(site_config(tmp_path, path), now=NOW + dt.timedelta(days=1))
-    assert (later.stage.extensions["news"], later.stage.extensions["news_too_old"]) == (2, 3)
+    assert (later.stage.extensions.news, later.stage.extensions.news_too_old) == (2, 3)
     assert later.stage.fields_dropped == {}
 
 
@@ -59,10 +59,10 @@ def test_news_needs_every_field(tmp_path: Path) -> None:
         "news_publication_missing": 1,
         "news_title_missing": 1,
     }
-    assert summary.stage.extensions["news"] == 1
+    assert summary.stage.extensions.news == 1
 
 
 def test_max_age_is_configurable(tmp_path: Path) -> None:
     path = write_rich(tmp_path / "inventory.parquet", [_article(1, recent(NOW, 30))])
     summary = run_build(site_config(tmp_path, path, extensions={"news_max_age_hours": 24}), now=NOW)
-    assert summary.stage.extensions["news_too_old"] == 1
+    assert summary.stage.extensions.news_too_old == 1

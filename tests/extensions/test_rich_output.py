@@ -117,8 +117,8 @@ def test_every_extension_is_written_and_schema_valid(tmp_path: Path) -> None:
     assert article.findtext("news:title", namespaces=NS) == "Steak is back"
     assert urls[f"{SITE}/plain"].find("image:image", NS) is None
     ext = summary.stage.extensions
-    assert (ext["images"], ext["videos"], ext["alternates"], ext["news"]) == (2, 1, 9, 1)
-    assert ext["hreflang_issues"] == {}
+    assert (ext.images, ext.videos, ext.alternates, ext.news) == (2, 1, 9, 1)
+    assert ext.hreflang_issues == {}
     assert summary.stage.staged == 4  # the news row repeats a page; it is not a URL of its own
     assert main(["validate", str(out / "sitemap.xml"), "--base-url", SITE]) == 0
 

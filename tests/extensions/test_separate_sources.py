@@ -110,7 +110,7 @@ def test_images_alternates_videos_and_news_from_their_own_files(tmp_path: Path) 
     assert len(urls[f"{SITE}/b"]) == 2  # the page and its news entry
     # a page that is missing and one out of scope are both not pages of this inventory
     assert summary.stage.fields_dropped == {"image_page_not_in_inventory": 2}
-    assert summary.stage.extensions["hreflang_issues"] == {}
+    assert summary.stage.extensions.hreflang_issues == {}
 
 
 def test_a_separate_source_needs_its_columns(tmp_path: Path) -> None:

@@ -69,7 +69,7 @@ def test_images_alternates_and_news_tables(tmp_path: Path, database: Database) -
     assert_schema_valid(out)
     assert summary.stage.fields_dropped == {"image_host_not_allowed": 1}
     # de/a does not link back to en/a
-    assert summary.stage.extensions["hreflang_issues"] == {"missing_return_link": 1}
+    assert summary.stage.extensions.hreflang_issues == {"missing_return_link": 1}
     pages = etree.fromstring(read_file(next(out.glob("sitemap-pages-*.xml.gz"))))
     en = next(u for u in pages.findall("s:url", NS) if u.findtext("s:loc", namespaces=NS) == f"{SITE}/en/a")
     assert [i.text for i in en.findall("image:image/image:loc", NS)] == [f"{SITE}/img/1.jpg"]
