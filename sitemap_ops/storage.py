@@ -302,17 +302,23 @@ class Storage:
         tell that a file is still the one it recorded.
         """
         if self.is_local:
+            found: dict[str, ObjectInfo] = {}
             try:
                 with os.scandir(self.root) as entries:
-                    return {
-                        e.name: ObjectInfo(st.st_size, _local_version(st))
-                        for e in entries
-                        if e.is_file(follow_symlinks=False) and (st := e.stat(follow_symlinks=False))
-                    }
+                    for entry in entries:
+                        try:
+                            if entry.is_file(follow_symlinks=False):
+                                st = entry.stat(follow_symlinks=False)
+                                found[entry.name] = ObjectInfo(st.st_size, _local_version(st))
+                        except FileNotFoundError:
+                            # gone since the folder was read (another writer renamed its temporary file):
+                            # not in the folder, and never a reason to lose the rest of the listing
+                            continue
             except (FileNotFoundError, NotADirectoryError):
                 return {}
             except OSError as exc:
                 raise StorageError(f"cannot list {self.root}: {_os_reason(exc)}") from None
+            return found
         result = {}
         for entry in self._ls_remote():
             if entry.get("type") == "directory":

@@ -92,6 +92,8 @@ def test_racing_builds_leave_exactly_one_inventory_live(tmp_path: Path, lease: b
                 results[name] = "published"
             except (ConcurrentBuildError, LeaseHeldError, LiveStateChangedError) as exc:
                 results[name] = type(exc).__name__
+            except Exception as exc:  # any other failure of a racing build is a bug (and a thread hides it)
+                results[name] = f"unexpected {type(exc).__name__}: {exc}"
 
         when = NOW + dt.timedelta(hours=round_)
         threads = [threading.Thread(target=one, args=(n, c, when)) for n, c in (("a", a), ("b", b))]
@@ -99,6 +101,7 @@ def test_racing_builds_leave_exactly_one_inventory_live(tmp_path: Path, lease: b
             thread.start()
         for thread in threads:
             thread.join(timeout=120)
+        assert not [r for r in results.values() if r.startswith("unexpected")], results
         assert "published" in results.values(), results
         live = _live(a)
         assert live in (a_locs, b_locs), f"round {round_}: a mix of both builds is live ({results})"
@@ -115,3 +118,30 @@ def test_conditional_writes_refuse_a_stale_version_on_a_local_disk(tmp_path: Pat
     assert storage.replace_if("sitemap.xml", b"two", token)
     assert not storage.replace_if("sitemap.xml", b"three", token), "the version read before is stale now"
     assert storage.read_bytes("sitemap.xml") == b"two"
+
+
+def test_a_listing_during_another_builds_writes_keeps_every_file(tmp_path: Path) -> None:
+    # Another build's uploads appear as temporary files and are renamed away while this build lists the
+    # folder: a file gone between reading the folder and reading its details must not empty the listing
+    # (publish then found every shard "missing", and plan would have written every live shard again).
+    out = Storage.open(str(tmp_path / "out"), StorageConfig())
+    live = {f"sitemap-pages-{i:05d}-{i:012x}.xml.gz" for i in range(1, 6)}
+    for name in live:
+        out.write_bytes(name, b"x" * 100)
+    stop = threading.Event()
+
+    def churn() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            out.write_bytes(f"other-{n % 50}.xml.gz", b"y" * 10)  # a temporary file, then a rename
+            (tmp_path / "out" / f"other-{n % 50}.xml.gz").unlink(missing_ok=True)
+
+    writer = threading.Thread(target=churn)
+    writer.start()
+    try:
+        listings = [out.list_details() for _ in range(3000)]
+    finally:
+        stop.set()
+        writer.join()
+    assert all(live <= set(listing) for listing in listings)

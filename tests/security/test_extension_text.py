@@ -112,4 +112,4 @@ def test_ampersands_and_apostrophes_in_alternate_paths_are_escaped(tmp_path: Pat
     for url in etree.fromstring(raw).findall("s:url", NS):
         links = url.findall("{http://www.w3.org/1999/xhtml}link", NS)
         assert {(x.get("hreflang"), x.get("href")) for x in links} == set(pages.items())
-    assert summary.stage.extensions["hreflang_issues"] == {}
+    assert summary.stage.extensions.hreflang_issues == {}
