@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import NOW, write_inventory
+
+SITE = "https://www.example.com"
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "site.toml"
 
@@ -191,3 +194,17 @@ def test_help_imports_no_data_library() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "usage: sitemap-ops" in result.stdout
     assert result.stderr.strip() == ""
+
+
+def test_a_build_never_imports_pandas(tmp_path: Path) -> None:
+    # pandas is installed beside the project (Airflow brings it); DuckDB imports it, about 1 s, when a
+    # statement binds a prepared parameter or converts through numpy: a build does neither
+    write_inventory(tmp_path / "inventory.parquet", [{"loc": f"{SITE}/p/{i}", "lastmod": NOW} for i in range(50)])
+    code = (
+        "import sys; from sitemap_ops.cli import main\n"
+        f"code = main(['build', '--source', 'inventory.parquet', '--base-url', '{SITE}', '--output', 'out', "
+        "'--quiet'])\n"
+        "print(code, 'pandas' in sys.modules, file=sys.stderr)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert result.stderr.strip().splitlines()[-1] == "0 False"

@@ -187,5 +187,6 @@ def run_extensions(
 
 def count_published(con: duckdb.DuckDBPyConnection, staged_path: str, result: ExtensionResult) -> None:
     """Fill in the image and alternate counts from the staged snapshot (fast path and checked path alike)."""
-    row = con.execute(read_sql("stage_ext_published"), [staged_path]).fetchall()[0]
+    set_variables(con, {"staged_file": staged_path})
+    row = con.execute(read_sql("stage_ext_published")).fetchall()[0]
     result.pages_with_images, result.images, result.pages_with_alternates, result.alternates = (int(v) for v in row)

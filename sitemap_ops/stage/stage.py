@@ -122,7 +122,8 @@ def run_stage(
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         with progress.working("stage: deduplicating and sorting"):
             con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
-        (rows_staged,) = con.execute(read_sql("stage_staged_count"), [staged_path]).fetchall()[0]
+        set_variables(con, {"staged_file": staged_path})
+        (rows_staged,) = con.execute(read_sql("stage_staged_count")).fetchall()[0]
         # the news series' rows repeat pages that are staged already
         staged = rows_staged - (extensions.news if extensions else 0)
         if extensions:
