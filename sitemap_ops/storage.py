@@ -305,11 +305,11 @@ class Storage:
             found: dict[str, ObjectInfo] = {}
             try:
                 with os.scandir(self.root) as entries:
-                    for entry in entries:
+                    for item in entries:
                         try:
-                            if entry.is_file(follow_symlinks=False):
-                                st = entry.stat(follow_symlinks=False)
-                                found[entry.name] = ObjectInfo(st.st_size, _local_version(st))
+                            if item.is_file(follow_symlinks=False):
+                                st = item.stat(follow_symlinks=False)
+                                found[item.name] = ObjectInfo(st.st_size, _local_version(st))
                         except FileNotFoundError:
                             # gone since the folder was read (another writer renamed its temporary file):
                             # not in the folder, and never a reason to lose the rest of the listing

@@ -171,17 +171,38 @@ class _Section:
     end: int
 
 
+# Rows handled per numpy operation where a whole-column operation would allocate 8 bytes per URL (indexes,
+# int64 casts, float64 weights): keeps plan's memory at 12 bytes per URL (see run_plan).
+_CHUNK_ROWS = 1 << 22
+
+
+def _sum_by(keys: np.ndarray, weights: np.ndarray | None, length: int) -> np.ndarray:
+    """np.bincount(keys, weights) in chunks (bincount casts its whole input to int64 and float64)."""
+    total = np.zeros(length, dtype=np.int64)
+    for lo in range(0, len(keys), _CHUNK_ROWS):
+        chunk = None if weights is None else weights[lo : lo + _CHUNK_ROWS]
+        total += np.bincount(keys[lo : lo + _CHUNK_ROWS], weights=chunk, minlength=length).astype(np.int64)
+    return total
+
+
+def _in_order(keys: np.ndarray, pos: np.ndarray) -> bool:
+    """Whether rows are in (key, pos) order: keys never decrease and positions rise within a key."""
+    same = keys[1:] == keys[:-1]
+    return bool(np.all(keys[1:] >= keys[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
+
+
 def _kept_shards(shard: np.ndarray, pos: np.ndarray, size: np.ndarray) -> dict[int, tuple[int, int, int]]:
     """shard number -> (urls, bytes, max_pos) of the kept rows of one section."""
     mask = shard >= 0
     if not mask.any():
         return {}
-    numbers, inverse = np.unique(shard[mask], return_inverse=True)
-    urls = np.bincount(inverse)
-    used = np.bincount(inverse, weights=size[mask]).astype(np.int64)
-    max_pos = np.zeros(len(numbers), dtype=np.int64)
-    np.maximum.at(max_pos, inverse, pos[mask])
-    return {int(n): (int(u), int(b), int(m)) for n, u, b, m in zip(numbers, urls, used, max_pos, strict=True)}
+    kept = shard[mask]
+    length = int(kept.max()) + 1
+    urls = _sum_by(kept, None, length)
+    used = _sum_by(kept, size[mask], length)
+    max_pos = np.zeros(length, dtype=np.int64)
+    np.maximum.at(max_pos, kept, pos[mask])
+    return {int(n): (int(urls[n]), int(used[n]), int(max_pos[n])) for n in np.flatnonzero(urls)}
 
 
 def _assign_section(
@@ -209,16 +230,62 @@ def _assign_section(
         if fill < compact_below:
             shard[:] = -1
             kept, compacted = {}, True
-    new = np.flatnonzero(shard < 0)  # in file order, which is URL order
-    if len(new):
-        last = max(kept) if kept else None
-        open_shard = (last, *kept[last]) if last is not None else None
-        cuts = cut_points(sec.name, size[new], open_shard, (last or 0) + 1, max_urls, payload)
+    # New rows in file order (URL order), a chunk at a time: the open shard carries over between chunks,
+    # so the cuts are the same as in one pass.
+    last = max(kept) if kept else None
+    open_shard = (last, *kept[last]) if last is not None else None
+    next_number = (last or 0) + 1
+    for lo in range(0, len(shard), _CHUNK_ROWS):
+        new = lo + np.flatnonzero(shard[lo : lo + _CHUNK_ROWS] < 0)
+        if not len(new):
+            continue
+        sizes = size[new]
+        cuts = cut_points(sec.name, sizes, open_shard, next_number, max_urls, payload)
         for cut in cuts:
             rows = new[cut.start : cut.end]
             shard[rows] = cut.shard
             pos[rows] = cut.base_pos + np.arange(1, len(rows) + 1)
+        end = cuts[-1]
+        count, used = end.end - end.start, int(sizes[end.start : end.end].sum())
+        if open_shard is not None and end.shard == open_shard[0]:
+            count, used = count + open_shard[1], used + open_shard[2]
+        open_shard = (end.shard, count, used, end.base_pos + end.end - end.start)
+        next_number = max(next_number, end.shard + 1)
     return compacted
+
+
+def _shard_keys(
+    sections: list[_Section], shard: np.ndarray, size: np.ndarray
+) -> tuple[list[tuple[int, int]], list[int], list[int], list[np.ndarray]]:
+    """Number the shards in (section, shard) order (section ranges are in name order): (key -> (section
+    index, shard number), URLs per key, bytes per key, per section a lookup table from shard number to key)."""
+    key_shards: list[tuple[int, int]] = []
+    urls_per_key: list[int] = []
+    bytes_per_key: list[int] = []
+    tables = []
+    for index, sec in enumerate(sections):
+        part = shard[sec.start : sec.end]
+        length = int(part.max()) + 1
+        urls = _sum_by(part, None, length)
+        used = _sum_by(part, size[sec.start : sec.end], length)
+        numbers = np.flatnonzero(urls)
+        table = np.zeros(length, dtype=np.int32)
+        table[numbers] = np.arange(len(key_shards), len(key_shards) + len(numbers), dtype=np.int32)
+        tables.append(table)
+        key_shards += [(index, int(n)) for n in numbers]
+        urls_per_key += [int(u) for u in urls[numbers]]
+        bytes_per_key += [int(b) for b in used[numbers]]
+    return key_shards, urls_per_key, bytes_per_key, tables
+
+
+def _row_keys(sections: list[_Section], shard: np.ndarray, tables: list[np.ndarray]) -> np.ndarray:
+    """Every row's shard key, through its section's lookup table, a chunk at a time."""
+    shard_key = np.empty(len(shard), dtype=np.int32)
+    for sec, table in zip(sections, tables, strict=True):
+        for lo in range(sec.start, sec.end, _CHUNK_ROWS):
+            hi = min(lo + _CHUNK_ROWS, sec.end)
+            shard_key[lo:hi] = table[shard[lo:hi]]
+    return shard_key
 
 
 def run_plan(
@@ -265,11 +332,27 @@ def run_plan(
             create_parquet_view(con, "previous", duckdb_path(con, previous_assignment, config.storage))
         else:
             con.execute(read_sql("plan_no_previous"))
+        section_rows = con.execute(read_sql("plan_sections")).fetchall()
+        total = sum(int(count) for _, count in section_rows)
+        previous_urls = previous.total_urls if previous else None
+        # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
+        breaker = None if force or config.publish.force else config.publish.breaker(total, previous_urls)
+        if breaker and not preview:
+            raise CircuitBreakerError(breaker)
+        progress.step(
+            f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else "")
+        )
+        # Plan's memory outside DuckDB: 12 bytes per URL (entry size, shard, position), filled batch by batch.
+        size, shard, pos = (np.empty(total, dtype=np.int32) for _ in range(3))
         with progress.working(
             "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
         ):
-            rows = con.sql(read_sql("plan_rows")).to_arrow_table()
-        section_rows = con.execute(read_sql("plan_sections")).fetchall()
+            done = 0
+            for batch in con.sql(read_sql("plan_rows")).to_arrow_reader(_CHUNK_ROWS):
+                end = done + len(batch)
+                for target, column in zip((size, shard, pos), batch.columns, strict=True):
+                    target[done:end] = numpy_of(column, np.int32)
+                done = end
     except duckdb.Error as exc:
         if previous_assignment and not file_exists(previous_assignment, config):
             raise LiveStateChangedError(
@@ -277,20 +360,10 @@ def run_plan(
                 "while this one planned; nothing live was changed, run the build again"
             ) from None
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
+    if done != total:
+        raise PlanError(f"the staged snapshot {staged_path} changed while plan read it ({done:,} of {total:,} rows)")
 
-    total = rows.num_rows
-    previous_urls = previous.total_urls if previous else None
-    # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
-    breaker = None if force or config.publish.force else config.publish.breaker(total, previous_urls)
-    if breaker and not preview:
-        raise CircuitBreakerError(breaker)
-    progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
-
-    size = numpy_of(rows.column("bytes"), np.int64)
-    shard = numpy_of(rows.column("kept_shard"), np.int32)
-    pos = numpy_of(rows.column("kept_pos"), np.int64)
-    del rows
-    kept_before = int((shard >= 0).sum())
+    kept_before = sum(int((shard[lo : lo + _CHUNK_ROWS] >= 0).sum()) for lo in range(0, total, _CHUNK_ROWS))
     sections, start = [], 0
     for name, count in section_rows:
         sections.append(_Section(name, start, start + count))
@@ -311,31 +384,29 @@ def run_plan(
     ]
     progress.step(f"plan: {kept_before:,} URL(s) kept their shard, {total - kept_before:,} placed")
 
-    # Shard keys number the shards in (section, shard) order; section ranges are already in name order.
-    section_index = np.repeat(np.arange(len(sections), dtype=np.int64), [s.end - s.start for s in sections])
-    codes = section_index * (1 << 32) + shard
-    unique_codes, shard_key = np.unique(codes, return_inverse=True)
-    shard_key = shard_key.astype(np.int32)
-    urls_per_key = np.bincount(shard_key, minlength=len(unique_codes))
-    bytes_per_key = np.bincount(shard_key, weights=size, minlength=len(unique_codes)).astype(np.int64)
+    key_shards, urls_per_key, bytes_per_key, tables = _shard_keys(sections, shard, size)
+    del size  # (so the keys take its place: 12 bytes per URL at most)
+    shard_key = _row_keys(sections, shard, tables)
     # File order is (shard_key, pos) order when keys never decrease and positions rise within a key;
     # then render streams the file as it is, else it sorts the rows it renders.
-    same = shard_key[1:] == shard_key[:-1]
-    ordered = bool(np.all(shard_key[1:] >= shard_key[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
+    ordered = all(
+        _in_order(shard_key[lo : lo + _CHUNK_ROWS + 1], pos[lo : lo + _CHUNK_ROWS + 1])
+        for lo in range(0, max(total - 1, 0), _CHUNK_ROWS)
+    )
 
     planned_path = storage_path(con, work, PLANNED_NAME)
     progress.step("plan: writing the assignment")
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-") as folder:
-        numbers = os.path.join(folder, "assignment.parquet")
-        _write_numbers(numbers, {"shard_key": shard_key, "shard": shard, "pos": pos})
-        create_parquet_view(con, "assignment", numbers)
+        numbers_file = os.path.join(folder, "assignment.parquet")
+        _write_numbers(numbers_file, {"shard_key": shard_key, "shard": shard, "pos": pos})
+        del shard_key, shard, pos
+        create_parquet_view(con, "assignment", numbers_file)
         try:
             con.sql(read_sql("plan_planned")).write_parquet(planned_path, compression="snappy", row_group_size=16384)
         except duckdb.Error as exc:
             raise PlanError(f"cannot write the planned snapshot to {work.url}: {first_line(exc)}") from None
         finally:
             con.execute("DROP VIEW IF EXISTS assignment")
-    del size, shard, pos, codes, section_index
 
     create_parquet_view(con, "planned", planned_path)
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
@@ -349,8 +420,8 @@ def run_plan(
     taken = set(records) | (set(previous.unreferenced) if previous else set())
     shard_plans, repaired = [], []
     for key, lastmod, h1, h2 in con.execute(read_sql("plan_shards")).fetchall():
-        code = int(unique_codes[key])
-        section, number = sections[code >> 32].name, code & 0xFFFFFFFF
+        section_index, number = key_shards[key]
+        section = sections[section_index].name
         fingerprint = f"{h1:016x}{h2:016x}-{signature}"
         name = shard_name(section, number, fingerprint, config.render.suffix)
         record = None if full_rebuild else records.get(name) or by_fingerprint.get((section, number, fingerprint))
@@ -370,8 +441,8 @@ def run_plan(
                 section=section,
                 shard=number,
                 name=name,
-                urls=int(urls_per_key[key]),
-                bytes=int(bytes_per_key[key]) + overhead,
+                urls=urls_per_key[key],
+                bytes=bytes_per_key[key] + overhead,
                 lastmod=_lastmod_text(lastmod),
                 fingerprint=fingerprint,
                 render=not verified,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sitemap_ops.plan import plan as plan_module
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.plan.plan import _assign_section, _Section, cut_points
 
@@ -66,3 +67,17 @@ def test_sparse_shards_are_compacted_below_the_fill_ratio() -> None:
     # three shards of one URL each (fill 1/3) under compact_below 0.5: the section is cut again from scratch
     shard, pos, compacted = _section([1, 2, 3], [1, 1, 1], [10] * 3, compact_below=0.5)
     assert compacted and shard == [1, 1, 1] and pos == [1, 2, 3]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64])
+def test_placing_a_chunk_at_a_time_gives_the_same_shards(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    # plan places a section's new rows a chunk at a time to bound its memory: the open shard carries over,
+    # so any chunk size gives the cuts of one pass (kept rows, released tails and byte limits included)
+    rng = np.random.default_rng(7)
+    size = rng.integers(50, 400, 200)
+    shard = np.where(rng.random(200) < 0.4, rng.integers(1, 6, 200), -1)
+    pos = np.where(shard >= 0, rng.permutation(200) + 1, 0)
+    expected = _section(shard.tolist(), pos.tolist(), size.tolist(), max_urls=30)
+    monkeypatch.setattr(plan_module, "_CHUNK_ROWS", chunk)
+    assert _section(shard.tolist(), pos.tolist(), size.tolist(), max_urls=30) == expected
+    assert max(expected[0]) > 5, "new shards were cut after the kept ones"
