@@ -10,6 +10,7 @@ polled from /proc), installs sitemap.js with npm into a temporary folder and tim
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -35,8 +36,20 @@ def _hwm_kib(pid: int) -> int:
         return 0
 
 
-def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in bytes, stdout) of one child process.
+def _spill_bytes(folder: Path) -> int:
+    """Bytes in DuckDB's spill folders below `folder` (sitemap_ops.workspace.SPILL_PREFIX) right now."""
+    total = 0
+    for root, _, files in os.walk(folder):
+        if "duckdb-spill-" in root:
+            for name in files:
+                with contextlib.suppress(OSError):  # removed while walking
+                    total += os.stat(os.path.join(root, name)).st_size
+    return total
+
+
+def peak_rss_of(cmd: list[str], cwd: Path, spill: list[int] | None = None) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS in bytes, stdout) of one child process; `spill[0]` gets the peak bytes in
+    DuckDB's spill folders below `cwd`, when given.
 
     The peak is the child's own VmHWM, polled while it runs: wait4's ru_maxrss would also count the
     pages a forked child shares with this (large) parent before it execs.
@@ -47,8 +60,12 @@ def peak_rss_of(cmd: list[str], cwd: Path) -> tuple[float, int, str]:
     done = threading.Event()
 
     def poll() -> None:
+        ticks = 0
         while not done.is_set():
             peak[0] = max(peak[0], _hwm_kib(proc.pid))
+            if spill is not None and ticks % 10 == 0:
+                spill[0] = max(spill[0], _spill_bytes(cwd))
+            ticks += 1
             done.wait(0.05)
 
     watcher = threading.Thread(target=poll, daemon=True)
@@ -80,7 +97,8 @@ def build(
         "--base-url", "https://www.example.com", "--output", str(out), "--work-dir", str(work / "state"),
         "--memory-limit", memory_limit, "--quiet",
     ]  # fmt: skip
-    seconds, peak, stdout = peak_rss_of(cmd, work)
+    spill = [0]
+    seconds, peak, stdout = peak_rss_of(cmd, work, spill)
     rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{inventory}')").fetchall()[0][0]
     published = int(next(line for line in stdout.splitlines() if "URLs published" in line).split()[2].replace(",", ""))
     shard_files = list(out.glob("sitemap-*-*.xml.gz"))
@@ -96,10 +114,21 @@ def build(
         "seconds": round(seconds, 2),
         "input_urls_per_s": round(rows / seconds),
         "peak_rss_mb": round(peak / 2**20),
+        "peak_spill_mb": round(spill[0] / 2**20),
         "gzipped_mb": round(size / 2**20, 1),
         "mb_per_shard": round(raw / max(shards, 1) / 2**20, 1),
         "gzipped_mb_per_shard": round(sum(p.stat().st_size for p in shard_files) / max(shards, 1) / 2**20, 2),
     }
+
+
+def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run of median wall time, with every run's seconds and the highest peak RSS and spill of all."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    median = dict(ordered[(len(ordered) - 1) // 2])
+    median["runs_seconds"] = [r["seconds"] for r in runs]  # type: ignore[assignment]
+    median["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+    median["peak_spill_mb"] = max(r["peak_spill_mb"] for r in runs)
+    return median
 
 
 def rich_vs_plain(root: Path, pages: int, memory_limit: str, repeat: int) -> dict[str, object]:
@@ -311,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         "--shapes", default="uniform,realistic", help="URL shapes (benchmarks/generate.py), comma-separated"
     )
     parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit of each build")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="builds of each inventory, interleaved; the figures are their medians"
+    )
     parser.add_argument("--no-sitemapjs", action="store_true", help="skip the sitemap.js comparison")
     parser.add_argument(
         "--no-incremental", action="store_true", help="skip the unchanged and +1%% rebuilds after the smallest build"
@@ -353,20 +385,33 @@ def main(argv: list[str] | None = None) -> int:
         only = args.only_postgres or args.only_s3 or args.only_rich
         sizes = [int(s) for s in args.sizes.split(",")]
         shapes = [] if only else args.shapes.split(",")
-        for shape, size in ((shape, size) for shape in shapes for size in sizes):
+        runs = [(shape, size) for shape in shapes for size in sizes]
+        for shape, size in runs:
+            (root / f"{shape}-{size}").mkdir()
+            generate_inventory(root / f"{shape}-{size}" / "inventory.parquet", size, shape)
+        # interleaved: one build of every inventory, then the next round, so a slow minute of the machine
+        # does not land on one inventory's runs; each figure is the median of its runs
+        rounds: dict[tuple[str, int], list[dict[str, float]]] = {run: [] for run in runs}
+        for attempt in range(args.repeat):
+            for shape, size in runs:
+                work = root / f"{shape}-{size}"
+                shutil.rmtree(work / "public", ignore_errors=True)
+                shutil.rmtree(work / "state", ignore_errors=True)
+                rounds[(shape, size)].append(build(work / "inventory.parquet", work, args.memory_limit))
+                print(f"  {shape} {size:,}: run {attempt + 1}: {rounds[(shape, size)][-1]['seconds']} s", flush=True)
+        for shape, size in runs:
             work = root / f"{shape}-{size}"
-            work.mkdir()
             inventory = work / "inventory.parquet"
-            generate_inventory(inventory, size, shape)
-            result = build(inventory, work, args.memory_limit)
+            result = _median_run(rounds[(shape, size)])
             result["shape"] = shape
             result["mean_url_chars"] = round(
                 duckdb.sql(f"SELECT avg(length(loc)) FROM read_parquet('{inventory}')").fetchall()[0][0], 1
             )
             results["builds"].append(result)  # type: ignore[union-attr]
             print(
-                f"sitemap-ops {shape:>9} {result['input_urls']:>11,} input URLs: {result['seconds']:6.1f} s, "
-                f"{result['input_urls_per_s']:>9,} URLs/s, peak RSS {result['peak_rss_mb']:,} MB",
+                f"sitemap-ops {shape:>9} {result['input_urls']:>11,} input URLs: {result['seconds']:6.1f} s "
+                f"(median of {len(rounds[(shape, size)])}), {result['input_urls_per_s']:>9,} URLs/s, "
+                f"peak RSS {result['peak_rss_mb']:,} MB, spill {result['peak_spill_mb']:,} MB",
                 flush=True,
             )
             smallest = size == min(sizes)
