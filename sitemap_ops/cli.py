@@ -344,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate(args)
         return _inspect(args)
     except SitemapOpsError as exc:
-        print(f"sitemap-ops {args.command}: error: {exc}", file=sys.stderr)
+        print(f"sitemap-ops {args.command}: error: {exc}{_memory_advice(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return _interrupted(args.command)
@@ -358,10 +358,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.debug("unexpected failure", exc_info=True)
         text = _SECRET_IN_URL.sub(r"\1***@", first_line(exc))[:300]
         print(
-            f"sitemap-ops {args.command}: error: {type(exc).__name__}: {text} (unexpected; rerun with -v for details)",
+            f"sitemap-ops {args.command}: error: {type(exc).__name__}: {text}"
+            + (_memory_advice(text) or " (unexpected; rerun with -v for details)"),
             file=sys.stderr,
         )
         return 2
+
+
+def _memory_advice(message: str) -> str:
+    """What to do when DuckDB ran out of memory within its limit (its error says so in any wrapping)."""
+    if "Out of Memory Error" not in message:
+        return ""
+    return (
+        "; DuckDB needed more memory than its limit: nothing live was changed; raise --memory-limit "
+        "(duckdb.memory_limit) and rerun the build"
+    )
 
 
 # user:password@ in any URL a message repeats (a last resort: each layer redacts its own messages)

@@ -17,6 +17,7 @@ import pytest
 
 from sitemap_ops.cli import main
 from sitemap_ops.publish.lease import LEASE_NAME
+from tests.helpers import write_inventory
 from tests.servers import require_service
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "site.toml"
@@ -191,3 +192,19 @@ def test_an_unwritable_output_folder_is_one_line(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "Read-only file system" in err[0], err
         assert _leftovers(tmp_path) == []
+
+
+def test_duckdb_out_of_memory_is_one_line_that_says_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a memory limit far too small for the build: DuckDB's own error, turned into advice
+    write_inventory(tmp_path / "inventory.parquet", [{"loc": f"https://www.example.com/p/{i}"} for i in range(200_000)])
+    code = main(
+        ["build", "--source", str(tmp_path / "inventory.parquet"), "--base-url", "https://www.example.com",
+         "--output", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"), "--memory-limit", "1MB",
+         "--quiet"]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "DuckDB needed more memory than its limit" in err[0] and "raise --memory-limit" in err[0]
+    assert not (tmp_path / "out" / "sitemap.xml").exists()
