@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import math
 import secrets
@@ -70,13 +71,20 @@ class BuildRun:
         digest = hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:6]
         return cls(config, run_after.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + digest, run_after)
 
-    @property
+    @functools.cached_property
     def work(self) -> Storage:
         return work_root(self.config).child(self.build_id)
 
-    @property
+    @functools.cached_property
     def output(self) -> Storage:
         return Storage.open(self.config.output, self.config.storage)
+
+
+def _new_lease(run: BuildRun) -> PublishLease:
+    """The output's publish lease for this build (not yet held); the output folder exists afterwards."""
+    run.output.makedirs()
+    storage = run.config.storage
+    return PublishLease(run.output, run.build_id, storage.lease_seconds, storage.lease_wait_seconds)
 
 
 @contextlib.contextmanager
@@ -86,10 +94,7 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
         held.check()
         yield
     elif run.config.storage.lease:
-        output = run.output
-        output.makedirs()
-        config = run.config.storage
-        with PublishLease(output, run.build_id, config.lease_seconds, config.lease_wait_seconds).held():
+        with _new_lease(run).held():
             yield
     else:
         yield
@@ -316,11 +321,7 @@ def run_build(
         yield
         timings[step] = time.monotonic() - t
 
-    lease = None
-    if not dry_run and config.storage.lease:
-        output = run.output
-        output.makedirs()
-        lease = PublishLease(output, run.build_id, config.storage.lease_seconds, config.storage.lease_wait_seconds)
+    lease = _new_lease(run) if not dry_run and config.storage.lease else None
     with lease.held() if lease else contextlib.nullcontext():
         with timed("stage"):
             staged = stage(run, progress)
