@@ -1,4 +1,5 @@
-"""Airflow DAGs: one per site TOML file, stage -> plan -> render (mapped over shard groups) -> publish -> retire.
+"""Airflow DAGs: one per site TOML file, stage -> plan -> render (mapped over shard groups) -> publish -> retire
+(-> notify).
 
 The DAG files in dags/ only call dags_from_folder(). Nothing here connects to a database or a store when
 the DAG is parsed: connections are read inside the tasks, which call sitemap_ops.pipeline's steps.
@@ -122,6 +123,7 @@ def build_dag(toml_path: Path) -> DAG:
     site = config.name
     content = content_published(site)
     published = sitemaps_published(site)
+    notify_doc = " → **notify** (IndexNow)" if config.indexnow.enabled else ""
     schedule: Any = [content]
     if af.schedule:
         schedule = AssetOrTimeSchedule(timetable=CronTriggerTimetable(af.schedule, timezone="UTC"), assets=[content])
@@ -151,9 +153,9 @@ def build_dag(toml_path: Path) -> DAG:
 
 Built from `{toml_path.name}` by sitemap-ops: **stage** (read, normalize, dedupe the inventory) →
 **plan** (shards, fingerprints) → **render** (changed shards, mapped over groups of shards) →
-**publish** (index, robots.txt, manifest; emits `{published.name}`) → **retire** (files past the grace
-period). Runs {"on `" + af.schedule + "` (UTC) and " if af.schedule else ""}whenever `{content.name}` gets an
-event (post one from the CMS after publishing). Output: `{config.output}`.
+**publish** (index, feed, robots.txt, manifest; emits `{published.name}` with the change counts) → **retire**
+(files past the grace period){notify_doc}. Runs {"on `" + af.schedule + "` (UTC) and " if af.schedule else ""}
+whenever `{content.name}` gets an event (post one from the CMS after publishing). Output: `{config.output}`.
 """,
     ) as dag:
 
@@ -228,6 +230,7 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
                 "index_urls": [config.public_url + name for name in manifest.index_files],
                 "index_switched": result.index_switched,
                 "notes": planned.state_notes,
+                "changes": manifest.changes,
             }
             context["outlet_events"][published].extra = {"site": site, **counts}
             return counts
@@ -238,11 +241,21 @@ event (post one from the CMS after publishing). Output: `{config.output}`.
             retired = _step(lambda: _pipeline().retire(_build_run(config)))
             return {"retired": retired.deleted, "refused": retired.refused}
 
+        @task(**io_retries, trigger_rule="all_done")
+        def notify(retired: dict[str, list[str]] | None) -> dict[str, Any]:
+            """Submit the live build's changes to IndexNow (only if this run's build is live)."""
+            result = _step(lambda: _pipeline().notify(_build_run(config)))
+            if result.error:
+                raise AirflowFailException(result.error)
+            return result.to_dict()
+
         staged = stage()
         planned = plan(staged)
         rendered = render.expand(group=render_groups(planned))
         # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
-        retire(publish(staged, rendered))  # type: ignore[arg-type]
+        retired = retire(publish(staged, rendered))  # type: ignore[arg-type]
+        if config.indexnow.enabled:
+            notify(retired)
     return dag
 
 

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sitemap_ops import __version__
+from sitemap_ops.constants import CHANGE_KINDS
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
 
 if TYPE_CHECKING:
     from sitemap_ops.pipeline import BuildSummary
+    from sitemap_ops.plan.plan import Plan
 
 log = logging.getLogger("sitemap_ops")
 
@@ -75,6 +77,10 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, help="DuckDB threads (default: all cores)")
     parser.add_argument("--force", action="store_true", help="publish even if the circuit breaker trips")
     parser.add_argument("--full-rebuild", action="store_true", help="ignore the last build: reassign and rewrite all")
+    parser.add_argument(
+        "--indexnow", action=argparse.BooleanOptionalAction, default=None,
+        help="submit the build's changes to IndexNow (default: on when the config has an [indexnow] table)",
+    )  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no progress output, summary only")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON (for scripts)")
 
@@ -118,6 +124,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "render": {"format": args.format, "gzip": False if args.no_gzip else None},
         "storage": {"endpoint_url": args.endpoint_url, "cache_control": args.cache_control},
         "duckdb": {"memory_limit": args.memory_limit, "threads": args.threads},
+        "indexnow": {"enabled": args.indexnow},
     }
     for table, values in tables.items():
         given = {key: value for key, value in values.items() if value is not None}
@@ -147,6 +154,11 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
         progress=Progress(enabled=not args.quiet),
     )
     print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary_lines(summary)))
+    if summary.notified is not None and summary.notified.error:
+        print(
+            f"sitemap-ops {args.command}: error: the sitemaps were published; {summary.notified.error}", file=sys.stderr
+        )
+        return 1
     return 0
 
 
@@ -172,6 +184,7 @@ def summary_lines(summary: BuildSummary) -> list[str]:
         + f", unchanged: {summary.shards_unchanged:,}",
         f"  bytes:              {sum(s.bytes for s in pl.shards):,} uncompressed"
         + (f", {summary.compressed_bytes:,} gzipped written" if summary.compressed_bytes else ""),
+        f"  changes:            {_changes_line(pl)}",
         f"  rejects file:       {st.rejects_path}",
         f"  seconds:            {summary.seconds:.1f}",
     ]
@@ -203,6 +216,13 @@ def summary_lines(summary: BuildSummary) -> list[str]:
     out += [f"  note:               {note}" for note in pl.state_notes]
     if pl.breaker:
         out.append(f"  warning:            the circuit breaker would stop this build: {pl.breaker}")
+    notified = summary.notified
+    if notified is not None:
+        out.append(
+            f"  indexnow:           {notified.submitted:,} URL(s) submitted in {notified.batches:,} request(s), "
+            f"{notified.deferred:,} deferred"
+        )
+        out += [f"  indexnow note:      {note}" for note in notified.notes]
     if summary.retired.deleted:
         out.append(f"  retired:            {len(summary.retired.deleted)} file(s)")
     if summary.retired.refused:
@@ -211,6 +231,13 @@ def summary_lines(summary: BuildSummary) -> list[str]:
             f"(e.g. {summary.retired.refused[0][:80]!r}); nothing was deleted for them"
         )
     return out
+
+
+def _changes_line(pl: Plan) -> str:
+    """The change set's counts, and what they compare with."""
+    counts = ", ".join(f"{kind} {pl.changes.get(kind, 0):,}" for kind in CHANGE_KINDS)
+    since = f"since build {pl.previous_build_id}" if pl.previous_build_id else "first build: nothing was live"
+    return f"{counts} ({since})" + ("; lastmods derived from content hashes" if pl.lastmods_derived else "")
 
 
 def _fmt(counts: dict[str, int]) -> str:
@@ -284,6 +311,42 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _changes(args: argparse.Namespace) -> int:
+    from sitemap_ops.manifest import Manifest
+    from sitemap_ops.plan.changes import sample_changes
+    from sitemap_ops.storage import Storage, StorageConfig
+
+    storage = StorageConfig(endpoint_url=args.endpoint_url or "")
+    manifest = Manifest.load(Storage.open(args.output, storage))
+    if manifest is None:
+        raise SitemapOpsError(f"no manifest.json in {args.output}: nothing was published there yet")
+    if not manifest.changes_file:
+        raise SitemapOpsError(f"build {manifest.build_id} has no change set (published by an older sitemap-ops)")
+    try:
+        sample = sample_changes(manifest.changes_file, storage, args.sample)
+        note = ""
+    except SitemapOpsError:
+        sample, note = [], f"the change set's file {manifest.changes_file} is gone (its work folder was pruned)"
+    if args.json:
+        report = {
+            "build_id": manifest.build_id,
+            "since": manifest.changes_since,
+            "counts": manifest.changes,
+            "file": manifest.changes_file,
+            "sample": sample,
+        }
+        print(json.dumps(report | ({"note": note} if note else {}), indent=1))
+        return 0
+    since = f"since build {manifest.changes_since}" if manifest.changes_since else "the site's first build"
+    print(f"build {manifest.build_id}: changes {since}")
+    for kind in CHANGE_KINDS:
+        print(f"  {kind + ':':<9} {manifest.changes.get(kind, 0):>12,}")
+        for row in (r for r in sample if r["change"] == kind):
+            print(f"    {row['loc']}" + (f"  (lastmod {row['lastmod']})" if row["lastmod"] else ""))
+    print(f"  file: {manifest.changes_file}" + (f" ({note})" if note else ""))
+    return 0
+
+
 _REQUIRED = (
     "Required: --base-url, --output and --source (each unless --config gives it: base_url, output and a "
     "[[sources]] table)."
@@ -331,6 +394,15 @@ def parser() -> argparse.ArgumentParser:
     inspect.add_argument("output", metavar="DEST", help="the build's output folder or fsspec URL")
     inspect.add_argument("--json", action="store_true", help="print the whole manifest")
     inspect.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
+    changes = sub.add_parser(
+        "changes",
+        help="the last published build's change set: URLs added, removed and updated",
+        epilog="example: sitemap-ops changes public --sample 5",
+    )
+    changes.add_argument("output", metavar="DEST", help="the build's output folder or fsspec URL")
+    changes.add_argument("--sample", type=int, default=10, metavar="N", help="URLs shown per kind (default 10)")
+    changes.add_argument("--json", action="store_true", help="counts and sample as JSON")
+    changes.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
     return main
 
 
@@ -342,6 +414,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _build(args, dry_run=args.command == "plan")
         if args.command == "validate":
             return _validate(args)
+        if args.command == "changes":
+            return _changes(args)
         return _inspect(args)
     except SitemapOpsError as exc:
         print(f"sitemap-ops {args.command}: error: {exc}{_memory_advice(str(exc))}", file=sys.stderr)

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sitemap_ops.constants import MANIFEST_NAME
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.notify.config import IndexNowConfig, NotifySettings
 from sitemap_ops.plan.config import PlanSettings, ShardConfig
-from sitemap_ops.publish.config import PublishConfig, PublishSettings
+from sitemap_ops.publish.config import FeedConfig, PublishConfig, PublishSettings
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.stage.config import ExtensionsConfig, SectionRule, SourceConfig, StageSettings
 from sitemap_ops.storage import StorageConfig
@@ -78,6 +80,8 @@ class SiteConfig:
     shards: ShardConfig = field(default_factory=ShardConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     publish: PublishConfig = field(default_factory=PublishConfig)
+    feed: FeedConfig = field(default_factory=lambda: FeedConfig(enabled=False))
+    indexnow: IndexNowConfig = field(default_factory=lambda: IndexNowConfig(enabled=False))
     duckdb: DuckDBConfig = field(default_factory=DuckDBConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
@@ -97,6 +101,13 @@ class SiteConfig:
             raise ConfigError("sources: at least one source must be of kind `pages` (the URL inventory)")
         if self.render.format == "txt" and any(s.kind != "pages" for s in self.sources):
             raise ConfigError("text sitemaps cannot carry images, videos, news or alternates; use render.format xml")
+        if self.feed.enabled and self.feed.name in (self.publish.index_name, MANIFEST_NAME, "robots.txt"):
+            raise ConfigError(f"feed.name {self.feed.name!r} is taken by the index, the manifest or robots.txt")
+        if self.indexnow.enabled and not self.indexnow.key_location and public.path != "/":
+            raise ConfigError(
+                f"indexnow: the sitemaps are served under {public.url}, and a key file there would cover only URLs "
+                "under that path; serve the key file (<key>.txt) at the site root and set indexnow.key_location"
+            )
         if self.extensions.news_section in {rule.name for rule in self.shards.sections}:
             raise ConfigError(
                 f"shards.sections: {self.extensions.news_section!r} is the news series' section "
@@ -132,6 +143,7 @@ class SiteConfig:
             news_section=self.extensions.news_section,
             news_max_urls=self.extensions.news_max_urls,
             storage=self.storage,
+            feed=self.feed,
         )
 
     def publish_settings(self) -> PublishSettings:
@@ -142,6 +154,12 @@ class SiteConfig:
             render=self.render,
             publish=self.publish,
             storage=self.storage,
+            feed=self.feed,
+        )
+
+    def notify_settings(self) -> NotifySettings:
+        return NotifySettings(
+            base_url=self.base_url, public_url=self.public_url, indexnow=self.indexnow, storage=self.storage
         )
 
 
@@ -245,6 +263,14 @@ def _resolve_relative(data: dict[str, Any], base: Path) -> None:
     for key in ("output", "robots", "work_dir"):
         if isinstance(data.get(key), str) and data[key] and _is_local(data[key]):
             data[key] = str(base / data[key])
+    indexnow = data.get("indexnow")
+    if (
+        isinstance(indexnow, dict)
+        and isinstance(indexnow.get("key_file"), str)
+        and indexnow["key_file"]
+        and _is_local(indexnow["key_file"])
+    ):
+        indexnow["key_file"] = str(base / indexnow["key_file"])
     for source in data.get("sources", []) if isinstance(data.get("sources"), list) else []:
         for key in ("path", "password_file"):
             if isinstance(source, dict) and isinstance(source.get(key), str) and source[key] and _is_local(source[key]):

@@ -182,13 +182,29 @@ PLANNED_NAME = "planned.parquet"  # plan: every URL's shard (the assignment the 
 RECOVERED_NAME = "recovered.parquet"  # plan: an assignment rebuilt from the live files
 PLAN_NAME = "plan.json"  # plan: shards, names, fingerprints, index files
 LIVE_MANIFEST_NAME = "live-manifest.json"  # plan: the live manifest it planned against (publish builds on it)
+DATED_NAME = "dated.parquet"  # plan: the staged snapshot with lastmods derived from content hashes
+CHANGES_NAME = "changes.parquet"  # plan: the URLs added, removed and updated since the live build
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
-    LIVE_MANIFEST_NAME,
+    LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME,
 )  # fmt: skip
+CHANGE_KINDS = ("added", "removed", "updated")
+# https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts
+# RSS 2.0 and Atom 1.0 feeds ... RSS/Atom feeds ... usually only provide information on recent URLs"):
+# a feed is a short list of the newest changes; plan.json carries its entries.
+MAX_FEED_ENTRIES = 10_000
+ATOM_NS = "http://www.w3.org/2005/Atom"  # https://www.rfc-editor.org/rfc/rfc4287
 DEFAULT_SECTION = "pages"
 # https://developers.google.com/search/docs/crawling-indexing/robots/robots_txt ("Google enforces a
 # robots.txt file size limit of 500 kibibytes (KiB). Content which is after the maximum file size is ignored").
 MAX_ROBOTS_BYTES = 500 * 1024
 ROBOTS_BEGIN = "# BEGIN sitemap-ops (managed block: do not edit by hand)"
 ROBOTS_END = "# END sitemap-ops"
+# https://www.indexnow.org/documentation: one endpoint shares submissions with every engine that takes
+# IndexNow; "up to 10,000 URLs per post"; the key is "a minimum of 8 and a maximum of 128 hexadecimal
+# characters. The key can contain only the following characters: lowercase characters (a-z), uppercase
+# characters (A-Z), numbers (0-9), and dashes (-)".
+INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
+MAX_INDEXNOW_URLS_PER_REQUEST = 10_000
+INDEXNOW_KEY_PATTERN = r"[A-Za-z0-9-]{8,128}"
+INDEXNOW_FOLDER = "indexnow"  # in the work root: the submission queue and its state (sitemap_ops.notify)

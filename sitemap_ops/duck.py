@@ -79,10 +79,30 @@ def quote_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def create_parquet_view(con: duckdb.DuckDBPyConnection, name: str, path: str, *, row_numbers: bool = False) -> None:
+def create_parquet_view(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    path: str,
+    *,
+    row_numbers: bool = False,
+    columns: Mapping[str, str] | None = None,
+) -> None:
     """(Re)create temp view `name` over a Parquet file (a path DuckDB can read, see duckdb_path); with
-    `row_numbers`, the column file_row_number too. Built through the relation API: no SQL text is composed."""
-    con.read_parquet(path, file_row_number=row_numbers).create_view(name, replace=True)
+    `row_numbers`, the column file_row_number too. With `columns` (name -> SQL type), exactly those columns,
+    a typed NULL for each the file lacks (a file an older version wrote). Built through the relation API: no
+    SQL text is composed."""
+    relation = con.read_parquet(path, file_row_number=row_numbers)
+    if columns is not None:
+        present = set(relation.columns)
+        relation = relation.select(
+            *(
+                duckdb.ColumnExpression(column)
+                if column in present
+                else duckdb.ConstantExpression(None).cast(duckdb.sqltype(sql_type)).alias(column)
+                for column, sql_type in columns.items()
+            )
+        )
+    relation.create_view(name, replace=True)
 
 
 def sql_literal(value: object) -> str:

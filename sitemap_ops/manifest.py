@@ -12,7 +12,9 @@ from sitemap_ops.errors import ManifestError
 from sitemap_ops.storage import Storage
 
 # 2: content-named shards, object versions, index digests, the pending record of an index switch.
-MANIFEST_VERSION = 2
+# 3: the change set (counts, its file, the build it compares with). A version 2 manifest reads as one
+# without a change set.
+MANIFEST_VERSION = 3
 
 
 @dataclass
@@ -57,6 +59,11 @@ class Manifest:
     # Set while a build switches the index: written (compare-and-swap) just before the switch, so a publish
     # interrupted after the switch is recognised by the next build by the live index's digest.
     pending: Manifest | None = None
+    # URLs added, removed and updated since build `changes_since` (None: nothing was live before), and the
+    # change set's file in this build's work folder (sitemap_ops.plan.changes).
+    changes: dict[str, int] = field(default_factory=dict)
+    changes_file: str = ""
+    changes_since: str | None = None
     manifest_version: int = MANIFEST_VERSION
 
     @property

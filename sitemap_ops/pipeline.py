@@ -1,4 +1,4 @@
-"""The build pipeline: stage -> plan -> render -> publish -> retire, one typed step each, for the CLI and Airflow.
+"""The build pipeline: stage, plan, render, publish, retire, notify: one typed step each, for the CLI and Airflow.
 
 Each step takes the build (`BuildRun`: config, id, clock) and what the step before it produced, and returns
 its own result. Steps hand over files in the build's work folder (sitemap_ops.constants lists them), so each
@@ -31,6 +31,7 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import LIVE_MANIFEST_NAME, PLAN_NAME
 from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.manifest import Manifest
+from sitemap_ops.notify.notify import NotifyResult, run_notify
 from sitemap_ops.plan.plan import Plan, run_plan
 from sitemap_ops.plan.state import load_live_state
 from sitemap_ops.progress import Progress
@@ -234,6 +235,24 @@ def retire(run: BuildRun, *, lease: PublishLease | None = None) -> RetireResult:
     return retired
 
 
+def notify(run: BuildRun, *, lease: PublishLease | None = None, progress: Progress | None = None) -> NotifyResult:
+    """Submit the live build's changes to IndexNow (`[indexnow]`); nothing unless this build is live.
+
+    Holds the publish lease, so two builds' submissions never interleave (the queue's state is written by
+    compare-and-swap all the same)."""
+    with _lease(run, lease), duckdb_session(run.config, run.work) as con:
+        return run_notify(
+            run.config.notify_settings(),
+            con,
+            build_id=run.build_id,
+            live=Manifest.load(run.output),
+            work_root=work_root(run.config),
+            output=run.output,
+            now=run.now,
+            progress=progress,
+        )
+
+
 @dataclass
 class BuildSummary:
     """What a whole build did: each step's result (the CLI prints it, scripts get it as JSON)."""
@@ -245,6 +264,7 @@ class BuildSummary:
     rendered: list[RenderedShard] = field(default_factory=list)
     published: PublishResult | None = None
     retired: RetireResult = field(default_factory=lambda: RetireResult([], []))
+    notified: NotifyResult | None = None  # IndexNow, when configured
     # the index URLs, when no robots.txt lists them (the sitemaps are not served at the site root)
     unlisted: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -289,8 +309,11 @@ class BuildSummary:
             "repaired": pl.repaired,
             "notes": pl.state_notes,
             "circuit_breaker": pl.breaker,
+            "changes": pl.changes,
+            "lastmods_derived": pl.lastmods_derived,
             "retired": self.retired.deleted,
             "retire_refused": self.retired.refused,
+            "indexnow": self.notified.to_dict() if self.notified else None,
             "seconds": round(self.seconds, 3),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "work_dir": self.work_dir,
@@ -338,5 +361,8 @@ def run_build(
             with timed("publish"):
                 summary.published = publish(run, planned, staged, lease=lease, progress=progress)
                 summary.retired = retire(run, lease=lease)
+            if config.indexnow.enabled:
+                with timed("notify"):
+                    summary.notified = notify(run, lease=lease, progress=progress)
     summary.seconds = time.monotonic() - started
     return summary

@@ -28,6 +28,7 @@ from lxml import etree
 
 from sitemap_ops.constants import (
     ALLOWED_SCHEMES,
+    ATOM_NS,
     CHANGEFREQ_VALUES,
     DEFAULT_PORTS,
     HREFLANG_DEFAULT,
@@ -408,10 +409,25 @@ class Validator:
                     self.report.add(where, "a sitemap index may not list another index")
                 else:
                     self.index(root, where, url)
+            elif root.tag == f"{{{ATOM_NS}}}feed":
+                self.feed(root, where, url)
             else:
                 self.report.add(where, f"root element {root.tag} is neither urlset nor sitemapindex in {SITEMAP_NS}")
         else:
             self.text(raw, where, url)
+
+    def feed(self, root: etree._Element, where: str, url: str | None) -> None:
+        """An Atom feed listed as a sitemap: RFC 4287's required elements, and every entry's link in scope."""
+        ns = {"a": ATOM_NS}
+        for number, element in enumerate([root, *root.iterfind("a:entry", ns)]):
+            place = f"{where} entry {number}" if number else where
+            for tag in ("id", "title", "updated"):
+                if len(element.findall(f"a:{tag}", ns)) != 1:
+                    self.report.add(place, f"an Atom {'entry' if number else 'feed'} needs exactly one <{tag}>")
+            if number:
+                link = element.find("a:link", ns)
+                self.report.urls += 1
+                check_loc(link.get("href") if link is not None else None, place, self.report, self._scope(url))
 
     def _scope(self, url: str | None) -> str | None:
         return self.base_url or url

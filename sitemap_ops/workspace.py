@@ -12,7 +12,7 @@ import duckdb
 
 from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
-from sitemap_ops.constants import PLANNED_NAME, RECOVERED_NAME, STAGED_NAME, WORK_FILES, WORK_MARKER_NAME
+from sitemap_ops.constants import DATED_NAME, PLANNED_NAME, RECOVERED_NAME, STAGED_NAME, WORK_FILES, WORK_MARKER_NAME
 from sitemap_ops.host import owner_is_gone, owner_tag
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.storage import Storage, open_file
@@ -41,10 +41,11 @@ def open_work(config: SiteConfig, build_id: str) -> Storage:
 
 
 def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous: Manifest | None) -> None:
-    """After a publish: drop this build's staged snapshot, the previous live assignment (superseded), and
+    """After a publish: drop this build's staged (and dated) snapshot, the previous live assignment (superseded), and
     the work folders of all but the last KEEP_WORK_DIRS builds (only folders holding the marker, only the
     files a build writes, never the live build's assignment)."""
     work.delete(STAGED_NAME)
+    work.delete(DATED_NAME)
     root = work_root(config)
     if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
         folder, name = open_file(previous.assignment, config.storage)

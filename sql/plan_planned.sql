@@ -3,6 +3,7 @@
 -- sitemap_ops.plan.plan. Row for row with the staged snapshot, which render reads for the entries'
 -- extensions (they are not copied here). Reads the view `staged` and the Arrow table `assignment` (one
 -- row per staged row, same order).
-SELECT a.shard_key, a.shard, a.pos, s.loc, s.lastmod, s.changefreq, s.priority, s.section, s.ext_hash
-FROM (SELECT loc, lastmod, changefreq, priority, section, ext_hash FROM staged) s
+SELECT a.shard_key, a.shard, a.pos, s.loc, s.lastmod, s.changefreq, s.priority, s.section, s.ext_hash,
+    s.content_hash
+FROM (SELECT loc, lastmod, changefreq, priority, section, ext_hash, content_hash FROM staged) s
 POSITIONAL JOIN assignment a

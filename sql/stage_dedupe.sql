@@ -1,6 +1,7 @@
 -- Stage 3: one row per normalized URL, sorted by (section, loc): the staged snapshot.
 -- Most URLs are unique, so only the duplicated ones (temp table `dup_locs`) go through the aggregate.
--- The newest lastmod wins; ties are broken by the other fields' values (priority, changefreq, section),
+-- The newest lastmod wins; ties are broken by the other fields' values (priority, changefreq, section,
+-- content_hash),
 -- so the winner never depends on input order or thread timing. The sort here is the build's only
 -- full sort: plan relies on this file order (section, then URL) to number new URLs without sorting again.
 -- Each page gets its extensions: its own joined lists when they passed the fast path, else the checked
@@ -15,14 +16,15 @@ WITH winners AS (
             lastmod := coalesce(lastmod, TIMESTAMP '-infinity'),
             priority := coalesce(priority, -1.0),
             changefreq := coalesce(changefreq, ''),
-            section := section
+            section := section,
+            content_hash := coalesce(content_hash, '')
         )) AS b
     FROM normalized
     WHERE reason IS NULL AND loc IN (SELECT loc FROM dup_locs)
     GROUP BY loc
 ),
 pages AS (
-    SELECT loc, lastmod, changefreq, priority, section, images_j, images_n, alternates_j, alternates_n
+    SELECT loc, lastmod, changefreq, priority, section, content_hash, images_j, images_n, alternates_j, alternates_n
     FROM normalized
     WHERE reason IS NULL AND loc NOT IN (SELECT loc FROM dup_locs)
     UNION ALL
@@ -32,6 +34,7 @@ pages AS (
         nullif(b.changefreq, ''),
         nullif(b.priority, -1.0),
         b.section,
+        nullif(b.content_hash, ''),
         NULL,
         NULL,
         NULL,
@@ -45,6 +48,7 @@ entries AS (
         p.changefreq,
         p.priority,
         p.section,
+        p.content_hash,
         -- XML-escaped already (the fast path takes no URL to escape, the checked path escapes when it
         -- joins): render writes them as they are (sql/render_macros.sql)
         nullif(coalesce(p.images_j, x.images_j), '') AS images_j,
@@ -56,7 +60,7 @@ entries AS (
     LEFT JOIN page_ext x ON x.loc = p.loc
     UNION ALL
     -- a news entry's lastmod is its publication date (its page is always a published page)
-    SELECT loc, lastmod, NULL, NULL, getvariable('news_section'), NULL, ext_xml, NULL, 0, 0
+    SELECT loc, lastmod, NULL, NULL, getvariable('news_section'), NULL, NULL, ext_xml, NULL, 0, 0
     FROM news_ext
 )
 -- Plan sizes and fingerprints the extensions by ext_bytes and ext_hash, so it never reads them;

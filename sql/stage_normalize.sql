@@ -1,6 +1,6 @@
 -- Stage 1a: the view `normalized_urls`: every inventory row normalized, and its fate (published, rewritten or
 -- rejected). A view: each statement that reads it applies the rules to what `inventory` is at that moment.
--- Reads the view `inventory` (loc, lastmod, changefreq, priority, section and the inline extension columns;
+-- Reads the view `inventory` (loc, lastmod, changefreq, priority, section, content_hash and the inline extension columns;
 -- built by sitemap_ops.stage.sources) and the variables set by sitemap_ops.stage.stage (site scheme/host/scope
 -- and one switch per rule). One output row per input row. `reason` is NULL for a publishable URL; `*_issue`
 -- names an optional field that was dropped. Lambda-free string functions on the common path; regexes and
@@ -19,6 +19,7 @@ WITH inventory_rows AS (
         priority_value,
         priority_text,
         section AS raw_section,
+        content_hash AS raw_content_hash,
         images,
         videos,
         alternates,
@@ -267,6 +268,7 @@ SELECT
         ] END,
         getvariable('default_section')
     ) AS section,
+    CASE WHEN reason IS NULL THEN nullif(trim(raw_content_hash), '') END AS content_hash,
     lastmod_issue,
     CASE WHEN lastmod_issue IS NOT NULL THEN coalesce(lastmod_text, CAST(lastmod_value AS VARCHAR)) END AS raw_lastmod,
     priority_issue,

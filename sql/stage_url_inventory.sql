@@ -12,5 +12,6 @@ SELECT
     NULL::DOUBLE AS priority_value,
     NULL::VARCHAR AS priority_text,
     NULL::VARCHAR AS section,
+    NULL::VARCHAR AS content_hash,
     {extensions}
 FROM {relation};

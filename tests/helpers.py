@@ -24,11 +24,11 @@ NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 
 
 def write_inventory(path: Path, rows: list[dict[str, Any]], schema_: pa.Schema | None = None) -> str:
-    """Write rows (dicts with loc and optional lastmod, changefreq, priority, section) as Parquet."""
+    """Write rows (dicts with loc and optional lastmod, changefreq, priority, section, content_hash) as Parquet."""
     if schema_ is None:
         fields = [pa.field("loc", pa.string())]
         keys = {k for row in rows for k in row} - {"loc"}
-        for key in ("lastmod", "changefreq", "priority", "section"):
+        for key in ("lastmod", "changefreq", "priority", "section", "content_hash"):
             if key in keys:
                 sample = next((r[key] for r in rows if r.get(key) is not None), None)
                 if isinstance(sample, dt.datetime):
@@ -102,8 +102,10 @@ def live_names(out: Path) -> list[str]:
     for index in indexes:
         if not (out / index).exists():
             continue
-        names.append(index)
         root = etree.fromstring((out / index).read_bytes())
+        if root.tag != f"{{{SITEMAP_NS}}}sitemapindex":
+            continue  # an Atom feed listed as a sitemap
+        names.append(index)
         names += [loc.text.rsplit("/", 1)[1] for loc in root.iterfind("s:sitemap/s:loc", NS)]
     return names
 

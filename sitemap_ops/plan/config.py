@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sitemap_ops.constants import (
     MAX_BYTES_PER_SITEMAP,
@@ -10,7 +10,7 @@ from sitemap_ops.constants import (
     MAX_URLS_PER_SITEMAP,
 )
 from sitemap_ops.errors import ConfigError
-from sitemap_ops.publish.config import PublishConfig
+from sitemap_ops.publish.config import FeedConfig, PublishConfig
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.stage.config import SectionRule
 from sitemap_ops.storage import StorageConfig
@@ -51,3 +51,4 @@ class PlanSettings:
     news_section: str
     news_max_urls: int
     storage: StorageConfig
+    feed: FeedConfig = field(default_factory=lambda: FeedConfig(enabled=False))

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
+from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -23,6 +23,7 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
+from sitemap_ops.plan.changes import create_live_view, date_snapshot, write_changes
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest, file_exists
@@ -96,6 +97,12 @@ class Plan:
     state_notes: list[str] = field(default_factory=list)  # what disagreed in the live state (summary lines)
     repaired: list[str] = field(default_factory=list)  # live shards that differed from their record (replaced)
     breaker: str | None = None  # a preview's plan: why the circuit breaker would stop the build
+    # URLs added, removed and updated since the live build (sitemap_ops.plan.changes), and where they are
+    changes: dict[str, int] = field(default_factory=dict)
+    changes_path: str = ""
+    lastmods_derived: bool = False  # some lastmods came from content hashes (staged_path is the dated snapshot)
+    # the Atom feed(s): feed ('' for the site's, else a section) -> [(URL, lastmod)], newest first
+    feed: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -105,6 +112,7 @@ class Plan:
         raw = json.loads(text)
         raw["shards"] = [ShardPlan(**s) for s in raw["shards"]]
         raw["indexes"] = [IndexPlan(**i) for i in raw["indexes"]]
+        raw["feed"] = {name: [(loc, when) for loc, when in rows] for name, rows in raw.get("feed", {}).items()}
         return cls(**raw)
 
 
@@ -327,11 +335,16 @@ def run_plan(
         raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
     overhead = shard_overhead(config.render.format, extended)
     payload = shards_cfg.max_bytes - overhead
+    live_assignment = previous.assignment if previous else None
     try:
         if previous_assignment:
             create_parquet_view(con, "previous", duckdb_path(con, previous_assignment, config.storage))
         else:
             con.execute(read_sql("plan_no_previous"))
+        # the change set compares with the live build even in a full rebuild
+        create_live_view(con, live_assignment, config.storage)
+        dated_path = date_snapshot(con, work, created_at, config.news_section, progress)
+        staged_path = dated_path or staged_path  # render reads the entries there
         section_rows = con.execute(read_sql("plan_sections")).fetchall()
         total = sum(int(count) for _, count in section_rows)
         previous_urls = previous.total_urls if previous else None
@@ -354,9 +367,9 @@ def run_plan(
                     target[done:end] = numpy_of(column, np.int32)
                 done = end
     except duckdb.Error as exc:
-        if previous_assignment and not file_exists(previous_assignment, config):
+        if live_assignment and not file_exists(live_assignment, config):
             raise LiveStateChangedError(
-                f"the live build's assignment {previous_assignment} is gone: another build published this site "
+                f"the live build's assignment {live_assignment} is gone: another build published this site "
                 "while this one planned; nothing live was changed, run the build again"
             ) from None
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
@@ -409,6 +422,9 @@ def run_plan(
             con.execute("DROP VIEW IF EXISTS assignment")
 
     create_parquet_view(con, "planned", planned_path)
+    progress.step("plan: comparing with the live build")
+    changes = write_changes(con, work, config.news_section)
+    feed = _feed_entries(con, config) if config.feed.enabled else {}
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
     # A shard keeps a live object only when the object is still the one recorded at publish (same content
@@ -468,9 +484,29 @@ def run_plan(
         state_notes=list(live.notes),
         repaired=repaired,
         breaker=breaker,
+        changes=changes,
+        changes_path=work.url_of(CHANGES_NAME),
+        lastmods_derived=dated_path is not None,
+        feed=feed,
     )
     work.write_bytes(PLAN_NAME, plan.to_json().encode("utf-8"))
     return plan
+
+
+def _feed_entries(con: duckdb.DuckDBPyConnection, config: PlanSettings) -> dict[str, list[tuple[str, str]]]:
+    """The Atom feed's entries (sql/plan_feed.sql): feed name ('' or a section) -> [(URL, lastmod)]."""
+    set_variables(
+        con,
+        {
+            "feed_entries": config.feed.entries,
+            "feed_per_section": config.feed.per_section,
+            "news_section": config.news_section,
+        },
+    )
+    feeds: dict[str, list[tuple[str, str]]] = {"": []}
+    for name, loc, lastmod in con.execute(read_sql("plan_feed")).fetchall():
+        feeds.setdefault(name, []).append((loc, lastmod.isoformat() + "Z"))
+    return feeds
 
 
 def _write_numbers(path: str, columns: dict[str, np.ndarray]) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
-from sitemap_ops.constants import DEFAULT_INDEX_NAME
+from sitemap_ops.constants import DEFAULT_INDEX_NAME, MAX_FEED_ENTRIES
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.storage import StorageConfig
@@ -45,6 +46,37 @@ class PublishConfig:
 
 
 @dataclass(frozen=True)
+class FeedConfig:
+    """`[feed]`: an Atom feed of the most recently changed URLs (newest lastmod), written with the sitemaps.
+
+    Google reads Atom feeds as sitemaps of recent URLs. Off unless the config has a `[feed]` table.
+    """
+
+    enabled: bool = True  # a [feed] table turns it on; SiteConfig's default is off
+    name: str = "feed.xml"  # in the output folder; per-section feeds are named <stem>-<section>.xml
+    entries: int = 100
+    per_section: bool = False  # one more feed per section, with its own `entries` most recent URLs
+    title: str = ""  # default: "<host>: recently changed pages"
+    robots: bool = False  # list the feed(s) in robots.txt's managed block as sitemaps
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.(xml|atom)", self.name) or self.name.startswith("sitemap-"):
+            raise ConfigError(
+                f"feed.name {self.name[:80]!r} must be a file name ending in .xml or .atom, not starting with "
+                "'sitemap-' (shard names)"
+            )
+        if not 1 <= self.entries <= MAX_FEED_ENTRIES:
+            raise ConfigError(f"feed.entries must be between 1 and {MAX_FEED_ENTRIES:,}")
+
+    def file_name(self, section: str = "") -> str:
+        """The feed's file name: the site's feed, or a section's."""
+        if not section:
+            return self.name
+        stem, _, suffix = self.name.rpartition(".")
+        return f"{stem}-{section}.{suffix}"
+
+
+@dataclass(frozen=True)
 class PublishSettings:
     """What the publish and retire steps read of the site's config (SiteConfig.publish_settings): no more."""
 
@@ -54,3 +86,4 @@ class PublishSettings:
     render: RenderConfig  # the shards' format (file names, what the manifest records)
     publish: PublishConfig
     storage: StorageConfig
+    feed: FeedConfig = field(default_factory=lambda: FeedConfig(enabled=False))

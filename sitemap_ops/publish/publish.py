@@ -32,6 +32,7 @@ from sitemap_ops.plan.state import index_entries, is_own_file
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.config import PublishSettings
 from sitemap_ops.publish.exceptions import ConcurrentBuildError, MissingShardError, PublishError
+from sitemap_ops.publish.feed import feed_urls, write_feeds
 from sitemap_ops.robots import update_robots
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
@@ -157,8 +158,12 @@ def run_publish(
         new_main = indexes[0][1] if indexes else None
         switched, token = _switch(config, plan, output, previous, manifest, new_main, token, resuming)
 
-        # (6) robots.txt, then (7) the final manifest
+        # (6) the feed, robots.txt, then (7) the final manifest
+        if config.feed.enabled and config.feed.robots:
+            new_urls += feed_urls(config, plan.feed)
         try:
+            if config.feed.enabled:
+                write_feeds(config, output, plan.feed, plan.created_at)
             _finish(config, output, manifest, token, new_urls, new_main)
         except StorageError as exc:
             if not switched and not resuming:
@@ -324,6 +329,9 @@ def _manifest(
             "python": platform.python_version(),
         },
         unreferenced=unreferenced,
+        changes=dict(plan.changes),
+        changes_file=plan.changes_path,
+        changes_since=plan.previous_build_id,
     )
 
 

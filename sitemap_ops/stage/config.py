@@ -29,6 +29,9 @@ INVENTORY_COLUMNS: tuple[str, ...] = (
     "changefreq",
     "priority",
     "section",
+    # any text that changes when the page's content does: the change set's "updated", and lastmod derived
+    # from it when the inventory has none (sitemap_ops.plan.changes)
+    "content_hash",
     "images",
     "videos",
     "alternates",

@@ -255,6 +255,12 @@ def _select_list(source: SourceConfig, index: int, types: Mapping[str, object]) 
         if changefreq
         else "NULL::VARCHAR AS changefreq"
     )
+    content_hash = col("content_hash")
+    items.append(
+        f"CAST({quote_identifier(content_hash)} AS VARCHAR) AS content_hash"
+        if content_hash
+        else "NULL::VARCHAR AS content_hash"
+    )
     section = col("section")
     if source.section:
         items.append(f"{quote_literal(source.section)} AS section")

@@ -20,7 +20,7 @@ SITE = "https://www.example.com"
 NS = {"s": SITEMAP_NS}
 
 
-def _site(folder: Path, db: Database, s3: S3Server, prefix: str, **storage: object) -> None:
+def _site(folder: Path, db: Database, s3: S3Server, prefix: str, extra: str = "", **storage: object) -> None:
     storage_lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in storage.items())
     (folder / "shop.toml").write_text(
         f"""name = "shop"
@@ -44,7 +44,7 @@ source_conn_id = "content_db"
 storage_conn_id = "site_storage"
 retries = 1
 retry_delay_seconds = 1
-"""
+{extra}"""
     )
 
 
@@ -190,3 +190,37 @@ def test_a_build_overtaken_by_another_publish_fails_at_once_without_retries(site
     for name in named:
         locs |= {e.text for e in etree.fromstring(gzip.decompress(objects[name])).iterfind("s:url/s:loc", NS)}
     assert locs == {f"{SITE}/p/{i}" for i in range(100)} | {f"{SITE}/p/new"}  # the other build's site is live
+
+
+def test_the_dag_publishes_a_feed_and_submits_changes_to_indexnow(site) -> None:
+    from tests.changes.indexnow_server import IndexNowServer, running
+
+    folder, db, s3 = site
+    key = "dag-test-key-0123456789"
+
+    def key_file(path: str) -> str | None:
+        return _objects(s3, "notify").get(path.lstrip("/"), b"").decode() or None
+
+    with running(IndexNowServer(key_file)) as endpoint:
+        extra = f'[feed]\nentries = 5\n[indexnow]\nendpoint = "{endpoint.url}"\nkey_env = "DAG_TEST_INDEXNOW_KEY"\n'
+        _site(folder, db, s3, "notify", extra=extra)
+        import os
+
+        os.environ["DAG_TEST_INDEXNOW_KEY"] = key
+        try:
+            assert _run(folder).state == "success"  # the first build: nothing submitted
+            assert endpoint.requests == 0
+            db.execute(f"INSERT INTO {db.table('pages')} VALUES ('{SITE}/p/new', now() - interval '1 hour')")
+            db.execute(f"DELETE FROM {db.table('pages')} WHERE url = '{SITE}/p/7'")
+            run = _run(folder)
+        finally:
+            del os.environ["DAG_TEST_INDEXNOW_KEY"]
+    assert run.state == "success"
+    notify = [ti for ti in run.get_task_instances() if ti.task_id == "notify"]
+    assert notify and notify[0].state == "success"
+    assert sorted(endpoint.sent()) == [f"{SITE}/p/7", f"{SITE}/p/new"] and not endpoint.problems
+    objects = _objects(s3, "notify")
+    assert objects[f"{key}.txt"] == key.encode()
+    feed = etree.fromstring(objects["feed.xml"])
+    first = feed.find("{http://www.w3.org/2005/Atom}entry/{http://www.w3.org/2005/Atom}id")
+    assert first is not None and first.text == f"{SITE}/p/new"

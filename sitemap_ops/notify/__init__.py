@@ -1,0 +1,1 @@
+"""Notify step: tell search engines what a published build changed (IndexNow)."""

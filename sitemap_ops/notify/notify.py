@@ -1,0 +1,233 @@
+"""Notify step: queue a published build's change set and submit it to IndexNow, each change exactly once.
+
+The queue and its state live in the work root (`indexnow/`): `state.json` names the last build whose
+changes were queued (`through`), the queue file and how many of its URLs were sent. A build's changes are
+queued once: when the build before it was not queued (its notify step never ran), its change set is found
+through the chain of live manifests kept in the work folders, so no change is lost while those folders
+exist. After each accepted batch the state is written again (compare-and-swap), so a rerun resumes where
+the last one stopped; only a batch in flight when a process dies may be sent twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from urllib.parse import urlsplit
+
+import duckdb
+
+from sitemap_ops.constants import INDEXNOW_FOLDER, LIVE_MANIFEST_NAME
+from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables, storage_path
+from sitemap_ops.errors import first_line
+from sitemap_ops.manifest import Manifest
+from sitemap_ops.notify.config import NotifySettings
+from sitemap_ops.notify.exceptions import IndexNowKeyError, NotifyError
+from sitemap_ops.notify.indexnow import Submission, post_batch
+from sitemap_ops.progress import Progress
+from sitemap_ops.storage import Storage
+
+STATE_NAME = "state.json"
+# How far back the chain of live manifests is followed to find change sets that were never queued.
+MAX_CHAIN = 50
+
+
+@dataclass
+class QueueState:
+    """indexnow/state.json."""
+
+    through: str = ""  # the last build whose change set is in the queue
+    queue: str = ""  # the queue file's name in indexnow/ ("" when empty)
+    queued: int = 0  # URLs in the queue file
+    sent: int = 0  # of them, sent (the file's first `sent` rows)
+    day: str = ""  # UTC date of sent_on_day
+    sent_on_day: int = 0
+
+
+@dataclass
+class NotifyResult:
+    """What the notify step did."""
+
+    submitted: int = 0
+    deferred: int = 0  # queued, not sent yet (daily cap, time budget, or a refusal)
+    batches: int = 0
+    queued_builds: list[str] = field(default_factory=list)  # whose change sets this run queued
+    notes: list[str] = field(default_factory=list)
+    error: str = ""  # why submission stopped (the endpoint refused), if it did
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _read_state(folder: Storage) -> tuple[QueueState, str | None]:
+    current = folder.read_versioned(STATE_NAME)
+    if current is None:
+        return QueueState(), None
+    try:
+        return QueueState(**json.loads(current[0])), current[1]
+    except (ValueError, TypeError) as exc:
+        raise NotifyError(f"{folder.path(STATE_NAME)} is not an IndexNow queue state: {first_line(exc)}") from None
+
+
+def _write_state(folder: Storage, state: QueueState, token: str | None) -> str:
+    data = (json.dumps(asdict(state), indent=1) + "\n").encode("utf-8")
+    done = folder.create_exclusive(STATE_NAME, data) if token is None else folder.replace_if(STATE_NAME, data, token)
+    current = folder.read_versioned(STATE_NAME) if done else None
+    if current is None or current[0] != data:
+        raise NotifyError(
+            f"{folder.path(STATE_NAME)} changed while this build submitted: another build's notify step ran at the "
+            "same time; run the build again (what was sent is recorded)"
+        )
+    return current[1]
+
+
+def _unqueued_change_sets(work_root: Storage, live: Manifest, state: QueueState, notes: list[str]) -> list[Manifest]:
+    """The manifests (newest first) of the builds up to `live` whose change sets are not queued yet."""
+    chain, current = [live], live
+    while state.through and current.changes_since and current.changes_since != state.through:
+        data = work_root.child(current.build_id).read_bytes(LIVE_MANIFEST_NAME)
+        previous = Manifest.from_json(data, current.build_id) if data is not None else None
+        if previous is None or previous.build_id != current.changes_since or len(chain) >= MAX_CHAIN:
+            notes.append(
+                f"the change sets before build {current.build_id} are gone (work folders pruned): the URLs they "
+                "changed are not submitted"
+            )
+            break
+        chain.append(previous)
+        current = previous
+    return chain
+
+
+def _queue_changes(
+    con: duckdb.DuckDBPyConnection,
+    settings: NotifySettings,
+    folder: Storage,
+    state: QueueState,
+    change_sets: list[Manifest],
+    notes: list[str],
+) -> tuple[str, int]:
+    """Write the new queue: what was not sent yet, then the change sets' URLs, each URL once. (name, count)"""
+    files = []
+    for manifest in reversed(change_sets):  # oldest first
+        if not manifest.changes_file:
+            continue  # a state rebuilt from the live files, or a build before change sets
+        if manifest.changes_since is None and not settings.indexnow.submit_first_build:
+            notes.append(
+                f"build {manifest.build_id} was the site's first: its URLs are not submitted "
+                "(indexnow.submit_first_build)"
+            )
+        else:
+            files.append(duckdb_path(con, manifest.changes_file, settings.storage))
+    name = f"queue-{change_sets[0].build_id}.parquet"
+    old = duckdb_path(con, folder.url_of(state.queue), settings.storage) if state.queue else None
+    try:
+        create_parquet_view(con, "queue_old", old, row_numbers=True) if old else con.execute(
+            read_sql("notify_no_queue")
+        )
+        if files:
+            con.read_parquet(files, union_by_name=True).create_view("changes_new", replace=True)
+        else:
+            con.execute(read_sql("notify_no_changes"))
+        set_variables(con, {"queue_sent": state.sent})
+        path = storage_path(con, folder, name)
+        con.sql(read_sql("notify_queue")).write_parquet(path, compression="zstd")
+        create_parquet_view(con, "queue", path, row_numbers=True)
+        ((count,),) = con.execute(read_sql("notify_count")).fetchall()
+    except duckdb.Error as exc:
+        raise NotifyError(f"cannot write the IndexNow queue in {folder.url}: {first_line(exc)}") from None
+    return name, int(count)
+
+
+def _publish_key_file(settings: NotifySettings, output: Storage, key: str) -> str:
+    """The key file's URL: indexnow.key_location, or <key>.txt written to the output (never replacing a
+    file of that name with other content)."""
+    if settings.indexnow.key_location:
+        return settings.indexnow.key_location
+    name = f"{key}.txt"
+    current = output.read_bytes(name)
+    if current is None:
+        output.create_exclusive(name, key.encode("ascii"))
+    elif current.strip() != key.encode("ascii"):
+        raise IndexNowKeyError(
+            f"the output holds a key file for another key (the IndexNow key's .txt in {output.url}); it was left as "
+            "it is"
+        )
+    return settings.public_url + name
+
+
+def run_notify(
+    settings: NotifySettings,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    build_id: str,
+    live: Manifest | None,
+    work_root: Storage,
+    output: Storage,
+    now: dt.datetime,
+    progress: Progress | None = None,
+) -> NotifyResult:
+    """Queue the live build's changes (once) and submit the queue, batch by batch, within the day's cap and
+    the time budget. Does nothing unless `live` (the output's manifest) is build `build_id`'s."""
+    progress = progress or Progress(enabled=False)
+    result = NotifyResult()
+    if live is None or live.build_id != build_id or live.pending is not None:
+        result.notes.append(f"build {build_id} is not the live build: nothing submitted")
+        return result
+    config = settings.indexnow
+    key = config.resolve_key()
+    folder = work_root.child(INDEXNOW_FOLDER)
+    folder.makedirs()
+    state, token = _read_state(folder)
+    if state.through != build_id:
+        change_sets = _unqueued_change_sets(work_root, live, state, result.notes)
+        name, count = _queue_changes(con, settings, folder, state, change_sets, result.notes)
+        old_queue = state.queue
+        state.through, state.queue, state.queued, state.sent = build_id, name, count, 0
+        token = _write_state(folder, state, token)
+        if old_queue and old_queue != name:
+            folder.delete(old_queue)
+        result.queued_builds = [m.build_id for m in reversed(change_sets)]
+    else:
+        create_parquet_view(
+            con, "queue", duckdb_path(con, folder.url_of(state.queue), settings.storage), row_numbers=True
+        )
+
+    today = now.astimezone(dt.UTC).date().isoformat()
+    if state.day != today:
+        state.day, state.sent_on_day = today, 0
+    left = state.queued - state.sent
+    allowed = left if not config.max_urls_per_day else max(0, min(left, config.max_urls_per_day - state.sent_on_day))
+    if allowed < left:
+        result.notes.append(f"indexnow.max_urls_per_day ({config.max_urls_per_day:,}) reached: the rest is deferred")
+    if allowed:
+        submission = Submission(
+            endpoint=config.endpoint,
+            host=urlsplit(settings.base_url).hostname or "",
+            key=key,
+            key_location=_publish_key_file(settings, output, key),
+            timeout=config.request_timeout_seconds,
+        )
+        deadline = time.monotonic() + config.time_budget_seconds
+        end = state.sent + allowed
+        try:
+            while state.sent < end:
+                batch_end = min(state.sent + config.batch_size, end)
+                set_variables(con, {"batch_start": state.sent, "batch_end": batch_end})
+                urls = [loc for (loc,) in con.execute(read_sql("notify_batch")).fetchall()]
+                if not post_batch(submission, urls, deadline):
+                    result.notes.append(
+                        f"IndexNow kept answering 429 or 5xx (or did not answer) for {config.time_budget_seconds:g} "
+                        "s (indexnow.time_budget_seconds): the rest is deferred"
+                    )
+                    break
+                state.sent, state.sent_on_day = batch_end, state.sent_on_day + len(urls)
+                token = _write_state(folder, state, token)
+                result.submitted += len(urls)
+                result.batches += 1
+                progress.step(f"indexnow: {state.sent:,}/{state.queued:,} URL(s) submitted")
+        except NotifyError as exc:
+            result.error = str(exc)
+    result.deferred = state.queued - state.sent
+    _write_state(folder, state, token)
+    return result

@@ -1,0 +1,95 @@
+"""What changed since the live build: the change set (added, removed, updated URLs) and lastmods derived
+from content hashes, both from the live build's assignment."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from sitemap_ops.constants import CHANGE_KINDS, CHANGES_NAME, DATED_NAME
+from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables, storage_path
+from sitemap_ops.errors import first_line
+from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.progress import Progress
+from sitemap_ops.storage import Storage, StorageConfig
+
+# The live assignment's columns the change set reads; an assignment an older version wrote, or one rebuilt
+# from the live files, lacks some: they read as NULL (its URLs then count as unchanged unless removed).
+LIVE_COLUMNS = {"loc": "VARCHAR", "section": "VARCHAR", "lastmod": "TIMESTAMP", "content_hash": "VARCHAR"}
+
+
+def create_live_view(con: duckdb.DuckDBPyConnection, assignment: str | None, storage: StorageConfig) -> None:
+    """The view `live_urls` over the live build's assignment (`assignment`, a URL), or empty without one."""
+    if assignment:
+        create_parquet_view(con, "live_urls", duckdb_path(con, assignment, storage), columns=LIVE_COLUMNS)
+    else:
+        con.execute(read_sql("plan_no_live"))
+
+
+def build_time(created_at: str) -> dt.datetime:
+    """The build's time as lastmods hold it: naive UTC, whole seconds."""
+    when = dt.datetime.fromisoformat(created_at)
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.UTC).replace(tzinfo=None)
+    return when.replace(microsecond=0)
+
+
+def date_snapshot(
+    con: duckdb.DuckDBPyConnection, work: Storage, created_at: str, news_section: str, progress: Progress
+) -> str | None:
+    """When staged rows have a content_hash and no lastmod: write the staged snapshot with their lastmods
+    derived (sql/plan_dated.sql) to the work folder and return its URL (the view `staged` then reads it);
+    else None. Reads the views `staged` and `live_urls`."""
+    ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()
+    if not needed:
+        return None
+    progress.step("plan: deriving lastmods from content hashes")
+    set_variables(con, {"build_time": build_time(created_at), "news_section": news_section})
+    path = storage_path(con, work, DATED_NAME)
+    try:
+        con.sql(read_sql("plan_dated")).write_parquet(path, compression="snappy", row_group_size=16384)
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot write the dated snapshot to {work.url}: {first_line(exc)}") from None
+    create_parquet_view(con, "staged", path, row_numbers=True)
+    return work.url_of(DATED_NAME)
+
+
+def write_changes(con: duckdb.DuckDBPyConnection, work: Storage, news_section: str) -> dict[str, int]:
+    """Write the change set (sql/plan_changes.sql) to the work folder; its counts by kind (every kind listed).
+    Reads the views `planned` and `live_urls`."""
+    set_variables(con, {"news_section": news_section})
+    path = storage_path(con, work, CHANGES_NAME)
+    try:
+        con.sql(read_sql("plan_changes")).write_parquet(path, compression="zstd")
+        create_parquet_view(con, "changes", path)
+        counts = dict.fromkeys(CHANGE_KINDS, 0)
+        counts.update({kind: int(n) for kind, n in con.execute(read_sql("plan_change_counts")).fetchall()})
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot write the change set to {work.url}: {first_line(exc)}") from None
+    finally:
+        con.execute("DROP VIEW IF EXISTS changes")
+    return counts
+
+
+def sample_changes(path: str, storage: StorageConfig, sample: int) -> list[dict[str, str | None]]:
+    """The first `sample` URLs of each kind in the change set at `path` (a work folder's file), by URL."""
+    con = duckdb.connect()
+    try:
+        create_parquet_view(con, "changes", duckdb_path(con, path, storage))
+        set_variables(con, {"sample": sample})
+        rows = con.execute(read_sql("changes_sample")).fetchall()
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the change set {path}: {first_line(exc)}") from None
+    finally:
+        con.close()
+    return [
+        {
+            "change": change,
+            "loc": loc,
+            "section": section,
+            "lastmod": lastmod.isoformat() if lastmod else None,
+            "previous_lastmod": before.isoformat() if before else None,
+        }
+        for change, loc, section, lastmod, before in rows
+    ]

@@ -1,0 +1,77 @@
+"""The Atom feed of the most recently changed URLs (RFC 4287), written beside the sitemaps after the switch."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from lxml import etree
+
+from sitemap_ops import __version__
+from sitemap_ops.constants import ATOM_NS
+from sitemap_ops.publish.config import PublishSettings
+from sitemap_ops.publish.exceptions import PublishError
+from sitemap_ops.storage import Storage
+
+GENERATOR = "sitemap-ops"
+# How a feed this project wrote is recognised before it is replaced: its generator element.
+_OWN_FEED = re.compile(rb"<generator[^>]*>" + re.escape(GENERATOR.encode()) + rb"</generator>")
+
+
+def feed_urls(config: PublishSettings, feeds: dict[str, list[tuple[str, str]]]) -> list[str]:
+    """The public URLs of the feed files (the site's first, then each section's)."""
+    return [config.public_url + config.feed.file_name(name) for name in sorted(feeds)]
+
+
+def render_feed(config: PublishSettings, section: str, entries: list[tuple[str, str]], built_at: str) -> bytes:
+    """One Atom 1.0 feed: an entry per URL (its id, title and link are the URL; updated is its lastmod).
+
+    The feed's `updated` is its newest entry's, so an unchanged site renders the same bytes."""
+    url = config.public_url + config.feed.file_name(section)
+    host = urlsplit(config.base_url).hostname or config.base_url
+    title = config.feed.title or f"{host}: recently changed pages"
+    root = etree.Element(f"{{{ATOM_NS}}}feed", nsmap={None: ATOM_NS})
+
+    def add(parent: etree._Element, tag: str, text: str | None = None, **attributes: str) -> etree._Element:
+        element = etree.SubElement(parent, f"{{{ATOM_NS}}}{tag}", attributes)
+        element.text = text
+        return element
+
+    add(root, "id", url)
+    add(root, "title", f"{title} ({section})" if section else title)
+    add(root, "updated", entries[0][1] if entries else built_at)
+    add(root, "link", rel="self", href=url, type="application/atom+xml")
+    add(root, "link", rel="alternate", href=config.base_url)
+    add(add(root, "author"), "name", host)
+    add(root, "generator", GENERATOR, version=__version__)
+    for loc, lastmod in entries:
+        entry = add(root, "entry")
+        add(entry, "id", loc)
+        add(entry, "title", loc)
+        add(entry, "updated", lastmod)
+        add(entry, "link", rel="alternate", href=loc)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+
+def write_feeds(
+    config: PublishSettings, output: Storage, feeds: dict[str, list[tuple[str, str]]], built_at: str
+) -> int:
+    """Write each feed whose bytes changed; a file of that name that this project did not write is never
+    replaced (PublishError). Returns how many files were written."""
+    written = 0
+    for section in sorted(feeds):
+        name = config.feed.file_name(section)
+        data = render_feed(config, section, feeds[section], built_at)
+        current = output.read_versioned(name)
+        if current is not None and current[0] == data:
+            continue
+        if current is not None and not _OWN_FEED.search(current[0][:4096]):
+            raise PublishError(
+                f"{output.path(name)} exists and was not written by sitemap-ops; it was left as it is (set "
+                "feed.name to another file name)"
+            )
+        done = output.create_exclusive(name, data) if current is None else output.replace_if(name, data, current[1])
+        if not done:
+            raise PublishError(f"{output.path(name)} changed while this build wrote it; rerun the build")
+        written += 1
+    return written

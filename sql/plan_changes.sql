@@ -1,0 +1,20 @@
+-- Plan 3: the change set since the live build: every URL added, removed, or updated (its lastmod moved
+-- forward, or both builds have a content_hash for it and they differ). A URL that only moved to another
+-- section is not a change (it is still listed, with the same content). The news series repeats pages, so it
+-- is left out on both sides. Reads the views `planned` (this build) and `live_urls` (the live assignment,
+-- see sitemap_ops.plan.changes) and the variable news_section.
+WITH this_build AS (
+    SELECT loc, section, lastmod, content_hash FROM planned WHERE section <> getvariable('news_section')
+),
+live AS (
+    SELECT loc, section, lastmod, content_hash FROM live_urls WHERE section <> getvariable('news_section')
+)
+SELECT
+    coalesce(n.loc, l.loc) AS loc,
+    CASE WHEN l.loc IS NULL THEN 'added' WHEN n.loc IS NULL THEN 'removed' ELSE 'updated' END AS change,
+    coalesce(n.section, l.section) AS section,
+    n.lastmod,
+    l.lastmod AS previous_lastmod
+FROM this_build n
+FULL OUTER JOIN live l ON l.loc = n.loc
+WHERE l.loc IS NULL OR n.loc IS NULL OR n.lastmod > l.lastmod OR n.content_hash <> l.content_hash

@@ -1,0 +1,126 @@
+"""Change sets: exactly the URLs added, removed and updated since the live build, over a sequence of builds."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.manifest import Manifest
+from sitemap_ops.storage import Storage
+from tests.helpers import NOW, build, published
+
+BASE = "https://www.example.com"
+
+
+def changes_of(out: Path) -> dict[str, set[str]]:
+    """The live build's change set, read back from its file: kind -> URLs."""
+    manifest = Manifest.load(Storage.open(str(out)))
+    assert manifest is not None
+    rows = duckdb.sql(f"SELECT change, loc FROM read_parquet('{manifest.changes_file}')").fetchall()
+    found: dict[str, set[str]] = {"added": set(), "removed": set(), "updated": set()}
+    for kind, loc in rows:
+        found[kind].add(loc)
+    assert manifest.changes == {kind: len(urls) for kind, urls in found.items()}
+    return found
+
+
+def at(hours: int) -> dt.datetime:
+    return NOW + dt.timedelta(hours=hours)
+
+
+def page(path: str, day: int | None = 1, section: str = "pages", content_hash: str | None = None) -> dict:
+    row: dict = {"loc": f"{BASE}/{path}", "section": section}
+    if day is not None:
+        row["lastmod"] = dt.datetime(2026, 1, day)
+    if content_hash is not None:
+        row["content_hash"] = content_hash
+    return row
+
+
+def test_a_sequence_of_builds_gives_exact_change_sets(tmp_path: Path) -> None:
+    rows = [page(f"p{i}") for i in range(10)]
+    summary, out = build(tmp_path, rows, now=at(0))
+    assert summary.plan.previous_build_id is None
+    assert changes_of(out)["added"] == {f"{BASE}/p{i}" for i in range(10)}
+
+    # unchanged: an empty change set
+    build(tmp_path, rows, now=at(1))
+    assert changes_of(out) == {"added": set(), "removed": set(), "updated": set()}
+
+    # add two, remove one, move one lastmod forward, one backward (not an update), move one to another section
+    rows2 = [r for r in rows if r["loc"] != f"{BASE}/p0"] + [page("new1"), page("new2")]
+    for r in rows2:
+        if r["loc"] == f"{BASE}/p1":
+            r["lastmod"] = dt.datetime(2026, 2, 1)
+        if r["loc"] == f"{BASE}/p2":
+            r["lastmod"] = dt.datetime(2025, 12, 1)
+        if r["loc"] == f"{BASE}/p3":
+            r["section"] = "other"
+    summary, out = build(tmp_path, rows2, now=at(2))
+    assert changes_of(out) == {
+        "added": {f"{BASE}/new1", f"{BASE}/new2"},
+        "removed": {f"{BASE}/p0"},
+        "updated": {f"{BASE}/p1"},
+    }
+    assert published(out)[f"{BASE}/p3"] is not None  # the moved URL is still listed
+
+
+def test_content_hash_changes_are_updates(tmp_path: Path) -> None:
+    rows = [page(f"p{i}", content_hash=f"h{i}") for i in range(5)]
+    build(tmp_path, rows, now=at(0))
+    rows[2]["content_hash"] = "changed"
+    rows[3].pop("content_hash")  # no hash now: not comparable, not an update
+    build(tmp_path, rows, now=at(1))
+    assert changes_of(out := tmp_path / "public")["updated"] == {f"{BASE}/p2"}
+    assert changes_of(out)["added"] == set()
+
+
+def test_lastmod_is_derived_from_content_hashes(tmp_path: Path) -> None:
+    rows = [page(f"p{i}", day=None, content_hash=f"h{i}") for i in range(4)]
+    summary, out = build(tmp_path, rows, now=at(0))
+    assert summary.plan.lastmods_derived
+    first = published(out)
+    assert {e["lastmod"] for e in first.values()} == {"2026-11-21T12:00:00Z"}  # the build's time
+
+    rows[1]["content_hash"] = "edited"
+    rows.append(page("p9", day=None, content_hash="h9"))
+    summary, out = build(tmp_path, rows, now=at(5))
+    second = published(out)
+    assert second[f"{BASE}/p0"]["lastmod"] == "2026-11-21T12:00:00Z"  # unchanged hash: kept
+    assert second[f"{BASE}/p1"]["lastmod"] == "2026-11-21T17:00:00Z"  # changed: this build's time
+    assert second[f"{BASE}/p9"]["lastmod"] == "2026-11-21T17:00:00Z"  # new
+    assert changes_of(out) == {"added": {f"{BASE}/p9"}, "removed": set(), "updated": {f"{BASE}/p1"}}
+
+    # a third build with nothing changed keeps every derived lastmod and rewrites no shard
+    summary, out = build(tmp_path, rows, now=at(9))
+    assert published(out) == second
+    assert summary.shards_written == 0
+
+
+def test_a_failed_build_between_two_good_ones_changes_nothing(tmp_path: Path) -> None:
+    rows = [page(f"p{i}") for i in range(20)]
+    build(tmp_path, rows, now=at(0))
+    # the circuit breaker stops a build that lost most URLs: nothing is published, no change set goes live
+    with pytest.raises(SitemapOpsError, match=r"circuit breaker|would publish"):
+        build(tmp_path, rows[:2], now=at(1))
+    rows[5]["lastmod"] = dt.datetime(2026, 3, 1)
+    summary, out = build(tmp_path, [*rows, page("late")], now=at(2))
+    assert changes_of(out) == {"added": {f"{BASE}/late"}, "removed": set(), "updated": {f"{BASE}/p5"}}
+    manifest = Manifest.load(Storage.open(str(out)))
+    assert manifest is not None and manifest.changes_since is not None
+
+
+def test_full_rebuild_still_compares_with_the_live_build(tmp_path: Path) -> None:
+    rows = [page(f"p{i}") for i in range(5)]
+    build(tmp_path, rows, now=at(0))
+    from sitemap_ops.pipeline import run_build
+    from tests.helpers import site_config
+
+    config = site_config(tmp_path, str(tmp_path / "inventory.parquet"))
+    summary = run_build(config, now=at(1), full_rebuild=True)
+    assert summary.plan.changes == {"added": 0, "removed": 0, "updated": 0}
+    assert summary.shards_written > 0

@@ -1,0 +1,139 @@
+"""IndexNow submission against a local server (tests/changes/indexnow_server.py) that checks every request
+as the protocol says and answers with each code the protocol documents (and a dropped connection)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sitemap_ops.cli import main
+from sitemap_ops.errors import ConfigError
+from sitemap_ops.pipeline import run_build
+from tests.changes.indexnow_server import IndexNowServer, local_key_file, running
+from tests.helpers import NOW, site_config, write_inventory
+
+BASE = "https://www.example.com"
+KEY = "a1b2c3d4e5f6a7b8c9d0-key"
+
+
+@pytest.fixture
+def endpoint(tmp_path: Path) -> Iterator[IndexNowServer]:
+    with running(IndexNowServer(local_key_file(tmp_path / "public"))) as server:
+        yield server
+
+
+def urls(n: int, prefix: str = "p") -> list[dict]:
+    return [{"loc": f"{BASE}/{prefix}{i}", "lastmod": dt.datetime(2026, 1, 1)} for i in range(n)]
+
+
+def run(tmp_path: Path, server: IndexNowServer, rows: list[dict], hours: int, **indexnow):
+    write_inventory(tmp_path / "inventory.parquet", rows)
+    settings = {"endpoint": server.url, "key": KEY, "time_budget_seconds": 20.0, **indexnow}
+    config = site_config(tmp_path, str(tmp_path / "inventory.parquet"), indexnow=settings)
+    return run_build(config, now=NOW + dt.timedelta(hours=hours))
+
+
+def test_first_build_is_not_submitted_then_changes_are_each_sent_once(tmp_path, endpoint) -> None:
+    rows = urls(30)
+    summary = run(tmp_path, endpoint, rows, 0)
+    assert endpoint.requests == 0 and summary.notified is not None
+    assert "first" in " ".join(summary.notified.notes)
+    rows2 = rows[1:] + urls(3, "new")
+    rows2[0]["lastmod"] = dt.datetime(2026, 5, 1)
+    summary = run(tmp_path, endpoint, rows2, 1)
+    assert sorted(endpoint.sent()) == sorted([f"{BASE}/p0", f"{BASE}/p1", *(f"{BASE}/new{i}" for i in range(3))])
+    assert summary.notified.submitted == 5 and summary.notified.deferred == 0
+    assert (tmp_path / "public" / f"{KEY}.txt").read_text() == KEY  # the key file is published with the sitemaps
+    run(tmp_path, endpoint, rows2, 2)  # nothing changed: nothing sent
+    assert endpoint.requests == 1 and not endpoint.problems
+
+
+def test_batches_hold_at_most_10000_urls(tmp_path, endpoint) -> None:
+    summary = run(tmp_path, endpoint, urls(25_000), 0, submit_first_build=True)
+    assert [len(b) for b in endpoint.accepted] == [10_000, 10_000, 5_000]
+    assert len(set(endpoint.sent())) == 25_000 and summary.notified.batches == 3
+
+
+def test_429_with_retry_after_and_a_dropped_connection_are_retried(tmp_path, endpoint) -> None:
+    endpoint.script = ["429:1", "drop", "503", "202"]
+    summary = run(tmp_path, endpoint, urls(5), 0, submit_first_build=True)
+    assert endpoint.requests == 4
+    assert sorted(endpoint.sent()) == sorted(r["loc"] for r in urls(5))
+    assert summary.notified.deferred == 0
+
+
+def test_what_the_time_budget_left_is_sent_by_the_next_build_exactly_once(tmp_path, endpoint) -> None:
+    endpoint.script = ["200"] + ["500"] * 50
+    summary = run(tmp_path, endpoint, urls(25), 0, submit_first_build=True, batch_size=10, time_budget_seconds=1.5)
+    assert summary.notified.submitted == 10 and summary.notified.deferred == 15
+    assert "deferred" in " ".join(summary.notified.notes)
+    endpoint.script = []
+    summary = run(tmp_path, endpoint, [*urls(25), *urls(2, "x")], 1, batch_size=10)
+    assert summary.notified.submitted == 17
+    sent = endpoint.sent()
+    assert len(sent) == len(set(sent)) == 27
+
+
+@pytest.mark.parametrize(("code", "words"), [("403", "key is not valid"), ("422", "not on the host"), ("400", "bad")])
+def test_a_refusal_stops_with_one_line_and_keeps_the_urls(tmp_path, endpoint, capsys, code, words) -> None:
+    write_inventory(tmp_path / "inventory.parquet", urls(3))
+    config = tmp_path / "site.toml"
+    config.write_text(
+        f'base_url = "{BASE}"\noutput = "public"\nwork_dir = "work"\n[[sources]]\npath = "inventory.parquet"\n'
+        f'[indexnow]\nendpoint = "{endpoint.url}"\nkey_env = "TEST_INDEXNOW_KEY"\nsubmit_first_build = true\n'
+    )
+    endpoint.script = [code]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TEST_INDEXNOW_KEY", KEY)
+        assert main(["build", "--config", str(config)]) == 1
+        out, err = capsys.readouterr()
+        errors = [line for line in err.splitlines() if "error:" in line]
+        assert len(errors) == 1 and f"HTTP {code}" in errors[0] and words in errors[0]
+        assert errors[0].startswith("sitemap-ops build: error: the sitemaps were published; IndexNow")
+        assert KEY not in out + err
+        assert "3 deferred" in out
+        # the next build (the endpoint answers again) sends the kept URLs, once
+        assert main(["build", "--config", str(config), "--quiet"]) == 0
+    assert sorted(endpoint.sent()) == sorted(r["loc"] for r in urls(3))
+
+
+def test_the_daily_cap_defers_the_rest_to_the_next_day(tmp_path, endpoint) -> None:
+    summary = run(tmp_path, endpoint, urls(12), 0, submit_first_build=True, max_urls_per_day=5)
+    assert summary.notified.submitted == 5 and summary.notified.deferred == 7
+    summary = run(tmp_path, endpoint, urls(12), 1, max_urls_per_day=5)  # the same day
+    assert summary.notified.submitted == 0
+    summary = run(tmp_path, endpoint, urls(12), 30, max_urls_per_day=5)  # the next day
+    assert summary.notified.submitted == 5
+    summary = run(tmp_path, endpoint, urls(12), 60, max_urls_per_day=5)
+    assert summary.notified.submitted == 2
+    assert sorted(endpoint.sent()) == sorted(r["loc"] for r in urls(12))
+
+
+def test_changes_of_a_build_that_did_not_submit_are_sent_by_the_next(tmp_path, endpoint) -> None:
+    run(tmp_path, endpoint, urls(5), 0)
+    run(tmp_path, endpoint, [*urls(5), *urls(1, "b")], 1, enabled=False)  # its notify step never ran
+    run(tmp_path, endpoint, [*urls(5), *urls(1, "b"), *urls(1, "c")], 2)
+    assert sorted(endpoint.sent()) == [f"{BASE}/b0", f"{BASE}/c0"]
+
+
+def test_a_failed_build_submits_nothing(tmp_path, endpoint) -> None:
+    run(tmp_path, endpoint, urls(20), 0)
+    with pytest.raises(Exception, match=r"circuit breaker|would publish"):
+        run(tmp_path, endpoint, urls(2), 1)
+    assert endpoint.requests == 0
+
+
+def test_key_rules(tmp_path) -> None:
+    source = str(write_inventory(tmp_path / "inventory.parquet", urls(1)))
+    with pytest.raises(ConfigError, match="8 to 128") as info:
+        site_config(tmp_path, source, indexnow={"key": "short!"})
+    assert "short!" not in str(info.value)
+    with pytest.raises(ConfigError, match="exactly one"):
+        site_config(tmp_path, source, indexnow={"key": KEY, "key_env": "X"})
+    with pytest.raises(ConfigError, match="key_location"):
+        site_config(tmp_path, source, public_url=f"{BASE}/sitemaps/", indexnow={"key": KEY})
+    config = site_config(tmp_path, source, indexnow={"key": KEY})
+    assert KEY not in repr(config)
