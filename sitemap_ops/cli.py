@@ -299,6 +299,9 @@ def _inspect(args: argparse.Namespace) -> int:
             width = max(len(reason) for reason in by_reason)
             for reason, count in sorted(by_reason.items(), key=lambda item: (-item[1], item[0])):
                 print(f"    {reason:<{width}}  {count:>12,}")
+    if manifest.changes:
+        counts = ", ".join(f"{kind} {manifest.changes.get(kind, 0):,}" for kind in CHANGE_KINDS)
+        print(f"  changes since {manifest.changes_since or 'nothing (the first build)'}: {counts}")
     if manifest.stage.get("rejects_path"):
         print(f"  rejects file: {manifest.stage['rejects_path']}")
     if manifest.unreferenced:
@@ -316,6 +319,8 @@ def _changes(args: argparse.Namespace) -> int:
     from sitemap_ops.plan.changes import sample_changes
     from sitemap_ops.storage import Storage, StorageConfig
 
+    if args.sample < 0:
+        raise SitemapOpsError(f"--sample must be 0 or more, not {args.sample}")
     storage = StorageConfig(endpoint_url=args.endpoint_url or "")
     manifest = Manifest.load(Storage.open(args.output, storage))
     if manifest is None:

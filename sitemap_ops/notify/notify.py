@@ -10,9 +10,12 @@ the last one stopped; only a batch in flight when a process dies may be sent twi
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import logging
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
 
@@ -156,6 +159,38 @@ def _publish_key_file(settings: NotifySettings, output: Storage, key: str) -> st
     return settings.public_url + name
 
 
+class _Redact(logging.Filter):
+    """Replaces the key in every log record a handler emits (libraries log the key file's path at debug)."""
+
+    def __init__(self, secret: str) -> None:
+        super().__init__()
+        self.secret = secret
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.secret in message:
+            record.msg, record.args = message.replace(self.secret, "***"), None
+        return True
+
+
+@contextlib.contextmanager
+def _key_redacted(key: str) -> Iterator[None]:
+    """While inside, no log handler of this process writes the key."""
+    handlers = [h for logger in (logging.getLogger(), *_named_loggers()) for h in logger.handlers]
+    redact = _Redact(key)
+    for handler in handlers:
+        handler.addFilter(redact)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(redact)
+
+
+def _named_loggers() -> list[logging.Logger]:
+    return [x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger)]
+
+
 def run_notify(
     settings: NotifySettings,
     con: duckdb.DuckDBPyConnection,
@@ -170,12 +205,26 @@ def run_notify(
     """Queue the live build's changes (once) and submit the queue, batch by batch, within the day's cap and
     the time budget. Does nothing unless `live` (the output's manifest) is build `build_id`'s."""
     progress = progress or Progress(enabled=False)
-    result = NotifyResult()
     if live is None or live.build_id != build_id or live.pending is not None:
-        result.notes.append(f"build {build_id} is not the live build: nothing submitted")
-        return result
+        return NotifyResult(notes=[f"build {build_id} is not the live build: nothing submitted"])
+    key = settings.indexnow.resolve_key()
+    with _key_redacted(key):
+        return _notify(settings, con, build_id, live, work_root, output, now, progress, key)
+
+
+def _notify(
+    settings: NotifySettings,
+    con: duckdb.DuckDBPyConnection,
+    build_id: str,
+    live: Manifest,
+    work_root: Storage,
+    output: Storage,
+    now: dt.datetime,
+    progress: Progress,
+    key: str,
+) -> NotifyResult:
+    result = NotifyResult()
     config = settings.indexnow
-    key = config.resolve_key()
     folder = work_root.child(INDEXNOW_FOLDER)
     folder.makedirs()
     state, token = _read_state(folder)

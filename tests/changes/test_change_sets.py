@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import duckdb
@@ -124,3 +125,30 @@ def test_full_rebuild_still_compares_with_the_live_build(tmp_path: Path) -> None
     summary = run_build(config, now=at(1), full_rebuild=True)
     assert summary.plan.changes == {"added": 0, "removed": 0, "updated": 0}
     assert summary.shards_written > 0
+
+
+def test_the_changes_command_prints_counts_and_a_sample(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from sitemap_ops.cli import main
+
+    rows = [page(f"p{i}") for i in range(30)]
+    build(tmp_path, rows, now=at(0))
+    build(tmp_path, rows[3:] + [page(f"n{i}") for i in range(12)], now=at(1))
+    out = str(tmp_path / "public")
+    assert main(["changes", out, "--sample", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "added:" in text and "12" in text and f"{BASE}/n0" in text and f"{BASE}/n1" in text
+    assert f"{BASE}/n2" not in text  # two per kind
+    assert f"{BASE}/p0" in text and f"{BASE}/p2" not in text
+    assert main(["changes", out, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"] == {"added": 12, "removed": 3, "updated": 0}
+    assert len([r for r in report["sample"] if r["change"] == "added"]) == 10
+    assert main(["inspect", out]) == 0
+    assert "added 12, removed 3, updated 0" in capsys.readouterr().out
+    # the change set's file gone (work folders pruned): counts still, and a note
+    Path(report["file"]).unlink()
+    assert main(["changes", out]) == 0
+    assert "pruned" in capsys.readouterr().out
+    assert main(["changes", out, "--sample", "-1"]) == 2
+    assert main(["changes", str(tmp_path / "nowhere")]) == 2
+    assert "nothing was published" in capsys.readouterr().err
