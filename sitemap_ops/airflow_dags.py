@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ from airflow.sdk import (
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sitemap_ops.config import SiteConfig, load_config
+from sitemap_ops.constants import REPORT_NAME
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.stage.config import SERVER_FORMATS
 from sitemap_ops.stage.result import StageResult
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from sitemap_ops.pipeline import BuildRun
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # Where the site TOML files are: this environment variable, else the Airflow Variable of the same name set
 # through the environment (AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR), else the example site in dags/sites/.
@@ -231,7 +234,9 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
                 "index_switched": result.index_switched,
                 "notes": planned.state_notes,
                 "changes": manifest.changes,
+                "report": run.work.url_of(REPORT_NAME),
             }
+            log.info("build %s published; its report: %s", run.build_id, counts["report"])
             context["outlet_events"][published].extra = {"site": site, **counts}
             return counts
 
@@ -249,13 +254,27 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
                 raise AirflowFailException(result.error)
             return result.to_dict()
 
+        @task
+        def report(staged: dict[str, Any], after: Any = None) -> str:
+            """Write the build's report page (report.html in its work folder), whatever the other tasks did."""
+            run = _build_run(config)
+            pipeline = _pipeline()
+            context = get_current_context()
+            dry_run = bool(context["params"].get("dry_run"))
+            # (each task's duration is in Airflow's own UI: a task cannot read the others' in Airflow 3)
+            url = pipeline.report(run, pipeline.load_plan(run), StageResult.from_dict(staged), dry_run=dry_run)
+            log.info("the build's report: %s", url)
+            return str(url)
+
         staged = stage()
         planned = plan(staged)
         rendered = render.expand(group=render_groups(planned))
         # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
         retired = retire(publish(staged, rendered))  # type: ignore[arg-type]
-        if config.indexnow.enabled:
-            notify(retired)
+        last = notify(retired) if config.indexnow.enabled else retired
+        # a teardown: it runs whatever happened before it and, unlike a plain last task, leaves the run's
+        # state to the build's own tasks (a failed publish still fails the run)
+        report(staged, last).as_teardown()  # type: ignore[arg-type]
     return dag
 
 

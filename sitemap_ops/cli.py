@@ -186,6 +186,7 @@ def summary_lines(summary: BuildSummary) -> list[str]:
         + (f", {summary.compressed_bytes:,} gzipped written" if summary.compressed_bytes else ""),
         f"  changes:            {_changes_line(pl)}",
         f"  rejects file:       {st.rejects_path}",
+        f"  report:             {summary.report}",
         f"  seconds:            {summary.seconds:.1f}",
     ]
     ext = st.extensions
@@ -300,8 +301,8 @@ def _inspect(args: argparse.Namespace) -> int:
             for reason, count in sorted(by_reason.items(), key=lambda item: (-item[1], item[0])):
                 print(f"    {reason:<{width}}  {count:>12,}")
     if manifest.changes:
-        counts = ", ".join(f"{kind} {manifest.changes.get(kind, 0):,}" for kind in CHANGE_KINDS)
-        print(f"  changes since {manifest.changes_since or 'nothing (the first build)'}: {counts}")
+        change_counts = ", ".join(f"{kind} {manifest.changes.get(kind, 0):,}" for kind in CHANGE_KINDS)
+        print(f"  changes since {manifest.changes_since or 'nothing (the first build)'}: {change_counts}")
     if manifest.stage.get("rejects_path"):
         print(f"  rejects file: {manifest.stage['rejects_path']}")
     if manifest.unreferenced:
@@ -349,6 +350,19 @@ def _changes(args: argparse.Namespace) -> int:
         for row in (r for r in sample if r["change"] == kind):
             print(f"    {row['loc']}" + (f"  (lastmod {row['lastmod']})" if row["lastmod"] else ""))
     print(f"  file: {manifest.changes_file}" + (f" ({note})" if note else ""))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from sitemap_ops.report.report import rewrite_report
+    from sitemap_ops.storage import StorageConfig
+
+    url = rewrite_report(args.location, StorageConfig(endpoint_url=args.endpoint_url or ""))
+    print(url)
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(url if "://" in url else "file://" + os.path.abspath(url))
     return 0
 
 
@@ -408,6 +422,16 @@ def parser() -> argparse.ArgumentParser:
     changes.add_argument("--sample", type=int, default=10, metavar="N", help="URLs shown per kind (default 10)")
     changes.add_argument("--json", action="store_true", help="counts and sample as JSON")
     changes.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
+    report = sub.add_parser(
+        "report",
+        help="write a build's report page again (report.html in its work folder) and print where it is",
+        epilog="example: sitemap-ops report public --open",
+    )
+    report.add_argument(
+        "location", metavar="DEST_OR_WORK_DIR", help="an output folder (its live build), a work folder or a build's"
+    )
+    report.add_argument("--open", action="store_true", help="open the page in the default browser")
+    report.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
     return main
 
 
@@ -421,6 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate(args)
         if args.command == "changes":
             return _changes(args)
+        if args.command == "report":
+            return _report(args)
         return _inspect(args)
     except SitemapOpsError as exc:
         print(f"sitemap-ops {args.command}: error: {exc}{_memory_advice(str(exc))}", file=sys.stderr)

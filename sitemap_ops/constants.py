@@ -184,9 +184,11 @@ PLAN_NAME = "plan.json"  # plan: shards, names, fingerprints, index files
 LIVE_MANIFEST_NAME = "live-manifest.json"  # plan: the live manifest it planned against (publish builds on it)
 DATED_NAME = "dated.parquet"  # plan: the staged snapshot with lastmods derived from content hashes
 CHANGES_NAME = "changes.parquet"  # plan: the URLs added, removed and updated since the live build
+REPORT_NAME = "report.html"  # report: the build's page for people
+REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later reports reads them)
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
-    LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME,
+    LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, REPORT_NAME, REPORT_DATA_NAME,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts

@@ -105,6 +105,11 @@ def create_parquet_view(
     relation.create_view(name, replace=True)
 
 
+def create_csv_view(con: duckdb.DuckDBPyConnection, name: str, path: str) -> None:
+    """(Re)create temp view `name` over a CSV file with a header line, every column as text (relation API)."""
+    con.read_csv(path, header=True, all_varchar=True).create_view(name, replace=True)
+
+
 def sql_literal(value: object) -> str:
     """A SQL literal for one of the build's own values (None, bool, int, float, str, naive datetime, list)."""
     if value is None:

@@ -1,4 +1,4 @@
-"""The build pipeline: stage, plan, render, publish, retire, notify: one typed step each, for the CLI and Airflow.
+"""The build pipeline: stage, plan, render, publish, retire, notify, report: one typed step each, for CLI and Airflow.
 
 Each step takes the build (`BuildRun`: config, id, clock) and what the step before it produced, and returns
 its own result. Steps hand over files in the build's work folder (sitemap_ops.constants lists them), so each
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import LIVE_MANIFEST_NAME, PLAN_NAME
-from sitemap_ops.errors import SitemapOpsError, StorageError
+from sitemap_ops.errors import SitemapOpsError, StorageError, first_line
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.notify.notify import NotifyResult, run_notify
 from sitemap_ops.plan.plan import Plan, run_plan
@@ -39,6 +39,7 @@ from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish, run_retire
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
+from sitemap_ops.report.report import config_digest, gather, write_report
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.stage.stage import run_stage
 from sitemap_ops.storage import Storage
@@ -253,6 +254,45 @@ def notify(run: BuildRun, *, lease: PublishLease | None = None, progress: Progre
         )
 
 
+def report(
+    run: BuildRun,
+    planned: Plan,
+    staged: StageResult,
+    *,
+    dry_run: bool = False,
+    rendered: list[RenderedShard] | None = None,
+    timings: dict[str, float] | None = None,
+) -> str:
+    """Write the build's report (report.html and report.json in its work folder); the page's URL.
+
+    `rendered`: the shards this process wrote (their gzipped bytes); without it (a scheduler's run, whose
+    render tasks ran elsewhere) the live manifest's records of this build's shards give them."""
+    live = None if dry_run else Manifest.load(run.output)
+    published = live is not None and live.build_id == run.build_id
+    if rendered is not None:
+        compressed = sum(r.compressed_bytes or 0 for r in rendered)
+    else:
+        compressed = sum(s.compressed_bytes or 0 for s in live.shards if s.written_by == run.build_id) if live else 0
+    config = run.config
+    data = gather(
+        build_id=run.build_id,
+        created_at=run.now.isoformat(),
+        base_url=config.base_url,
+        plan=planned,
+        stage=staged,
+        dry_run=dry_run,
+        published=published,
+        shards_written=0 if dry_run else sum(1 for s in planned.shards if s.render),
+        compressed_bytes_written=compressed,
+        max_urls=config.shards.max_urls,
+        max_bytes=config.shards.max_bytes,
+        timings=timings or {},
+        config_digest=config_digest(config),
+    )
+    with duckdb_session(config, run.work) as con:
+        return write_report(data, con, run.work, work_root(config), config.storage)
+
+
 @dataclass
 class BuildSummary:
     """What a whole build did: each step's result (the CLI prints it, scripts get it as JSON)."""
@@ -265,6 +305,7 @@ class BuildSummary:
     published: PublishResult | None = None
     retired: RetireResult = field(default_factory=lambda: RetireResult([], []))
     notified: NotifyResult | None = None  # IndexNow, when configured
+    report: str = ""  # the report page's location (work folder), or why it was not written
     # the index URLs, when no robots.txt lists them (the sitemaps are not served at the site root)
     unlisted: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -317,6 +358,7 @@ class BuildSummary:
             "seconds": round(self.seconds, 3),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "work_dir": self.work_dir,
+            "report": self.report,
         }
 
 
@@ -365,4 +407,8 @@ def run_build(
                 with timed("notify"):
                     summary.notified = notify(run, lease=lease, progress=progress)
     summary.seconds = time.monotonic() - started
+    try:
+        summary.report = report(run, planned, staged, dry_run=dry_run, rendered=summary.rendered, timings=dict(timings))
+    except Exception as exc:  # the build is done: a report that fails must not fail it
+        summary.report = f"not written: {type(exc).__name__}: {first_line(exc)}"
     return summary

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),  # the site's config: every stage's section
     ("stage.*",),
     ("plan.*",),
-    ("render.*", "publish.*", "notify.*", "validate"),  # they consume a plan or a published build
+    ("render.*", "publish.*", "notify.*", "report.*", "validate"),  # they consume a plan or a published build
     ("workspace",),  # a build's work folder and DuckDB session
     ("pipeline",),  # the steps in order
     ("cli", "airflow_dags"),  # the two ways to run the pipeline

@@ -158,8 +158,9 @@ def render_shards(
             for key, pieces in _shard_pieces(_entry_batches(con, plan, todo)):
                 pending.append(pool.submit(finish, by_key[key], pieces))
                 # Bound memory: wait for the oldest shards when too many are in flight.
-                while len([f for f in pending if not f.done()]) > 2 * max(1, threads):
-                    next(f for f in pending if not f.done()).result()
+                # (one list per check: every future may finish between two looks at them)
+                while len(running := [f for f in pending if not f.done()]) > 2 * max(1, threads):
+                    running[0].result()
             for future in pending:
                 future.result()
         except duckdb.Error as exc:

@@ -62,8 +62,9 @@ def test_example_dag_is_built_as_specified() -> None:
         param = dag.params.get_param(name)
         assert param.schema["type"] == "boolean" and param.value is False and param.description
     order = [t.task_id for t in dag.topological_sort()]
-    assert order == ["stage", "plan", "render_groups", "render", "publish", "retire"]
+    assert order == ["stage", "plan", "render_groups", "render", "publish", "retire", "report"]
     tasks = {t.task_id: t for t in dag.tasks}
+    assert tasks["report"].is_teardown  # it runs after a failure too, and leaves the run's state alone
     for name in ("stage", "plan", "render", "publish", "retire"):
         assert tasks[name].retries == 3
         assert tasks[name].retry_exponential_backoff

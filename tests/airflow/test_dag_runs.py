@@ -105,6 +105,9 @@ def test_dag_builds_and_publishes_then_uploads_nothing_when_unchanged(site) -> N
     with create_session() as session:
         events = [e for e in session.query(AssetEvent).all() if e.asset.name == "sitemaps_published_shop"]
     assert events and events[-1].extra["urls"] == 100 and events[-1].extra["shards_written"] == 3
+    # the report task wrote the page the event names
+    report = Path(events[-1].extra["report"])
+    assert report.name == "report.html" and "100" in report.read_text()
 
     puts_before = len(s3.app.puts(".xml.gz"))
     second = _run(folder)

@@ -1,0 +1,174 @@
+"""The report page: semantic HTML with inline CSS and inline SVG charts; no script, no request leaves it."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from sitemap_ops.constants import CHANGE_KINDS
+from sitemap_ops.report import charts
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1a202c;background:#f7fafc;
+overflow-wrap:anywhere}
+header,main,footer{max-width:960px;margin:0 auto;padding:0 16px}
+header{padding-top:16px}h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1.2em 0 .4em}
+section{background:#fff;border:1px solid #e2e8f0;border-radius:6px;padding:8px 16px 16px;margin:12px 0}
+dl.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:8px;margin:0}
+dl.figures div{background:#edf2f7;border-radius:4px;padding:6px 10px}dt{font-size:.85em;color:#4a5568}
+dd{margin:0;font-size:1.25em;font-weight:600}table{border-collapse:collapse;width:100%;font-size:.9em}
+th,td{text-align:left;padding:3px 6px;border-bottom:1px solid #e2e8f0;vertical-align:top}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.v{word-break:break-all}
+th,td.n{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
+figure{margin:8px 0;overflow-x:auto}svg{max-width:100%;height:auto}details{margin:4px 0}
+.note{color:#744210;background:#fefcbf;padding:4px 8px;border-radius:4px}
+footer{font-size:.85em;color:#4a5568;padding-bottom:24px}
+"""
+
+
+def _n(value: float | int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _cell(value: Any, numeric: bool) -> str:
+    if numeric:
+        return f'<td class="n">{_n(value)}</td>'
+    return f'<td class="v">{escape("" if value is None else str(value))}</td>'
+
+
+def _table(head: list[str], rows: list[list[Any]], numeric: frozenset[int] = frozenset()) -> str:
+    """A table with a header row; the columns in `numeric` are right-aligned numbers."""
+    cells = "".join(f'<th scope="col"{" class=n" if i in numeric else ""}>{escape(h)}</th>' for i, h in enumerate(head))
+    body = "".join("<tr>" + "".join(_cell(c, i in numeric) for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f'<div class="scroll"><table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
+
+
+def _fill_bins(fill: list[float], bins: int) -> list[tuple[str, int]]:
+    counts = [0] * bins
+    for value in fill:
+        counts[min(bins - 1, int(value * bins))] += 1
+    step = 100 // bins
+    return [(f"{i * step}-{(i + 1) * step}%", c) for i, c in enumerate(counts)]
+
+
+def render_html(data: Any, past: list[dict[str, Any]], rejects: list, hreflang: list, *, top: int, bins: int) -> str:
+    """The whole page for `data` (report.ReportData), its history (`past`, oldest first, this build last) and
+    the samples of rejected rows and hreflang problems."""
+    rejected = sum(data.rejected.values())
+    state = "dry run: nothing published" if data.dry_run else ("published" if data.published else "not published")
+    figures = [
+        ("URLs in", data.rows_in), ("rejected", rejected), ("fields dropped", sum(data.fields_dropped.values())),
+        ("duplicates merged", data.duplicates), ("URLs published" if not data.dry_run else "URLs planned", data.urls),
+        ("last build's URLs", data.previous_urls), ("shards", data.shards), ("shards written", data.shards_written),
+        ("shards unchanged", data.shards_unchanged), ("bytes (uncompressed)", data.bytes),
+        ("bytes written (gzipped)", data.compressed_bytes_written),
+    ] + [(f"URLs {kind}", data.changes.get(kind, 0)) for kind in CHANGE_KINDS if data.changes]  # fmt: skip
+    parts = [
+        '<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2><dl class="figures">',
+        "".join(f"<div><dt>{escape(k)}</dt><dd>{_n(v)}</dd></div>" for k, v in figures),
+        "</dl>",
+        "".join(f'<p class="note">{escape(note)}</p>' for note in data.notes),
+        "</section>",
+    ]
+    sections = sorted(data.sections.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = sections[:top] + ([("(other sections)", sum(v for _, v in sections[top:]))] if len(sections) > top else [])
+    parts += [
+        '<section aria-labelledby="s-sections"><h2 id="s-sections">URLs per section</h2>',
+        _figure(charts.bars(shown, "section", "URLs", "URLs per section"), f"{len(sections):,} section(s)")
+        if shown
+        else "",
+        _table(["section", "URLs"], [list(s) for s in shown], frozenset({1})),
+        "</section>",
+    ]
+    reasons = sorted({**data.rejected, **data.fields_dropped}.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts += ['<section aria-labelledby="s-rejects"><h2 id="s-rejects">Rejected URLs and dropped fields</h2>']
+    if reasons:
+        parts.append(
+            _figure(charts.bars(reasons, "reason", "rows", "Rejects by reason"), f"rejects file: {data.rejects_path}")
+        )
+        parts.append(_table(["reason", "rows"], [list(r) for r in reasons], frozenset({1})))
+        for reason, _count in reasons:
+            rows = [[r[2], r[1] or "", r[3]] for r in rejects if r[0] == reason]
+            if rows:
+                parts.append(
+                    f"<details><summary>{escape(reason)}: the first {len(rows)} row(s)</summary>"
+                    + _table(["source", "field", "original value"], rows)
+                    + "</details>"
+                )
+    else:
+        parts.append("<p>No URL was rejected and no field dropped.</p>")
+    parts.append("</section>")
+    parts += [
+        '<section aria-labelledby="s-fill"><h2 id="s-fill">Shard fill</h2>',
+        _figure(
+            charts.histogram(
+                _fill_bins(data.fill, bins), "fill (the fuller of URLs and bytes, against the limits)", "Shard fill"
+            ),
+            f"limits: {data.max_urls:,} URLs, {data.max_bytes:,} bytes per shard",
+        )
+        if data.fill
+        else "<p>No shard.</p>",
+        "</section>",
+    ]
+    if data.changes:
+        parts += [
+            '<section aria-labelledby="s-changes"><h2 id="s-changes">Changes since the last build</h2>',
+            _table(["change", "URLs"], [[k, data.changes.get(k, 0)] for k in CHANGE_KINDS], frozenset({1})),
+            "</section>",
+        ]
+    if data.hreflang_issues:
+        parts += [
+            '<section aria-labelledby="s-hreflang"><h2 id="s-hreflang">hreflang issues</h2>',
+            _table(["issue", "count"], [list(i) for i in sorted(data.hreflang_issues.items())], frozenset({1})),
+            _table(["issue", "page", "href"], [[r[0], r[1], r[2]] for r in hreflang]) if hreflang else "",
+            "</section>",
+        ]
+    points = []
+    for build in past:
+        label = build["build_id"][:16]
+        points += [
+            {"build": label, "measure": "published URLs", "value": build["urls"]},
+            {"build": label, "measure": "rejected", "value": sum(build["rejected"].values())},
+        ]
+        points += [{"build": label, "measure": k, "value": build.get("changes", {}).get(k, 0)} for k in CHANGE_KINDS]
+    parts += [
+        '<section aria-labelledby="s-history"><h2 id="s-history">The last builds</h2>',
+        _figure(charts.history(points, "URLs over the last builds"), f"{len(past)} build(s) with a report")
+        if points
+        else "",
+        _table(
+            ["build", "published", "URLs", "rejected", *CHANGE_KINDS],
+            [
+                [
+                    b["build_id"],
+                    "dry run" if b["dry_run"] else ("yes" if b["published"] else "no"),
+                    b["urls"],
+                    sum(b["rejected"].values()),
+                    *(b.get("changes", {}).get(k, 0) for k in CHANGE_KINDS),
+                ]
+                for b in reversed(past)
+            ],
+            frozenset({2, 3, 4, 5, 6}),
+        ),
+        "</section>",
+    ]
+    if data.timings:
+        parts += [
+            '<section aria-labelledby="s-timings"><h2 id="s-timings">Seconds per step</h2>',
+            _table(["step", "seconds"], [[k, v] for k, v in data.timings.items()], frozenset({1})),
+            "</section>",
+        ]
+    versions = ", ".join(f"{k} {v}" for k, v in data.versions.items())
+    title = f"Sitemap build {data.build_id}"
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<header><h1>{escape(title)}</h1><p>{escape(data.base_url)} · {escape(data.created_at)} · {state}</p></header>"
+        f"<main>{''.join(parts)}</main>"
+        f"<footer><p>config digest {escape(data.config_digest)} · {escape(versions)}</p></footer></body></html>\n"
+    )

@@ -1,0 +1,95 @@
+"""The report's figures match the manifest and the rejects file; the page is self-contained and small."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from sitemap_ops.cli import main
+from tests.helpers import NOW, build
+
+BASE = "https://www.example.com"
+
+
+def inventory(n: int, bad: int) -> list[dict]:
+    rows = [
+        {"loc": f"{BASE}/{'a' if i % 3 else 'b'}/p{i}", "lastmod": dt.datetime(2026, 1, 1), "section": f"s{i % 3}"}
+        for i in range(n)
+    ]
+    rows += [{"loc": f"/relative/{i}"} for i in range(bad)] + [{"loc": f"ftp://x/{i}"} for i in range(bad // 2)]
+    return rows
+
+
+def test_report_figures_match_the_manifest_and_the_rejects_file(tmp_path: Path) -> None:
+    summary, out = build(tmp_path, inventory(300, 30), shards={"max_urls": 50})
+    page = Path(summary.report)
+    assert page.name == "report.html" and page.parent.parent == tmp_path / "work"
+    data = json.loads((page.parent / "report.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert data["urls"] == manifest["totals"]["urls"] == 300
+    assert (
+        data["shards"] == manifest["totals"]["shards"]
+        and data["shards_written"] == manifest["totals"]["shards_written"]
+    )
+    assert data["rejected"] == manifest["stage"]["rejected"]
+    with open(manifest["stage"]["rejects_path"], newline="") as f:
+        by_reason = Counter(row["reason"] for row in csv.DictReader(f))
+    assert (
+        dict(by_reason)
+        == {**data["rejected"], **data["fields_dropped"]}
+        == {"not_absolute": 30, "unsupported_scheme": 15}
+    )
+    assert data["sections"] == {"s0": 100, "s1": 100, "s2": 100}
+    assert data["published"] and len(data["fill"]) == data["shards"]
+    text = page.read_text()
+    # samples, not full lists: 20 of the 30 rejected rows of a reason
+    assert text.count("/relative/") == 20
+    assert "not_absolute: the first 20 row(s)" in text
+    # self-contained: no script, no stylesheet or image fetched from anywhere
+    assert "<script" not in text and not re.search(r"""(src|href)=["']?(https?:)?//""", text.split("<main>")[0])
+    assert not re.search(r"<(img|link|iframe|object|embed)\b", text) and "url(" not in text
+
+
+def test_history_lists_the_last_builds_and_the_report_command_rewrites_the_page(tmp_path: Path, capsys) -> None:
+    rows = inventory(60, 2)
+    for hour in range(3):
+        summary, _ = build(tmp_path, rows, now=NOW + dt.timedelta(hours=hour))
+        rows = [*rows, {"loc": f"{BASE}/new{hour}", "lastmod": dt.datetime(2026, 1, 2)}]
+    text = Path(summary.report).read_text()
+    assert "3 build(s) with a report" in text
+    page = Path(summary.report)
+    page.unlink()
+    assert main(["report", str(tmp_path / "work")]) == 0
+    assert capsys.readouterr().out.strip() == str(page)
+    assert page.exists() and "3 build(s) with a report" in page.read_text()
+    assert main(["report", str(tmp_path / "public")]) == 0  # from the output folder: the live build's report
+    assert capsys.readouterr().out.strip() == str(page)
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+
+
+def test_the_page_stays_small_for_many_shards_and_sections(tmp_path: Path) -> None:
+    rows = [{"loc": f"{BASE}/x{i}", "section": f"sec{i % 400}"} for i in range(20_000)]
+    summary, _ = build(tmp_path, rows, shards={"max_urls": 10})
+    data = json.loads((Path(summary.report).parent / "report.json").read_text())
+    assert data["shards"] == 2_000
+    assert Path(summary.report).stat().st_size < 300_000  # 400 sections, 2,000 shards: still small
+
+
+def test_hreflang_issues_are_in_the_report_with_a_sample(tmp_path: Path) -> None:
+    from sitemap_ops.pipeline import run_build
+    from tests.extensions.rich import SITE, alternates, write_rich
+    from tests.helpers import site_config
+
+    rows = [
+        {"loc": f"{SITE}/en/p", "alternates": alternates("p", ("en", "de", "fr"))},
+        {"loc": f"{SITE}/de/p", "alternates": alternates("p", ("de", "en"))},
+        {"loc": f"{SITE}/fr/p"},
+    ]
+    summary = run_build(site_config(tmp_path, write_rich(tmp_path / "inventory.parquet", rows)), now=NOW)
+    text = Path(summary.report).read_text()
+    assert "hreflang issues" in text and "missing_return_link" in text
+    assert f"{SITE}/fr/p" in text.split("hreflang issues")[1]
