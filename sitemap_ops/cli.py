@@ -326,13 +326,16 @@ def _changes(args: argparse.Namespace) -> int:
     manifest = Manifest.load(Storage.open(args.output, storage))
     if manifest is None:
         raise SitemapOpsError(f"no manifest.json in {args.output}: nothing was published there yet")
-    if not manifest.changes_file:
+    if not manifest.changes:
         raise SitemapOpsError(f"build {manifest.build_id} has no change set (published by an older sitemap-ops)")
-    try:
-        sample = sample_changes(manifest.changes_file, storage, args.sample)
-        note = ""
-    except SitemapOpsError:
-        sample, note = [], f"the change set's file {manifest.changes_file} is gone (its work folder was pruned)"
+    sample, note = [], ""
+    if not manifest.changes_file:
+        note = "the site's first build: every URL it published is new"
+    else:
+        try:
+            sample = sample_changes(manifest.changes_file, storage, args.sample)
+        except SitemapOpsError:
+            note = f"the change set's file {manifest.changes_file} is gone (its work folder was pruned)"
     if args.json:
         report = {
             "build_id": manifest.build_id,
@@ -349,7 +352,7 @@ def _changes(args: argparse.Namespace) -> int:
         print(f"  {kind + ':':<9} {manifest.changes.get(kind, 0):>12,}")
         for row in (r for r in sample if r["change"] == kind):
             print(f"    {row['loc']}" + (f"  (lastmod {row['lastmod']})" if row["lastmod"] else ""))
-    print(f"  file: {manifest.changes_file}" + (f" ({note})" if note else ""))
+    print(f"  file: {manifest.changes_file or '(none)'}" + (f" ({note})" if note else ""))
     return 0
 
 

@@ -29,7 +29,7 @@ from sitemap_ops.notify.config import NotifySettings
 from sitemap_ops.notify.exceptions import IndexNowKeyError, NotifyError
 from sitemap_ops.notify.indexnow import Submission, post_batch
 from sitemap_ops.progress import Progress
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import Storage, open_file
 
 STATE_NAME = "state.json"
 # How far back the chain of live manifests is followed to find change sets that were never queued.
@@ -113,15 +113,23 @@ def _queue_changes(
     """Write the new queue: what was not sent yet, then the change sets' URLs, each URL once. (name, count)"""
     files = []
     for manifest in reversed(change_sets):  # oldest first
-        if not manifest.changes_file:
-            continue  # a state rebuilt from the live files, or a build before change sets
-        if manifest.changes_since is None and not settings.indexnow.submit_first_build:
-            notes.append(
-                f"build {manifest.build_id} was the site's first: its URLs are not submitted "
-                "(indexnow.submit_first_build)"
-            )
+        if manifest.changes_since is None and manifest.changes:  # the site's first build: all its URLs
+            if not settings.indexnow.submit_first_build:
+                notes.append(
+                    f"build {manifest.build_id} was the site's first: its URLs are not submitted "
+                    "(indexnow.submit_first_build)"
+                )
+                continue
+            source = manifest.changes_file or manifest.assignment
+        elif manifest.changes_file:
+            source = manifest.changes_file
         else:
-            files.append(duckdb_path(con, manifest.changes_file, settings.storage))
+            continue  # a state rebuilt from the live files, or a build before change sets
+        where, file_name = open_file(source, settings.storage)
+        if where.exists(file_name):
+            files.append(duckdb_path(con, source, settings.storage))
+        else:
+            notes.append(f"the change set of build {manifest.build_id} is gone: the URLs it changed are not submitted")
     name = f"queue-{change_sets[0].build_id}.parquet"
     old = duckdb_path(con, folder.url_of(state.queue), settings.storage) if state.queue else None
     try:

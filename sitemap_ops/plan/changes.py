@@ -72,6 +72,16 @@ def write_changes(con: duckdb.DuckDBPyConnection, work: Storage, news_section: s
     return counts
 
 
+def change_set(
+    con: duckdb.DuckDBPyConnection, work: Storage, news_section: str, live_assignment: str | None, urls: int
+) -> tuple[dict[str, int], str]:
+    """The change set's counts and file URL. On a site's first build (nothing live) every one of its `urls`
+    is added and no file is written: the assignment lists them already."""
+    if not live_assignment:
+        return {"added": urls, "removed": 0, "updated": 0}, ""
+    return write_changes(con, work, news_section), work.url_of(CHANGES_NAME)
+
+
 def sample_changes(path: str, storage: StorageConfig, sample: int) -> list[dict[str, str | None]]:
     """The first `sample` URLs of each kind in the change set at `path` (a work folder's file), by URL."""
     con = duckdb.connect()

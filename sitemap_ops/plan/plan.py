@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
+from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -23,7 +23,7 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
-from sitemap_ops.plan.changes import create_live_view, date_snapshot, write_changes
+from sitemap_ops.plan.changes import change_set, create_live_view, date_snapshot
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest, file_exists
@@ -98,6 +98,7 @@ class Plan:
     repaired: list[str] = field(default_factory=list)  # live shards that differed from their record (replaced)
     breaker: str | None = None  # a preview's plan: why the circuit breaker would stop the build
     # URLs added, removed and updated since the live build (sitemap_ops.plan.changes), and where they are
+    # ("" on a site's first build: every URL of the assignment is added)
     changes: dict[str, int] = field(default_factory=dict)
     changes_path: str = ""
     lastmods_derived: bool = False  # some lastmods came from content hashes (staged_path is the dated snapshot)
@@ -423,7 +424,8 @@ def run_plan(
 
     create_parquet_view(con, "planned", planned_path)
     progress.step("plan: comparing with the live build")
-    changes = write_changes(con, work, config.news_section)
+    news = sum(s.end - s.start for s in sections if s.name == config.news_section)
+    changes, changes_path = change_set(con, work, config.news_section, live_assignment, total - news)
     feed = _feed_entries(con, config) if config.feed.enabled else {}
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
@@ -485,7 +487,7 @@ def run_plan(
         repaired=repaired,
         breaker=breaker,
         changes=changes,
-        changes_path=work.url_of(CHANGES_NAME),
+        changes_path=changes_path,
         lastmods_derived=dated_path is not None,
         feed=feed,
     )
