@@ -11,6 +11,8 @@ import dataclasses
 import datetime as dt
 import logging
 import os
+import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -29,9 +31,9 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from sitemap_ops.config import SiteConfig, load_config
+from sitemap_ops.config import AirflowConfig, SiteConfig, load_config
 from sitemap_ops.constants import REPORT_NAME
-from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.errors import ConfigError, SitemapOpsError
 from sitemap_ops.stage.config import SERVER_FORMATS
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import StorageConfig
@@ -43,10 +45,12 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 # Where the site TOML files are: this environment variable, else the Airflow Variable of the same name set
-# through the environment (AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR), else the example site in dags/sites/.
-# A Variable in the metadata database is not read: DAG files must not touch the database when parsed.
+# through the environment (AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR), else the `sites` folder beside the DAG file
+# (inside the DAG bundle, so the sites are versioned with it). A Variable in the metadata database is not
+# read: DAG files must not touch the database when parsed.
 SITES_DIR_VARIABLE = "SITEMAP_OPS_SITES_DIR"
-DEFAULT_SITES_DIR = Path(__file__).resolve().parent.parent / "dags" / "sites"
+SITES_FOLDER = "sites"
+RUN_PARAMS = ("full_rebuild", "dry_run", "force")
 
 
 def content_published(site: str) -> Asset:
@@ -59,10 +63,15 @@ def sitemaps_published(site: str) -> Asset:
     return Asset(name=f"sitemaps_published_{site}", uri=f"sitemap-ops://{site}/sitemaps-published", group="sitemap-ops")
 
 
-def sites_dir() -> Path:
-    """The folder of site TOML files (read at parse time, from the environment only)."""
+def sites_dir(dag_file: str | Path | None = None) -> Path:
+    """The folder of site TOML files (read at parse time, from the environment only): the variable's, else
+    `sites/` beside `dag_file` (the DAG file that asks)."""
     folder = os.environ.get(SITES_DIR_VARIABLE) or os.environ.get(f"AIRFLOW_VAR_{SITES_DIR_VARIABLE}")
-    return Path(folder) if folder else DEFAULT_SITES_DIR
+    if folder:
+        return Path(folder)
+    if dag_file is None:
+        raise ConfigError(f"no sites folder: set {SITES_DIR_VARIABLE}, or pass the DAG file to dags_from_folder")
+    return Path(dag_file).resolve().parent / SITES_FOLDER
 
 
 def with_connections(config: SiteConfig) -> SiteConfig:
@@ -119,9 +128,64 @@ def _build_run(config: SiteConfig) -> BuildRun:
     return _pipeline().BuildRun.for_scheduler_run(with_connections(config), run.run_id, run.run_after)
 
 
+def _task_args(af: AirflowConfig, step: str, pool: str = "") -> dict[str, Any]:
+    """A step's task arguments from [airflow.steps.<step>] (queue, pool, executor_config, timeout)."""
+    options = af.steps.get(step, {})
+    args: dict[str, Any] = {"pool": options.get("pool") or pool or "default_pool"}
+    if "queue" in options:
+        args["queue"] = options["queue"]
+    if "executor_config" in options:
+        args["executor_config"] = dict(options["executor_config"])
+    if "execution_timeout_minutes" in options:
+        args["execution_timeout"] = dt.timedelta(minutes=float(options["execution_timeout_minutes"]))
+    return args
+
+
+# Executors that run every task on the machine of the scheduler: a local work folder is shared by them all.
+_ONE_MACHINE_EXECUTORS = {"LocalExecutor", "SequentialExecutor"}
+
+
+def check_executor(config: SiteConfig, executor: str) -> None:
+    """ConfigError when the site keeps files on a local path while `executor` ([core] executor) may run its
+    tasks on several machines, each of which would see only its own folder (unless the config says they
+    share one file system)."""
+    names = {part.strip().split(":")[-1].rsplit(".", 1)[-1] for part in executor.split(",") if part.strip()}
+    if names <= _ONE_MACHINE_EXECUTORS or config.airflow.shared_filesystem:
+        return
+    local = [("work_dir", config.work_dir), ("output", config.output)]
+    local += [("a source", s.path) for s in config.sources if s.format == "sqlite" or "://" not in s.path]
+    local = [(what, where) for what, where in local if "://" not in where or where.startswith("sqlite:")]
+    if local:
+        what, where = local[0]
+        raise ConfigError(
+            f"{what} {where} is a local path, but [core] executor = {executor} runs tasks on several machines, "
+            "each with its own folder (a render task would not find the staged snapshot): use object storage "
+            "(s3://, gs://) or, when every worker mounts the same file system, set [airflow] shared_filesystem = true"
+        )
+
+
+def _shard_range(planned: Any, first: int, last: int) -> str:
+    """A render group's label for the UI: its first and last shard (stable names) and how many it writes."""
+    todo = [s for s in planned.shards if s.render and first <= s.key <= last]
+    if not todo:
+        return f"shards {first}-{last}"
+    stable = [re.sub(r"-[0-9a-f]{12}(?=\.)", "", s.name).split(".")[0] for s in (todo[0], todo[-1])]
+    return f"{stable[0]} … {stable[1]} ({len(todo)})" if len(todo) > 1 else stable[0]
+
+
+def _max_render_groups() -> int:
+    """Render groups a run may map: sitemap-ops' cap, within [core] max_map_length (read at run time)."""
+    from airflow.configuration import conf
+
+    return max(1, min(_pipeline().MAX_RENDER_GROUPS, conf.getint("core", "max_map_length", fallback=1024)))
+
+
 def build_dag(toml_path: Path) -> DAG:
     """The DAG of one site TOML file (validated here, so a bad file shows as an import error)."""
     config = load_config(toml_path)
+    from airflow.configuration import conf  # (a file read, no database: allowed at parse time)
+
+    check_executor(config, conf.get("core", "executor", fallback="LocalExecutor"))
     af = config.airflow
     site = config.name
     content = content_published(site)
@@ -162,17 +226,26 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
 """,
     ) as dag:
 
-        @task(**io_retries, pool=af.source_pool or "default_pool")
+        @task(**io_retries, **_task_args(af, "stage", af.source_pool))
         def stage() -> dict[str, Any]:
             """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
-            return _step(lambda: _pipeline().stage(_build_run(config)).to_dict())
+            _check_run_params(get_current_context())
+            started = time.monotonic()
+            result = _step(lambda: _pipeline().stage(_build_run(config)))
+            log.info(
+                "stage: %s row(s) in, %s staged, %s rejected, %s duplicate(s) merged, in %.1f s",
+                f"{result.rows_in:,}", f"{result.staged:,}", f"{sum(result.rejected.values()):,}",
+                f"{result.duplicates:,}", time.monotonic() - started,
+            )  # fmt: skip
+            return result.to_dict()
 
-        @task(**io_retries)
+        @task(**io_retries, **_task_args(af, "plan"))
         def plan(staged: dict[str, Any]) -> dict[str, Any]:
             """Place every URL in its shard; returns the groups of shards to render."""
             params = get_current_context()["params"]
             run = _build_run(config)
             pipeline = _pipeline()
+            started = time.monotonic()
             planned = _step(
                 lambda: pipeline.plan(
                     run,
@@ -181,13 +254,19 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
                     force=params["force"],
                 )
             )
+            to_render = sum(1 for s in planned.shards if s.render)
+            log.info(
+                "plan: %s URL(s) in %s shard(s), %s to write, changes %s, in %.1f s",
+                f"{planned.total_urls:,}", f"{len(planned.shards):,}", f"{to_render:,}", planned.changes,
+                time.monotonic() - started,
+            )  # fmt: skip
             return {
                 "build_id": run.build_id,
                 "previous_build_id": planned.previous_build_id,
                 "urls": planned.total_urls,
                 "shards": len(planned.shards),
                 "shards_to_render": sum(1 for s in planned.shards if s.render),
-                "groups": [list(group) for group in pipeline.render_groups(planned)],
+                "groups": [list(group) for group in pipeline.render_groups(planned, _max_render_groups())],
                 "notes": planned.state_notes,
             }
 
@@ -199,17 +278,31 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
             groups: list[list[int]] = planned["groups"]
             return groups
 
-        # a mapped task does not take its docstring as doc_md
-        @task(**io_retries, pool=af.storage_pool or "default_pool", doc_md="Render and write one group of shards.")
+        # a mapped task does not take its docstring as doc_md; each mapped instance is named by its shards
+        @task(
+            **io_retries,
+            **_task_args(af, "render", af.storage_pool),
+            doc_md="Render and write one group of shards.",
+            map_index_template="{{ shard_range }}",
+        )
         def render(group: list[int]) -> list[dict[str, Any]]:
             """Render and write one group of shards (a retry rewrites the same bytes)."""
             run = _build_run(config)
             pipeline = _pipeline()
             first, last = group
-            rendered = _step(lambda: pipeline.render(run, pipeline.load_plan(run), (first, last)))
+            planned = pipeline.load_plan(run)
+            get_current_context()["shard_range"] = _shard_range(planned, first, last)  # type: ignore[typeddict-unknown-key]
+            started = time.monotonic()
+            rendered = _step(lambda: pipeline.render(run, planned, (first, last)))
+            log.info(
+                "render: %d shard(s) written, %s bytes gzipped, in %.1f s",
+                len(rendered), f"{sum(r.compressed_bytes or 0 for r in rendered):,}", time.monotonic() - started,
+            )  # fmt: skip
             return [dataclasses.asdict(r) for r in rendered]
 
-        @task(**io_retries, outlets=[published], pool=af.storage_pool or "default_pool", trigger_rule="none_failed")
+        @task(
+            **io_retries, **_task_args(af, "publish", af.storage_pool), outlets=[published], trigger_rule="none_failed"
+        )
         def publish(staged: dict[str, Any], rendered: list[list[dict[str, Any]]]) -> dict[str, Any]:
             """Switch the index, write robots.txt and the manifest, then emit the sitemaps-published asset event.
 
@@ -240,21 +333,23 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
             context["outlet_events"][published].extra = {"site": site, **counts}
             return counts
 
-        @task(**io_retries)
+        @task(**io_retries, **_task_args(af, "retire"))
         def retire(published_counts: dict[str, Any]) -> dict[str, list[str]]:
             """Delete files past the grace period; once this build is live, prune old work folders."""
             retired = _step(lambda: _pipeline().retire(_build_run(config)))
+            log.info("retire: %d file(s) deleted, %d refused", len(retired.deleted), len(retired.refused))
             return {"retired": retired.deleted, "refused": retired.refused}
 
-        @task(**io_retries, trigger_rule="all_done")
+        @task(**io_retries, **_task_args(af, "notify"), trigger_rule="all_done")
         def notify(retired: dict[str, list[str]] | None) -> dict[str, Any]:
             """Submit the live build's changes to IndexNow (only if this run's build is live)."""
             result = _step(lambda: _pipeline().notify(_build_run(config)))
+            log.info("notify: %s URL(s) submitted, %s deferred", f"{result.submitted:,}", f"{result.deferred:,}")
             if result.error:
                 raise AirflowFailException(result.error)
             return result.to_dict()
 
-        @task
+        @task(**_task_args(af, "report"))
         def report(staged: dict[str, Any], after: Any = None) -> str:
             """Write the build's report page (report.html in its work folder), whatever the other tasks did."""
             run = _build_run(config)
@@ -274,14 +369,64 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
         last = notify(retired) if config.indexnow.enabled else retired
         # a teardown: it runs whatever happened before it and, unlike a plain last task, leaves the run's
         # state to the build's own tasks (a failed publish still fails the run)
-        report(staged, last).as_teardown()  # type: ignore[arg-type]
+        report(staged, last).as_teardown()
     return dag
 
 
-def dags_from_folder(folder: Path | None = None) -> dict[str, DAG]:
-    """dag_id -> DAG for every *.toml in the sites folder."""
-    result = {}
-    for path in sorted((folder or sites_dir()).glob("*.toml")):
-        dag = build_dag(path)
+def invalid_site_dag(path: Path, error: str) -> DAG:
+    """The DAG standing for a site file that cannot be built: its one task fails with the error, which its
+    doc shows too. So one bad file fails only its own DAG, and says which file and why."""
+    dag_id = "sitemaps_invalid_" + re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)
+    message = f"{path}: {error}"
+    log.error("sitemap-ops: %s", message)
+    with DAG(
+        dag_id=dag_id,
+        schedule=None,
+        catchup=False,
+        tags=["sitemap-ops", "invalid"],
+        doc_md=f"### The site file `{path.name}` is invalid\n\n{message}\n\nFix the file; this DAG then goes away.",
+    ) as dag:
+
+        @task(task_id="config_error")
+        def config_error() -> None:
+            raise AirflowFailException(message)
+
+        config_error()
+    return dag
+
+
+def dags_from_folder(folder: Path | None = None, *, dag_file: str | Path | None = None) -> dict[str, DAG]:
+    """dag_id -> DAG for every *.toml in the sites folder (`folder`, else sites_dir(dag_file)).
+
+    A file that cannot be built, or whose site name another file already uses, becomes a DAG of its own
+    that fails with the reason (invalid_site_dag); the other sites' DAGs are unaffected. A missing folder
+    is an error (a DAG file with no sites would show nothing and say nothing)."""
+    folder = folder or sites_dir(dag_file)
+    if not folder.is_dir():
+        raise ConfigError(f"the sites folder {folder} does not exist (set {SITES_DIR_VARIABLE} or create it)")
+    result: dict[str, DAG] = {}
+    files: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            dag = build_dag(path)
+        except SitemapOpsError as exc:
+            dag = invalid_site_dag(path, str(exc))
+        else:
+            if dag.dag_id in files:
+                dag = invalid_site_dag(
+                    path,
+                    f"the site name of {dag.dag_id} is also {files[dag.dag_id].name}'s; give each file its own `name`",
+                )
+        files.setdefault(dag.dag_id, path)
         result[dag.dag_id] = dag
     return result
+
+
+def _check_run_params(context: Any) -> None:
+    """A run's conf may hold only the DAG's params: a misspelled one (dry_rnu) must not publish for real."""
+    conf = getattr(context["dag_run"], "conf", None) or {}
+    unknown = sorted(set(conf) - set(RUN_PARAMS))
+    if unknown:
+        raise AirflowFailException(
+            f"unknown run parameter(s) {', '.join(unknown)}; this DAG takes {', '.join(RUN_PARAMS)}"
+        )

@@ -43,6 +43,22 @@ class DuckDBConfig:
             )
 
 
+# The Airflow DAG's tasks (sitemap_ops.airflow_dags), and what [airflow.steps.<name>] may set for each.
+AIRFLOW_STEPS = ("stage", "plan", "render", "publish", "retire", "notify", "report")
+_STEP_OPTIONS: dict[str, type | tuple[type, ...]] = {
+    "queue": str,
+    "pool": str,
+    "executor_config": dict,
+    "execution_timeout_minutes": (int, float),
+}
+_STEP_KINDS = {
+    "queue": "non-empty string",
+    "pool": "non-empty string",
+    "executor_config": "table",
+    "execution_timeout_minutes": "number",
+}
+
+
 @dataclass(frozen=True)
 class AirflowConfig:
     """How the site's Airflow DAG runs (sitemap_ops.airflow_dags); ignored by the CLI."""
@@ -56,10 +72,31 @@ class AirflowConfig:
     retry_delay_seconds: float = 60.0
     source_pool: str = ""  # Airflow pool limiting the stage tasks (database load); "" = default pool
     storage_pool: str = ""  # Airflow pool limiting render and publish tasks (storage load)
+    # Per step: where and how long its task runs, e.g. [airflow.steps.stage] queue = "big-memory",
+    # execution_timeout_minutes = 120, executor_config = {...}, pool = "..." (over source_pool/storage_pool).
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A local work folder or output with an executor that runs tasks on several machines is refused, unless
+    # those machines share the file system (NFS, one volume): then say so here.
+    shared_filesystem: bool = False
 
     def __post_init__(self) -> None:
         if self.retries < 0 or self.retry_delay_seconds < 0:
             raise ConfigError("airflow.retries and airflow.retry_delay_seconds must not be negative")
+        for step, options in self.steps.items():
+            if step not in AIRFLOW_STEPS:
+                raise ConfigError(f"airflow.steps.{step}: no such step; the steps are {', '.join(AIRFLOW_STEPS)}")
+            if not isinstance(options, Mapping):
+                raise ConfigError(f"airflow.steps.{step} must be a table")
+            for key, value in options.items():
+                kind = _STEP_OPTIONS.get(key)
+                if kind is None:
+                    raise ConfigError(
+                        f"airflow.steps.{step}: unknown key {key}; known: {', '.join(sorted(_STEP_OPTIONS))}"
+                    )
+                if not isinstance(value, kind) or isinstance(value, bool) or (kind is str and not value):
+                    raise ConfigError(f"airflow.steps.{step}.{key} must be a {_STEP_KINDS[key]}")
+                if key == "execution_timeout_minutes" and isinstance(value, int | float) and value <= 0:
+                    raise ConfigError(f"airflow.steps.{step}.execution_timeout_minutes must be positive")
         if self.schedule and len(self.schedule.split()) not in (5, 6):
             raise ConfigError(f"airflow.schedule {self.schedule!r} is not a cron expression (5 fields)")
 
@@ -242,6 +279,8 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
             raise ConfigError(f"config file {path}: {exc}") from None
         # Relative paths in a config file are relative to the file, not to the current directory.
         _resolve_relative(data, Path(path).resolve().parent)
+        # a site file names its site (and DAG) by its own name unless it says otherwise
+        data.setdefault("name", re.sub(r"[^A-Za-z0-9_.-]", "_", Path(path).stem).lstrip(".-") or "site")
     for key, value in (overrides or {}).items():
         if isinstance(value, Mapping) and isinstance(data.get(key), Mapping):
             data[key] = {**data[key], **value}

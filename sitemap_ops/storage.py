@@ -42,7 +42,9 @@ class StorageConfig:
     max_concurrency: int = 8  # shard files compressed and uploaded at once
     retries: int = 4  # further attempts after a transient failure (5xx, throttling, resets), with backoff
     lease: bool = True  # hold a lease object while publishing, so two builds of a site never interleave
-    lease_seconds: float = 3600.0  # a lease left by a crashed build expires after this
+    # A lease left by a crashed build expires after this. Short, as a heartbeat renews it every quarter of it:
+    # a holder on another machine cannot be judged by its PID, so expiry is how its crash is noticed.
+    lease_seconds: float = 120.0
     lease_wait_seconds: float = 0.0  # how long a second build waits for the lease (0: stop at once)
 
     def __post_init__(self) -> None:

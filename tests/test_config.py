@@ -84,3 +84,13 @@ def test_the_shipped_examples_load() -> None:
     assert production.feed.enabled and production.indexnow.enabled and production.indexnow.key_env == "INDEXNOW_KEY"
     assert not load_config(examples / "site.toml").indexnow.enabled
     assert load_config(examples / "site.toml").shards.max_urls == 100
+
+
+def test_a_site_file_names_its_site_unless_it_says_otherwise(tmp_path: Path) -> None:
+    body = 'base_url = "https://www.example.com"\noutput = "public"\n[[sources]]\npath = "x.parquet"\n'
+    (tmp_path / "shop.de.toml").write_text(body)
+    assert load_config(tmp_path / "shop.de.toml").name == "shop.de"
+    (tmp_path / "my site.toml").write_text('name = "blog"\n' + body)
+    assert load_config(tmp_path / "my site.toml").name == "blog"
+    (tmp_path / "my site 2.toml").write_text(body)
+    assert load_config(tmp_path / "my site 2.toml").name == "my_site_2"

@@ -159,10 +159,10 @@ class PublishLease:
 
     @contextmanager
     def held(self, interval: float | None = None) -> Iterator[PublishLease]:
-        """Acquire, renew every `interval` seconds (default a third of the lease) in a thread, release."""
+        """Acquire, renew every `interval` seconds (default a quarter of the lease) in a thread, release."""
         self.acquire()
         stop = threading.Event()
-        every = interval if interval is not None else max(0.05, self.seconds / 3)
+        every = interval if interval is not None else max(0.05, self.seconds / 4)
 
         def beat() -> None:
             while not stop.wait(every):

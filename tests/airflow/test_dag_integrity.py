@@ -88,12 +88,39 @@ def test_a_site_without_cron_runs_on_its_content_asset_only(tmp_path: Path) -> N
     assert not hasattr(dag.timetable, "timetable")  # no cron part
 
 
-def test_a_bad_site_file_is_an_import_error(tmp_path: Path) -> None:
+def test_a_bad_site_file_fails_only_its_own_dag_and_names_the_file(tmp_path: Path) -> None:
     from sitemap_ops.airflow_dags import dags_from_folder
 
+    _write_site(tmp_path, "good")
     _write_site(tmp_path, "bad", schedule="every day")
-    with pytest.raises(ConfigError, match="not a cron expression"):
-        dags_from_folder(tmp_path)
+    (tmp_path / "broken.toml").write_text("base_url = \n")
+    dags = dags_from_folder(tmp_path)
+    assert set(dags) == {"sitemaps_good", "sitemaps_invalid_bad", "sitemaps_invalid_broken"}
+    bad = dags["sitemaps_invalid_bad"]
+    assert "bad.toml" in bad.doc_md and "not a cron expression" in bad.doc_md
+    assert [t.task_id for t in bad.tasks] == ["config_error"]
+    assert "broken.toml" in dags["sitemaps_invalid_broken"].doc_md
+
+
+def test_site_names_default_to_the_file_name_and_must_be_unique(tmp_path: Path) -> None:
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    for stem in ("alpha", "beta"):
+        (tmp_path / f"{stem}.toml").write_text(
+            'base_url = "https://www.example.com"\noutput = "s3://bucket/site"\n[[sources]]\npath = "x.parquet"\n'
+        )
+    _write_site(tmp_path, "gamma").rename(tmp_path / "zeta.toml")  # says name = "gamma"
+    _write_site(tmp_path, "gamma")
+    dags = dags_from_folder(tmp_path)
+    assert set(dags) == {"sitemaps_alpha", "sitemaps_beta", "sitemaps_gamma", "sitemaps_invalid_zeta"}
+    assert "gamma.toml" in dags["sitemaps_invalid_zeta"].doc_md and "own `name`" in dags["sitemaps_invalid_zeta"].doc_md
+
+
+def test_a_missing_sites_folder_is_an_error(tmp_path: Path) -> None:
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    with pytest.raises(ConfigError, match="does not exist"):
+        dags_from_folder(tmp_path / "nowhere")
 
 
 def test_render_groups_stay_under_max_map_length() -> None:
@@ -119,11 +146,14 @@ def test_render_groups_stay_under_max_map_length() -> None:
 
 
 def test_sites_folder_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sitemap_ops.airflow_dags import DEFAULT_SITES_DIR, sites_dir
+    from sitemap_ops.airflow_dags import sites_dir
 
     monkeypatch.delenv("SITEMAP_OPS_SITES_DIR", raising=False)
     monkeypatch.delenv("AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR", raising=False)
-    assert sites_dir() == DEFAULT_SITES_DIR
+    # by default the sites folder is beside the DAG file, inside its bundle
+    assert sites_dir(DAGS / "sitemaps.py") == DAGS / "sites"
+    with pytest.raises(ConfigError, match="no sites folder"):
+        sites_dir()
     monkeypatch.setenv("AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR", str(tmp_path / "variable"))
     assert sites_dir() == tmp_path / "variable"
     monkeypatch.setenv("SITEMAP_OPS_SITES_DIR", str(tmp_path / "env"))
@@ -144,3 +174,52 @@ def test_parsing_the_dag_file_imports_no_data_library() -> None:
         env=os.environ.copy(),
     )
     assert result.stdout.strip() == ""
+
+
+def test_local_folders_are_refused_when_tasks_may_run_on_several_machines(tmp_path: Path) -> None:
+    from sitemap_ops.airflow_dags import check_executor
+    from sitemap_ops.config import load_config
+
+    local = load_config(_write_site(tmp_path, "local"), {"work_dir": str(tmp_path / "work")})
+    check_executor(local, "LocalExecutor")  # one machine: fine
+    for executor in ("CeleryExecutor", "airflow.providers.celery.executors.celery_executor.CeleryExecutor",
+                     "LocalExecutor,KubernetesExecutor"):  # fmt: skip
+        with pytest.raises(ConfigError, match=r"work_dir .* is a local path.*shared_filesystem"):
+            check_executor(local, executor)
+    shared = load_config(
+        tmp_path / "local.toml", {"work_dir": str(tmp_path / "work"), "airflow": {"shared_filesystem": True}}
+    )
+    check_executor(shared, "CeleryExecutor")
+    remote = load_config(tmp_path / "local.toml", {"work_dir": "s3://bucket/work"})
+    check_executor(remote, "CeleryExecutor")  # output and work folder on object storage, a database source
+
+
+def test_a_multi_machine_executor_turns_a_local_site_into_an_invalid_dag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    _write_site(tmp_path, "shop")  # work_dir: the default, a local folder
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")
+    dags = dags_from_folder(tmp_path)
+    assert list(dags) == ["sitemaps_invalid_shop"] and "shared_filesystem" in dags["sitemaps_invalid_shop"].doc_md
+
+
+def test_each_step_takes_its_queue_pool_executor_config_and_timeout(tmp_path: Path) -> None:
+    from sitemap_ops.airflow_dags import dags_from_folder
+
+    path = _write_site(tmp_path, "shop", storage_pool="uploads")
+    path.write_text(
+        path.read_text()
+        + '[airflow.steps.stage]\nqueue = "big-memory"\nexecution_timeout_minutes = 90\n'
+        + 'executor_config = { pod_override = "large" }\n[airflow.steps.render]\npool = "render-pool"\n'
+    )
+    tasks = {t.task_id: t for t in dags_from_folder(tmp_path)["sitemaps_shop"].tasks}
+    assert tasks["stage"].queue == "big-memory"
+    assert tasks["stage"].execution_timeout.total_seconds() == 90 * 60
+    assert tasks["stage"].executor_config == {"pod_override": "large"}
+    assert tasks["render"].pool == "render-pool" and tasks["publish"].pool == "uploads"
+    assert tasks["plan"].queue != "big-memory" and tasks["plan"].execution_timeout is None
+    path.write_text(path.read_text() + '[airflow.steps.rendr]\nqueue = "x"\n')
+    invalid = dags_from_folder(tmp_path)["sitemaps_invalid_shop"]
+    assert "airflow.steps.rendr: no such step" in invalid.doc_md

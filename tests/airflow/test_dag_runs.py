@@ -109,6 +109,10 @@ def test_dag_builds_and_publishes_then_uploads_nothing_when_unchanged(site) -> N
     report = Path(events[-1].extra["report"])
     assert report.name == "report.html" and "100" in report.read_text()
 
+    # each mapped render task is named by the shards it wrote
+    names = sorted(ti.rendered_map_index or "" for ti in run.get_task_instances() if ti.task_id == "render")
+    assert any("sitemap-pages-00001" in name for name in names), names
+
     puts_before = len(s3.app.puts(".xml.gz"))
     second = _run(folder)
     assert second.state == "success"
@@ -141,6 +145,12 @@ def test_dry_run_publishes_nothing(site) -> None:
     run = _run(folder, dry_run=True)
     assert run.state == "success"
     assert _objects(s3, "dry") == {}
+    # a misspelled run parameter stops the run at its first task: it never publishes for real
+    run = _run(folder, dry_rnu=True)
+    assert run.state == "failed"
+    assert _objects(s3, "dry") == {}
+    stage = [ti for ti in run.get_task_instances() if ti.task_id == "stage"]
+    assert stage[0].state == "failed" and stage[0].try_number == 1  # not retried
 
 
 def test_full_rebuild_after_a_publish_writes_new_objects_and_switches(site) -> None:
@@ -227,3 +237,14 @@ def test_the_dag_publishes_a_feed_and_submits_changes_to_indexnow(site) -> None:
     feed = etree.fromstring(objects["feed.xml"])
     first = feed.find("{http://www.w3.org/2005/Atom}entry/{http://www.w3.org/2005/Atom}id")
     assert first is not None and first.text == f"{SITE}/p/new"
+
+
+def test_render_groups_stay_within_the_max_map_length_read_at_run_time(site, monkeypatch) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "capped")
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "2")  # 3 shards to write: 2 groups
+    run = _run(folder)
+    assert run.state == "success"
+    renders = [ti for ti in run.get_task_instances() if ti.task_id == "render"]
+    assert len(renders) == 2
+    assert len([n for n in _objects(s3, "capped") if n.startswith("sitemap-pages-")]) == 3

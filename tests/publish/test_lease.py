@@ -167,3 +167,20 @@ def test_acquire_gives_up_on_a_lease_that_keeps_changing(tmp_path: Path) -> None
     with pytest.raises(LeaseHeldError, match="kept changing"):
         PublishLease(churning, "b", seconds=60, sleep=sleeps.append).acquire()
     assert len(sleeps) == 50 and all(s > 0 for s in sleeps), "bounded, with a pause between rounds"
+
+
+def test_a_holder_that_died_on_another_machine_blocks_the_next_build_for_one_lease_only(storage: Storage) -> None:
+    from sitemap_ops.storage import StorageConfig
+
+    seconds = StorageConfig().lease_seconds
+    clock = Clock()
+    other = PublishLease(storage, "on-worker-2", seconds=seconds, clock=clock)
+    other.acquire()  # ... then its machine died: no heartbeat renews it from now on
+    info = json.loads(storage.read_bytes(LEASE_NAME) or b"{}")
+    storage.replace_if(LEASE_NAME, json.dumps({**info, "machine": "worker-2/boot/pid:[1]"}).encode(),
+                       storage.read_versioned(LEASE_NAME)[1])  # fmt: skip
+    with pytest.raises(LeaseHeldError, match="on-worker-2"):
+        PublishLease(storage, "next", seconds=seconds, clock=clock).acquire()
+    clock.now += seconds + 1  # one lease later, not an hour
+    PublishLease(storage, "next", seconds=seconds, clock=clock).acquire()
+    assert seconds <= 300  # a dead worker's lease must not stall the site's builds for long
