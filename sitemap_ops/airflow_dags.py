@@ -26,6 +26,7 @@ from airflow.sdk import (
     BaseHook,
     CronTriggerTimetable,
     Param,
+    TaskGroup,
     get_current_context,
     task,
 )
@@ -180,6 +181,36 @@ def _max_render_groups() -> int:
     return max(1, min(_pipeline().MAX_RENDER_GROUPS, conf.getint("core", "max_map_length", fallback=1024)))
 
 
+def build_params() -> dict[str, Param]:
+    """The run params a build's tasks read (RUN_PARAMS): add them to a DAG that holds a SitemapBuild."""
+    return {
+        "full_rebuild": Param(False, type="boolean", description="ignore the last build: write every shard"),
+        "dry_run": Param(False, type="boolean", description="stop after the plan: publish nothing"),
+        "force": Param(False, type="boolean", description="publish even below the circuit breaker's ratio"),
+    }
+
+
+class SitemapBuild(TaskGroup):
+    """A site's whole build as a task group, to drop into a DAG of your own:
+
+        with DAG("catalog", schedule="@daily", params=build_params()) as dag:
+            export_catalog() >> SitemapBuild("sites/shop.toml")
+
+    `site`: a SiteConfig or the path of a site TOML file. The tasks are those of the site's own DAG
+    (stage, plan, render mapped, publish, retire, notify, report), under `group_id` (default
+    sitemaps_<name>). Run params are read when the DAG has them (build_params), else default to off.
+    """
+
+    def __init__(self, site: SiteConfig | str | Path, group_id: str | None = None, **kwargs: Any) -> None:
+        config = site if isinstance(site, SiteConfig) else load_config(site)
+        from airflow.configuration import conf
+
+        check_executor(config, conf.get("core", "executor", fallback="LocalExecutor"))
+        super().__init__(group_id=group_id or f"sitemaps_{config.name}", **kwargs)
+        with self:
+            _add_build_tasks(config, check_params=False)
+
+
 def build_dag(toml_path: Path) -> DAG:
     """The DAG of one site TOML file (validated here, so a bad file shows as an import error)."""
     config = load_config(toml_path)
@@ -194,13 +225,6 @@ def build_dag(toml_path: Path) -> DAG:
     schedule: Any = [content]
     if af.schedule:
         schedule = AssetOrTimeSchedule(timetable=CronTriggerTimetable(af.schedule, timezone="UTC"), assets=[content])
-    io_retries: dict[str, Any] = {
-        "retries": af.retries,
-        "retry_delay": dt.timedelta(seconds=af.retry_delay_seconds),
-        "retry_exponential_backoff": 2.0,
-        "max_retry_delay": dt.timedelta(minutes=30),
-    }
-
     with DAG(
         dag_id=f"sitemaps_{site}",
         description=f"Sitemaps of {config.base_url}",
@@ -210,11 +234,7 @@ def build_dag(toml_path: Path) -> DAG:
         max_active_runs=1,
         tags=["sitemap-ops", site, *af.tags],
         default_args={"owner": af.owner},
-        params={
-            "full_rebuild": Param(False, type="boolean", description="ignore the last build: write every shard"),
-            "dry_run": Param(False, type="boolean", description="stop after the plan: publish nothing"),
-            "force": Param(False, type="boolean", description="publish even below the circuit breaker's ratio"),
-        },
+        params=build_params(),
         doc_md=f"""
 ### Sitemaps of {config.base_url}
 
@@ -225,152 +245,167 @@ Built from `{toml_path.name}` by sitemap-ops: **stage** (read, normalize, dedupe
 whenever `{content.name}` gets an event (post one from the CMS after publishing). Output: `{config.output}`.
 """,
     ) as dag:
-
-        @task(**io_retries, **_task_args(af, "stage", af.source_pool))
-        def stage() -> dict[str, Any]:
-            """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
-            _check_run_params(get_current_context())
-            started = time.monotonic()
-            result = _step(lambda: _pipeline().stage(_build_run(config)))
-            log.info(
-                "stage: %s row(s) in, %s staged, %s rejected, %s duplicate(s) merged, in %.1f s",
-                f"{result.rows_in:,}", f"{result.staged:,}", f"{sum(result.rejected.values()):,}",
-                f"{result.duplicates:,}", time.monotonic() - started,
-            )  # fmt: skip
-            return result.to_dict()
-
-        @task(**io_retries, **_task_args(af, "plan"))
-        def plan(staged: dict[str, Any]) -> dict[str, Any]:
-            """Place every URL in its shard; returns the groups of shards to render."""
-            params = get_current_context()["params"]
-            run = _build_run(config)
-            pipeline = _pipeline()
-            started = time.monotonic()
-            planned = _step(
-                lambda: pipeline.plan(
-                    run,
-                    StageResult.from_dict(staged),
-                    full_rebuild=params["full_rebuild"],
-                    force=params["force"],
-                )
-            )
-            to_render = sum(1 for s in planned.shards if s.render)
-            log.info(
-                "plan: %s URL(s) in %s shard(s), %s to write, changes %s, in %.1f s",
-                f"{planned.total_urls:,}", f"{len(planned.shards):,}", f"{to_render:,}", planned.changes,
-                time.monotonic() - started,
-            )  # fmt: skip
-            return {
-                "build_id": run.build_id,
-                "previous_build_id": planned.previous_build_id,
-                "urls": planned.total_urls,
-                "shards": len(planned.shards),
-                "shards_to_render": sum(1 for s in planned.shards if s.render),
-                "groups": [list(group) for group in pipeline.render_groups(planned, _max_render_groups())],
-                "notes": planned.state_notes,
-            }
-
-        @task
-        def render_groups(planned: dict[str, Any]) -> list[list[int]]:
-            """The shard groups to render (none on a dry run)."""
-            if get_current_context()["params"]["dry_run"]:
-                return []
-            groups: list[list[int]] = planned["groups"]
-            return groups
-
-        # a mapped task does not take its docstring as doc_md; each mapped instance is named by its shards
-        @task(
-            **io_retries,
-            **_task_args(af, "render", af.storage_pool),
-            doc_md="Render and write one group of shards.",
-            map_index_template="{{ shard_range }}",
-        )
-        def render(group: list[int]) -> list[dict[str, Any]]:
-            """Render and write one group of shards (a retry rewrites the same bytes)."""
-            run = _build_run(config)
-            pipeline = _pipeline()
-            first, last = group
-            planned = pipeline.load_plan(run)
-            get_current_context()["shard_range"] = _shard_range(planned, first, last)  # type: ignore[typeddict-unknown-key]
-            started = time.monotonic()
-            rendered = _step(lambda: pipeline.render(run, planned, (first, last)))
-            log.info(
-                "render: %d shard(s) written, %s bytes gzipped, in %.1f s",
-                len(rendered), f"{sum(r.compressed_bytes or 0 for r in rendered):,}", time.monotonic() - started,
-            )  # fmt: skip
-            return [dataclasses.asdict(r) for r in rendered]
-
-        @task(
-            **io_retries, **_task_args(af, "publish", af.storage_pool), outlets=[published], trigger_rule="none_failed"
-        )
-        def publish(staged: dict[str, Any], rendered: list[list[dict[str, Any]]]) -> dict[str, Any]:
-            """Switch the index, write robots.txt and the manifest, then emit the sitemaps-published asset event.
-
-            (`rendered` only orders this task after the render tasks: publish checks storage itself.)
-            """
-            context = get_current_context()
-            if context["params"]["dry_run"]:
-                # skipped, so no asset event and no retire
-                raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
-            run = _build_run(config)
-            pipeline = _pipeline()
-            planned = pipeline.load_plan(run)
-            result = _step(lambda: pipeline.publish(run, planned, StageResult.from_dict(staged)))
-            manifest = result.manifest
-            counts = {
-                "build_id": run.build_id,
-                "urls": manifest.totals["urls"],
-                "shards": manifest.totals["shards"],
-                "shards_written": manifest.totals["shards_written"],
-                "index_files": manifest.index_files,
-                "index_urls": [config.public_url + name for name in manifest.index_files],
-                "index_switched": result.index_switched,
-                "notes": planned.state_notes,
-                "changes": manifest.changes,
-                "report": run.work.url_of(REPORT_NAME),
-            }
-            log.info("build %s published; its report: %s", run.build_id, counts["report"])
-            context["outlet_events"][published].extra = {"site": site, **counts}
-            return counts
-
-        @task(**io_retries, **_task_args(af, "retire"))
-        def retire(published_counts: dict[str, Any]) -> dict[str, list[str]]:
-            """Delete files past the grace period; once this build is live, prune old work folders."""
-            retired = _step(lambda: _pipeline().retire(_build_run(config)))
-            log.info("retire: %d file(s) deleted, %d refused", len(retired.deleted), len(retired.refused))
-            return {"retired": retired.deleted, "refused": retired.refused}
-
-        @task(**io_retries, **_task_args(af, "notify"), trigger_rule="all_done")
-        def notify(retired: dict[str, list[str]] | None) -> dict[str, Any]:
-            """Submit the live build's changes to IndexNow (only if this run's build is live)."""
-            result = _step(lambda: _pipeline().notify(_build_run(config)))
-            log.info("notify: %s URL(s) submitted, %s deferred", f"{result.submitted:,}", f"{result.deferred:,}")
-            if result.error:
-                raise AirflowFailException(result.error)
-            return result.to_dict()
-
-        @task(**_task_args(af, "report"))
-        def report(staged: dict[str, Any], after: Any = None) -> str:
-            """Write the build's report page (report.html in its work folder), whatever the other tasks did."""
-            run = _build_run(config)
-            pipeline = _pipeline()
-            context = get_current_context()
-            dry_run = bool(context["params"].get("dry_run"))
-            # (each task's duration is in Airflow's own UI: a task cannot read the others' in Airflow 3)
-            url = pipeline.report(run, pipeline.load_plan(run), StageResult.from_dict(staged), dry_run=dry_run)
-            log.info("the build's report: %s", url)
-            return str(url)
-
-        staged = stage()
-        planned = plan(staged)
-        rendered = render.expand(group=render_groups(planned))
-        # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
-        retired = retire(publish(staged, rendered))  # type: ignore[arg-type]
-        last = notify(retired) if config.indexnow.enabled else retired
-        # a teardown: it runs whatever happened before it and, unlike a plain last task, leaves the run's
-        # state to the build's own tasks (a failed publish still fails the run)
-        report(staged, last).as_teardown()
+        _add_build_tasks(config, check_params=True)
     return dag
+
+
+def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
+    """A build's tasks (stage -> plan -> render -> publish -> retire (-> notify) -> report), added to the DAG or
+    task group being defined. `check_params`: fail the run on a conf key the DAG does not take (only in a
+    DAG of this module's, whose params are exactly RUN_PARAMS)."""
+    af = config.airflow
+    site = config.name
+    published = sitemaps_published(site)
+    io_retries: dict[str, Any] = {
+        "retries": af.retries,
+        "retry_delay": dt.timedelta(seconds=af.retry_delay_seconds),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": dt.timedelta(minutes=30),
+    }
+
+    @task(**io_retries, **_task_args(af, "stage", af.source_pool))
+    def stage() -> dict[str, Any]:
+        """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
+        if check_params:
+            _check_run_params(get_current_context())
+        started = time.monotonic()
+        result = _step(lambda: _pipeline().stage(_build_run(config)))
+        log.info(
+            "stage: %s row(s) in, %s staged, %s rejected, %s duplicate(s) merged, in %.1f s",
+            f"{result.rows_in:,}", f"{result.staged:,}", f"{sum(result.rejected.values()):,}",
+            f"{result.duplicates:,}", time.monotonic() - started,
+        )  # fmt: skip
+        return result.to_dict()
+
+    @task(**io_retries, **_task_args(af, "plan"))
+    def plan(staged: dict[str, Any]) -> dict[str, Any]:
+        """Place every URL in its shard; returns the groups of shards to render."""
+        params = get_current_context()["params"]
+        run = _build_run(config)
+        pipeline = _pipeline()
+        started = time.monotonic()
+        planned = _step(
+            lambda: pipeline.plan(
+                run,
+                StageResult.from_dict(staged),
+                full_rebuild=params.get("full_rebuild", False),
+                force=params.get("force", False),
+            )
+        )
+        to_render = sum(1 for s in planned.shards if s.render)
+        log.info(
+            "plan: %s URL(s) in %s shard(s), %s to write, changes %s, in %.1f s",
+            f"{planned.total_urls:,}", f"{len(planned.shards):,}", f"{to_render:,}", planned.changes,
+            time.monotonic() - started,
+        )  # fmt: skip
+        return {
+            "build_id": run.build_id,
+            "previous_build_id": planned.previous_build_id,
+            "urls": planned.total_urls,
+            "shards": len(planned.shards),
+            "shards_to_render": sum(1 for s in planned.shards if s.render),
+            "groups": [list(group) for group in pipeline.render_groups(planned, _max_render_groups())],
+            "notes": planned.state_notes,
+        }
+
+    @task
+    def render_groups(planned: dict[str, Any]) -> list[list[int]]:
+        """The shard groups to render (none on a dry run)."""
+        if get_current_context()["params"].get("dry_run", False):
+            return []
+        groups: list[list[int]] = planned["groups"]
+        return groups
+
+    # a mapped task does not take its docstring as doc_md; each mapped instance is named by its shards
+    @task(
+        **io_retries,
+        **_task_args(af, "render", af.storage_pool),
+        doc_md="Render and write one group of shards.",
+        map_index_template="{{ shard_range }}",
+    )
+    def render(group: list[int]) -> list[dict[str, Any]]:
+        """Render and write one group of shards (a retry rewrites the same bytes)."""
+        run = _build_run(config)
+        pipeline = _pipeline()
+        first, last = group
+        planned = pipeline.load_plan(run)
+        get_current_context()["shard_range"] = _shard_range(planned, first, last)  # type: ignore[typeddict-unknown-key]
+        started = time.monotonic()
+        rendered = _step(lambda: pipeline.render(run, planned, (first, last)))
+        log.info(
+            "render: %d shard(s) written, %s bytes gzipped, in %.1f s",
+            len(rendered), f"{sum(r.compressed_bytes or 0 for r in rendered):,}", time.monotonic() - started,
+        )  # fmt: skip
+        return [dataclasses.asdict(r) for r in rendered]
+
+    @task(**io_retries, **_task_args(af, "publish", af.storage_pool), outlets=[published], trigger_rule="none_failed")
+    def publish(staged: dict[str, Any], rendered: list[list[dict[str, Any]]]) -> dict[str, Any]:
+        """Switch the index, write robots.txt and the manifest, then emit the sitemaps-published asset event.
+
+        (`rendered` only orders this task after the render tasks: publish checks storage itself.)
+        """
+        context = get_current_context()
+        if context["params"].get("dry_run", False):
+            # skipped, so no asset event and no retire
+            raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
+        run = _build_run(config)
+        pipeline = _pipeline()
+        planned = pipeline.load_plan(run)
+        result = _step(lambda: pipeline.publish(run, planned, StageResult.from_dict(staged)))
+        manifest = result.manifest
+        counts = {
+            "build_id": run.build_id,
+            "urls": manifest.totals["urls"],
+            "shards": manifest.totals["shards"],
+            "shards_written": manifest.totals["shards_written"],
+            "index_files": manifest.index_files,
+            "index_urls": [config.public_url + name for name in manifest.index_files],
+            "index_switched": result.index_switched,
+            "notes": planned.state_notes,
+            "changes": manifest.changes,
+            "report": run.work.url_of(REPORT_NAME),
+        }
+        log.info("build %s published; its report: %s", run.build_id, counts["report"])
+        context["outlet_events"][published].extra = {"site": site, **counts}
+        return counts
+
+    @task(**io_retries, **_task_args(af, "retire"))
+    def retire(published_counts: dict[str, Any]) -> dict[str, list[str]]:
+        """Delete files past the grace period; once this build is live, prune old work folders."""
+        retired = _step(lambda: _pipeline().retire(_build_run(config)))
+        log.info("retire: %d file(s) deleted, %d refused", len(retired.deleted), len(retired.refused))
+        return {"retired": retired.deleted, "refused": retired.refused}
+
+    @task(**io_retries, **_task_args(af, "notify"), trigger_rule="all_done")
+    def notify(retired: dict[str, list[str]] | None) -> dict[str, Any]:
+        """Submit the live build's changes to IndexNow (only if this run's build is live)."""
+        result = _step(lambda: _pipeline().notify(_build_run(config)))
+        log.info("notify: %s URL(s) submitted, %s deferred", f"{result.submitted:,}", f"{result.deferred:,}")
+        if result.error:
+            raise AirflowFailException(result.error)
+        return result.to_dict()
+
+    @task(**_task_args(af, "report"))
+    def report(staged: dict[str, Any], after: Any = None) -> str:
+        """Write the build's report page (report.html in its work folder), whatever the other tasks did."""
+        run = _build_run(config)
+        pipeline = _pipeline()
+        context = get_current_context()
+        dry_run = bool(context["params"].get("dry_run"))
+        # (each task's duration is in Airflow's own UI: a task cannot read the others' in Airflow 3)
+        url = pipeline.report(run, pipeline.load_plan(run), StageResult.from_dict(staged), dry_run=dry_run)
+        log.info("the build's report: %s", url)
+        return str(url)
+
+    staged = stage()
+    planned = plan(staged)
+    rendered = render.expand(group=render_groups(planned))
+    # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
+    retired = retire(publish(staged, rendered))  # type: ignore[arg-type]
+    last = notify(retired) if config.indexnow.enabled else retired
+    # a teardown: it runs whatever happened before it and, unlike a plain last task, leaves the run's
+    # state to the build's own tasks (a failed publish still fails the run)
+    report(staged, last).as_teardown()
 
 
 def invalid_site_dag(path: Path, error: str) -> DAG:

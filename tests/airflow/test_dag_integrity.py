@@ -40,7 +40,7 @@ def test_dag_folder_imports_without_network(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     bag = DagBag(dag_folder=str(DAGS))
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["sitemaps_example"]
+    assert sorted(bag.dag_ids) == ["catalog_example", "sitemaps_example"]
 
 
 def test_example_dag_is_built_as_specified() -> None:

@@ -248,3 +248,20 @@ def test_render_groups_stay_within_the_max_map_length_read_at_run_time(site, mon
     renders = [ti for ti in run.get_task_instances() if ti.task_id == "render"]
     assert len(renders) == 2
     assert len([n for n in _objects(s3, "capped") if n.startswith("sitemap-pages-")]) == 3
+
+
+def test_a_sitemap_build_task_group_runs_inside_a_dag_of_ones_own(site) -> None:
+    import runpy
+
+    folder, db, s3 = site
+    _site(folder, db, s3, "group")
+    # dags/catalog_example.py builds the sites folder's example.toml as a task group after its own task
+    (folder / "example.toml").write_text((folder / "shop.toml").read_text().replace('name = "shop"\n', ""))
+    dag = runpy.run_path(str(Path(__file__).resolve().parents[2] / "dags" / "catalog_example.py"))["dag"]
+    run = dag.test()
+    assert run.state == "success"
+    states = {ti.task_id: ti.state for ti in run.get_task_instances() if ti.map_index < 1}
+    assert states["export_catalog"] == "success"
+    assert all(states[f"sitemaps.{step}"] == "success" for step in ("stage", "plan", "render", "publish", "report"))
+    objects = _objects(s3, "group")
+    assert "sitemap.xml" in objects and len([n for n in objects if n.startswith("sitemap-pages-")]) == 3
