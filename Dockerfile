@@ -5,5 +5,7 @@ USER airflow
 COPY --chown=airflow:root pyproject.toml README.md /opt/sitemap-ops/
 COPY --chown=airflow:root sitemap_ops /opt/sitemap-ops/sitemap_ops
 COPY --chown=airflow:root sql /opt/sitemap-ops/sql
-# Airflow is in the image already; the extras add S3 (s3fs) and the DuckDB PostgreSQL extension.
-RUN pip install --no-cache-dir "/opt/sitemap-ops[s3,postgres]" "apache-airflow==3.3.2"
+# Airflow is in the image already; the extras add S3 (s3fs) and the DuckDB PostgreSQL extension, and the
+# Celery provider serves the compose stack's celery profile.
+RUN pip install --no-cache-dir "/opt/sitemap-ops[s3,postgres]" "apache-airflow==3.3.2" \
+    "apache-airflow-providers-celery"

@@ -44,7 +44,8 @@ def test_every_dependency_mount_and_build_context_exists() -> None:
             context = REPO / (service["build"] if isinstance(service["build"], str) else service["build"]["context"])
             assert (context / "Dockerfile").is_file()
     for required in ("postgres", "minio", "minio-init", "airflow-apiserver", "airflow-scheduler",
-                     "airflow-dag-processor", "airflow-triggerer"):  # fmt: skip
+                     "airflow-dag-processor", "airflow-triggerer", "redis", "airflow-worker-1",
+                     "airflow-worker-2"):  # fmt: skip
         assert required in services
 
 
@@ -53,7 +54,16 @@ def test_airflow_services_match_what_the_dags_expect() -> None:
     airflow = {n: s for n, s in services.items() if n.startswith("airflow-")}
     for name, service in airflow.items():
         env = service["environment"]
-        assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+        # LocalExecutor unless the celery profile's variable says otherwise
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "${AIRFLOW_EXECUTOR:-LocalExecutor}"
+        # one JWT secret and secret key for every container (else a task's token is refused elsewhere)
+        assert env["AIRFLOW__API_AUTH__JWT_SECRET"] and env["AIRFLOW__API__SECRET_KEY"]
+        # the auth file is writable (the simple auth manager writes to it) and the CMS user is an operator
+        assert "/opt/airflow/auth" in [v.split(":")[1] for v in service["volumes"] if not v.endswith(":ro")]
+        assert "cms:op" in env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(",")
+        assert "airflow-logs:/opt/airflow/logs" in service["volumes"]
+        if name != "airflow-init":
+            assert service["restart"] == "unless-stopped" and "healthcheck" in service, name
         mounts = {v.split(":")[1]: v.split(":")[0] for v in service["volumes"]}
         # the DAG folder is this repository's dags/, the sites folder holds the stack's site files
         assert mounts[env["AIRFLOW__CORE__DAGS_FOLDER"]] == "./dags"
@@ -67,8 +77,17 @@ def test_airflow_services_match_what_the_dags_expect() -> None:
         assert storage["extra"]["endpoint_url"] == "http://minio:9000"
         passwords = json.loads((REPO / mounts["/opt/airflow/auth"] / "passwords.json").read_text())
         assert set(passwords) == {u.split(":")[0] for u in env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(",")}
-    # the buckets the sites write to are created at start
+    # every image is pinned to a version
+    for name, service in services.items():
+        image = service.get("image", "")
+        assert "build" in service or (":" in image and not image.endswith(":latest")), f"{name}: {image}"
+    # the celery profile: Redis and two workers, which only work with the work folder on object storage
+    workers = [n for n, s in services.items() if s.get("command") == "celery worker"]
+    assert len(workers) == 2 and all(services[w]["profiles"] == ["celery"] for w in workers)
+    assert services["redis"]["profiles"] == ["celery"]
+    # the buckets the sites write to are created at start, the work bucket with its lifecycle rule
     init = services["minio-init"]["entrypoint"]
+    assert "mc ilm rule add --expire-days 30 local/sitemaps-work" in init
     for site in (REPO / "docker" / "sites").glob("*.toml"):
         data = tomllib.loads(site.read_text())
         for url in (data["output"], data["work_dir"]):
