@@ -470,6 +470,8 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         # (each task's duration is in Airflow's own UI: a task cannot read the others' in Airflow 3)
         url = pipeline.report(run, pipeline.load_plan(run), StageResult.from_dict(staged), dry_run=dry_run)
         log.info("the build's report: %s", url)
+        if dry_run:  # nothing will read its snapshots: a dry run keeps only its plan, rejects and report
+            pipeline.drop_snapshots(run.work)
         return str(url)
 
     staged = stage()

@@ -43,7 +43,7 @@ from sitemap_ops.report.report import config_digest, gather, write_report
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.stage.stage import run_stage
 from sitemap_ops.storage import Storage
-from sitemap_ops.workspace import duckdb_session, finish_work, open_work, work_root
+from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, work_root
 
 # Airflow's [core] max_map_length is 1024 by default: render groups stay below it. 2.5 billion URLs are
 # 50,000 full shards, so a group then holds 50 shards.
@@ -411,4 +411,6 @@ def run_build(
         summary.report = report(run, planned, staged, dry_run=dry_run, rendered=summary.rendered, timings=dict(timings))
     except Exception as exc:  # the build is done: a report that fails must not fail it
         summary.report = f"not written: {type(exc).__name__}: {first_line(exc)}"
+    if dry_run:
+        drop_snapshots(run.work)
     return summary

@@ -70,6 +70,13 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
                 os.rmdir(folder.root)
 
 
+def drop_snapshots(work: Storage) -> None:
+    """Delete a build's big snapshots (staged, dated, planned) once nothing will read them: after a dry run,
+    whose plan is never published (its plan.json, rejects and report stay)."""
+    for name in (STAGED_NAME, DATED_NAME, PLANNED_NAME):
+        work.delete(name)
+
+
 @contextlib.contextmanager
 def spill_folder(work: Storage) -> Iterator[str]:
     """DuckDB's spill folder for a build: inside its work folder when that is local (so pruning also removes

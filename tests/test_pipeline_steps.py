@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 from sitemap_ops.pipeline import BuildRun
 from sitemap_ops.stage.result import ExtensionResult, StageResult
@@ -36,3 +37,17 @@ def test_the_stage_result_survives_a_trip_through_json_between_tasks() -> None:
     with_extensions = StageResult(10, 8, 1, extensions=found)
     assert json.loads(json.dumps(with_extensions.to_dict()))["extensions"]["images"] == 3
     assert StageResult.from_dict(json.loads(json.dumps(with_extensions.to_dict()))) == with_extensions
+
+
+def test_a_dry_run_keeps_its_plan_and_report_but_not_its_snapshots(tmp_path: Path) -> None:
+    from sitemap_ops.pipeline import run_build
+    from tests.helpers import site_config, write_inventory
+
+    source = write_inventory(
+        tmp_path / "inventory.parquet", [{"loc": f"https://www.example.com/{i}"} for i in range(5)]
+    )
+    summary = run_build(site_config(tmp_path, source), dry_run=True)
+    kept = {p.name for p in Path(summary.work_dir).iterdir()}
+    assert {"plan.json", "rejects.csv", "report.html", "report.json"} <= kept
+    assert not kept & {"staged.parquet", "planned.parquet", "dated.parquet"}
+    assert not (tmp_path / "public").exists() or not any((tmp_path / "public").iterdir())

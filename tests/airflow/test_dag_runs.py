@@ -145,6 +145,9 @@ def test_dry_run_publishes_nothing(site) -> None:
     run = _run(folder, dry_run=True)
     assert run.state == "success"
     assert _objects(s3, "dry") == {}
+    # the dry run keeps its plan, rejects and report, not its snapshots
+    kept = {p.name for p in (folder / "work").rglob("*") if p.is_file()}
+    assert {"plan.json", "report.html"} <= kept and not kept & {"staged.parquet", "planned.parquet"}
     # a misspelled run parameter stops the run at its first task: it never publishes for real
     run = _run(folder, dry_rnu=True)
     assert run.state == "failed"
