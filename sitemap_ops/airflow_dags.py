@@ -245,7 +245,7 @@ def _shard_range(planned: Any, first: int, last: int) -> str:
     todo = [s for s in planned.shards if s.render and first <= s.key <= last]
     if not todo:
         return f"shards {first}-{last}"
-    stable = [re.sub(r"-[0-9a-f]{12}(?=\.)", "", s.name).split(".")[0] for s in (todo[0], todo[-1])]
+    stable = [f"sitemap-{s.section}-{s.shard:05d}" for s in (todo[0], todo[-1])]
     return f"{stable[0]} … {stable[1]} ({len(todo)})" if len(todo) > 1 else stable[0]
 
 

@@ -17,6 +17,7 @@ from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
 
 if TYPE_CHECKING:
+    from sitemap_ops.manifest import Manifest
     from sitemap_ops.pipeline import BuildSummary
     from sitemap_ops.plan.plan import Plan
 
@@ -271,13 +272,19 @@ def _validate(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _inspect(args: argparse.Namespace) -> int:
+def _published_manifest(output: str, endpoint_url: str | None) -> Manifest:
+    """The manifest of the build live in `output`; an error when nothing was published there."""
     from sitemap_ops.manifest import Manifest
     from sitemap_ops.storage import Storage, StorageConfig
 
-    manifest = Manifest.load(Storage.open(args.output, StorageConfig(endpoint_url=args.endpoint_url or "")))
+    manifest = Manifest.load(Storage.open(output, StorageConfig(endpoint_url=endpoint_url or "")))
     if manifest is None:
-        raise SitemapOpsError(f"no manifest.json in {args.output}: nothing was published there yet")
+        raise SitemapOpsError(f"no manifest.json in {output}: nothing was published there yet")
+    return manifest
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    manifest = _published_manifest(args.output, args.endpoint_url)
     if args.json:
         print(manifest.to_json().decode())
         return 0
@@ -316,16 +323,13 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _changes(args: argparse.Namespace) -> int:
-    from sitemap_ops.manifest import Manifest
     from sitemap_ops.plan.changes import sample_changes
-    from sitemap_ops.storage import Storage, StorageConfig
+    from sitemap_ops.storage import StorageConfig
 
     if args.sample < 0:
         raise SitemapOpsError(f"--sample must be 0 or more, not {args.sample}")
     storage = StorageConfig(endpoint_url=args.endpoint_url or "")
-    manifest = Manifest.load(Storage.open(args.output, storage))
-    if manifest is None:
-        raise SitemapOpsError(f"no manifest.json in {args.output}: nothing was published there yet")
+    manifest = _published_manifest(args.output, args.endpoint_url)
     if not manifest.changes:
         raise SitemapOpsError(f"build {manifest.build_id} has no change set (published by an older sitemap-ops)")
     sample, note = [], ""

@@ -41,8 +41,11 @@ def _retry_after(value: str | None) -> float | None:
         return None
     if value.strip().isdigit():
         return float(value.strip())
-    when = email.utils.parsedate_to_datetime(value) if value else None
-    return max(0.0, when.timestamp() - time.time()) if when is not None else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # not a date either: the backoff decides
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def post_batch(submission: Submission, urls: list[str], deadline: float) -> bool:

@@ -137,3 +137,11 @@ def test_key_rules(tmp_path) -> None:
         site_config(tmp_path, source, public_url=f"{BASE}/sitemaps/", indexnow={"key": KEY})
     config = site_config(tmp_path, source, indexnow={"key": KEY})
     assert KEY not in repr(config)
+
+
+def test_retry_after_in_seconds_a_date_or_neither() -> None:
+    from sitemap_ops.notify.indexnow import _retry_after
+
+    assert _retry_after("5") == 5.0
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: no wait
+    assert _retry_after("soon") is None and _retry_after(None) is None  # not a traceback: the backoff decides
