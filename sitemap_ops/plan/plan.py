@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import duckdb
@@ -297,6 +299,27 @@ def _row_keys(sections: list[_Section], shard: np.ndarray, tables: list[np.ndarr
     return shard_key
 
 
+def _raise_if_live_gone(live_assignment: str | None, config: PlanSettings) -> None:
+    """LiveStateChangedError when the live build's assignment plan reads is gone: a build that published
+    meanwhile retired it, so this plan is stale (and the error plan hit while reading it says nothing)."""
+    if live_assignment and not file_exists(live_assignment, config):
+        raise LiveStateChangedError(
+            f"the live build's assignment {live_assignment} is gone: another build published this site "
+            "while this one planned; nothing live was changed, run the build again"
+        ) from None
+
+
+@contextlib.contextmanager
+def _live_guard(live_assignment: str | None, config: PlanSettings) -> Iterator[None]:
+    """Turn a failure to read the live build's assignment, because another build retired it, into
+    LiveStateChangedError (any other failure passes through)."""
+    try:
+        yield
+    except (duckdb.Error, PlanError):
+        _raise_if_live_gone(live_assignment, config)
+        raise
+
+
 def run_plan(
     config: PlanSettings,
     con: duckdb.DuckDBPyConnection,
@@ -344,7 +367,8 @@ def run_plan(
             con.execute(read_sql("plan_no_previous"))
         # the change set compares with the live build even in a full rebuild
         create_live_view(con, live_assignment, config.storage)
-        dated_path = date_snapshot(con, work, created_at, config.news_section, progress)
+        with _live_guard(live_assignment, config):
+            dated_path = date_snapshot(con, work, created_at, config.news_section, progress)
         staged_path = dated_path or staged_path  # render reads the entries there
         section_rows = con.execute(read_sql("plan_sections")).fetchall()
         total = sum(int(count) for _, count in section_rows)
@@ -368,11 +392,7 @@ def run_plan(
                     target[done:end] = numpy_of(column, np.int32)
                 done = end
     except duckdb.Error as exc:
-        if live_assignment and not file_exists(live_assignment, config):
-            raise LiveStateChangedError(
-                f"the live build's assignment {live_assignment} is gone: another build published this site "
-                "while this one planned; nothing live was changed, run the build again"
-            ) from None
+        _raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
     if done != total:
         raise PlanError(f"the staged snapshot {staged_path} changed while plan read it ({done:,} of {total:,} rows)")
@@ -425,7 +445,8 @@ def run_plan(
     create_parquet_view(con, "planned", planned_path)
     progress.step("plan: comparing with the live build")
     news = sum(s.end - s.start for s in sections if s.name == config.news_section)
-    changes, changes_path = change_set(con, work, config.news_section, live_assignment, total - news)
+    with _live_guard(live_assignment, config):
+        changes, changes_path = change_set(con, work, config.news_section, live_assignment, total - news)
     feed = _feed_entries(con, config) if config.feed.enabled else {}
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
