@@ -34,7 +34,7 @@ from airflow.sdk import (
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sitemap_ops.config import AirflowConfig, SiteConfig, load_config
-from sitemap_ops.constants import REPORT_NAME
+from sitemap_ops.constants import MAX_RENDER_GROUPS, REPORT_NAME
 from sitemap_ops.errors import ConfigError, SitemapOpsError, first_line
 from sitemap_ops.stage.config import SERVER_FORMATS
 from sitemap_ops.stage.result import StageResult
@@ -253,7 +253,7 @@ def _max_render_groups() -> int:
     """Render groups a run may map: sitemap-ops' cap, within [core] max_map_length (read at run time)."""
     from airflow.configuration import conf
 
-    return max(1, min(_pipeline().MAX_RENDER_GROUPS, conf.getint("core", "max_map_length", fallback=1024)))
+    return max(1, min(MAX_RENDER_GROUPS, conf.getint("core", "max_map_length", fallback=1024)))
 
 
 def build_params() -> dict[str, Param]:
@@ -368,9 +368,10 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
             )
         )
         to_render = sum(1 for s in planned.shards if s.render)
+        groups = pipeline.render_groups(planned, _max_render_groups(), af.render_group_bytes)
         log.info(
-            "plan: %s URL(s) in %s shard(s), %s to write, changes %s, in %.1f s",
-            f"{planned.total_urls:,}", f"{len(planned.shards):,}", f"{to_render:,}", planned.changes,
+            "plan: %s URL(s) in %s shard(s), %s to write in %s render group(s), changes %s, in %.1f s",
+            f"{planned.total_urls:,}", f"{len(planned.shards):,}", f"{to_render:,}", len(groups), planned.changes,
             time.monotonic() - started,
         )  # fmt: skip
         return {
@@ -379,7 +380,7 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
             "urls": planned.total_urls,
             "shards": len(planned.shards),
             "shards_to_render": sum(1 for s in planned.shards if s.render),
-            "groups": [list(group) for group in pipeline.render_groups(planned, _max_render_groups())],
+            "groups": [list(group) for group in groups],
             "notes": planned.state_notes,
         }
 

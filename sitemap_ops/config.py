@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sitemap_ops.constants import MANIFEST_NAME
+from sitemap_ops.constants import MANIFEST_NAME, RENDER_GROUP_BYTES
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.notify.config import IndexNowConfig, NotifySettings
 from sitemap_ops.plan.config import PlanSettings, ShardConfig
@@ -78,10 +78,16 @@ class AirflowConfig:
     # A local work folder or output with an executor that runs tasks on several machines is refused, unless
     # those machines share the file system (NFS, one volume): then say so here.
     shared_filesystem: bool = False
+    # Work per mapped render task, in uncompressed shard bytes: lower it to spread a build over more workers.
+    render_group_bytes: int = RENDER_GROUP_BYTES
 
     def __post_init__(self) -> None:
         if self.retries < 0 or self.retry_delay_seconds < 0:
             raise ConfigError("airflow.retries and airflow.retry_delay_seconds must not be negative")
+        if isinstance(self.render_group_bytes, bool) or not isinstance(self.render_group_bytes, int):
+            raise ConfigError("airflow.render_group_bytes must be a whole number of bytes")
+        if self.render_group_bytes < 1:
+            raise ConfigError("airflow.render_group_bytes must be at least 1")
         for step, options in self.steps.items():
             if step not in AIRFLOW_STEPS:
                 raise ConfigError(f"airflow.steps.{step}: no such step; the steps are {', '.join(AIRFLOW_STEPS)}")

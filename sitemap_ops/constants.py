@@ -210,3 +210,9 @@ INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
 MAX_INDEXNOW_URLS_PER_REQUEST = 10_000
 INDEXNOW_KEY_PATTERN = r"[A-Za-z0-9-]{8,128}"
 INDEXNOW_FOLDER = "indexnow"  # in the work root: the submission queue and its state (sitemap_ops.notify)
+# Airflow's [core] max_map_length is 1024 by default: render groups stay below it. 2.5 billion URLs are
+# 50,000 full shards, so a group then holds 50 shards.
+MAX_RENDER_GROUPS = 1000
+# A render group's work in uncompressed shard bytes. A task costs Airflow 1-2 s of its own and render writes
+# about 40 MB/s per core, so 256 MiB (about 30 full shards of 100-character URLs) keeps that cost small.
+RENDER_GROUP_BYTES = 256 * 1024 * 1024

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sitemap_ops.config import SiteConfig
-from sitemap_ops.constants import LIVE_MANIFEST_NAME, PLAN_NAME
+from sitemap_ops.constants import LIVE_MANIFEST_NAME, MAX_RENDER_GROUPS, PLAN_NAME, RENDER_GROUP_BYTES
 from sitemap_ops.errors import SitemapOpsError, StorageError, first_line
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.notify.notify import NotifyResult, run_notify
@@ -44,10 +44,6 @@ from sitemap_ops.stage.result import StageResult
 from sitemap_ops.stage.stage import run_stage
 from sitemap_ops.storage import Storage
 from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, work_root
-
-# Airflow's [core] max_map_length is 1024 by default: render groups stay below it. 2.5 billion URLs are
-# 50,000 full shards, so a group then holds 50 shards.
-MAX_RENDER_GROUPS = 1000
 
 
 @dataclass(frozen=True)
@@ -159,11 +155,31 @@ def load_plan(run: BuildRun) -> Plan:
     return Plan.from_json(data.decode("utf-8"))
 
 
-def render_groups(planned: Plan, max_groups: int = MAX_RENDER_GROUPS) -> list[tuple[int, int]]:
-    """The shards to render cut into at most `max_groups` inclusive key ranges (first, last) of equal count."""
-    keys = [s.key for s in planned.shards if s.render]
-    size = max(1, math.ceil(len(keys) / max_groups))
-    return [(keys[i], keys[min(i + size, len(keys)) - 1]) for i in range(0, len(keys), size)]
+def render_groups(
+    planned: Plan, max_groups: int = MAX_RENDER_GROUPS, group_bytes: int = RENDER_GROUP_BYTES
+) -> list[tuple[int, int]]:
+    """The shards to render cut into inclusive key ranges (first, last) of about equal work.
+
+    Render's work is the shards' uncompressed bytes (building and compressing them), so a group gets about
+    `group_bytes` of them: enough work to outweigh a task's own cost, and one task for a small build. There
+    are never more than `max_groups` groups, nor more than shards to render.
+    """
+    todo = [s for s in planned.shards if s.render]
+    if not todo:
+        return []
+    total = sum(s.bytes for s in todo)
+    count = min(max(1, math.ceil(total / max(1, group_bytes))), max(1, max_groups), len(todo))
+    groups: list[tuple[int, int]] = []
+    start, done = 0, 0
+    for i, shard in enumerate(todo):
+        done += shard.bytes
+        left = len(todo) - i - 1  # shards after this one; each group still to cut needs one
+        # close the group once its share of the bytes is in, or when the groups still to cut need the rest
+        if len(groups) < count - 1 and (done * count >= total * (len(groups) + 1) or left == count - len(groups) - 1):
+            groups.append((todo[start].key, shard.key))
+            start = i + 1
+    groups.append((todo[start].key, todo[-1].key))
+    return groups
 
 
 def render(

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sitemap_ops.plan.plan import Plan
+
 import os
 import socket
 import subprocess
@@ -123,26 +128,49 @@ def test_a_missing_sites_folder_is_an_error(tmp_path: Path) -> None:
         dags_from_folder(tmp_path / "nowhere")
 
 
-def test_render_groups_stay_under_max_map_length() -> None:
-    from sitemap_ops.pipeline import MAX_RENDER_GROUPS, render_groups
+def _plan_of(sizes: list[int], to_render: set[int] | None = None) -> Plan:
+    """A plan of shards with these uncompressed sizes (keys 0..n-1), rendering those in `to_render` (all)."""
     from sitemap_ops.plan.plan import Plan, ShardPlan
 
-    def plan_of(keys: list[int], to_render: set[int]) -> Plan:
-        shards = [
-            ShardPlan(k, "pages", k + 1, f"s{k}", urls=1, bytes=1, lastmod=None, fingerprint="", render=k in to_render)
-            for k in keys
-        ]
-        return Plan("b", "", planned_path="", staged_path="", shards=shards, indexes=[], total_urls=len(keys))
+    render = set(range(len(sizes))) if to_render is None else to_render
+    shards = [
+        ShardPlan(k, "pages", k + 1, f"s{k}", urls=1, bytes=b, lastmod=None, fingerprint="", render=k in render)
+        for k, b in enumerate(sizes)
+    ]
+    return Plan("b", "", planned_path="", staged_path="", shards=shards, indexes=[], total_urls=len(sizes))
 
-    # 2.5 billion URLs are 50,000 full shards
+
+def test_render_groups_stay_under_max_map_length() -> None:
+    from sitemap_ops.constants import MAX_RENDER_GROUPS
+    from sitemap_ops.pipeline import render_groups
+
+    # 2.5 billion URLs are 50,000 full shards of 10 MB
     keys = list(range(50_000))
-    groups = render_groups(plan_of(keys, set(keys)))
-    assert len(groups) <= MAX_RENDER_GROUPS < 1024  # Airflow's default [core] max_map_length
+    groups = render_groups(_plan_of([10_000_000] * len(keys)))
+    assert len(groups) == MAX_RENDER_GROUPS < 1024  # Airflow's default [core] max_map_length
     covered = [k for first, last in groups for k in range(first, last + 1)]
     assert covered == keys
+    assert {last - first + 1 for first, last in groups} == {50}
     # only the shards to render, which need not be contiguous keys
-    assert render_groups(plan_of(list(range(10)), {3, 7, 8}), max_groups=2) == [(3, 7), (8, 8)]
-    assert render_groups(plan_of(keys, set())) == []
+    assert render_groups(_plan_of([1] * 10, {3, 7, 8}), max_groups=2, group_bytes=1) == [(3, 7), (8, 8)]
+    assert render_groups(_plan_of([1] * 10, set())) == []
+
+
+def test_render_groups_are_sized_by_work() -> None:
+    from sitemap_ops.pipeline import render_groups
+
+    mb = 1024 * 1024
+    # a small build is one task, however many shards it has
+    assert render_groups(_plan_of([mb] * 40), group_bytes=256 * mb) == [(0, 39)]
+    # 1 GB of shards at 256 MB a group: 4 groups of 4 x 64 MB
+    assert render_groups(_plan_of([64 * mb] * 16), group_bytes=256 * mb) == [(0, 3), (4, 7), (8, 11), (12, 15)]
+    # one big section and many small shards: the groups carry equal bytes, not equal shard counts
+    sizes = [40 * mb] * 4 + [mb] * 160
+    groups = render_groups(_plan_of(sizes), group_bytes=100 * mb)
+    assert groups == [(0, 1), (2, 3), (4, 83), (84, 163)]
+    assert [sum(sizes[first : last + 1]) for first, last in groups] == [80 * mb] * 4
+    # never more groups than shards, even when one shard is bigger than a group
+    assert render_groups(_plan_of([50 * mb, mb]), group_bytes=mb) == [(0, 0), (1, 1)]
 
 
 def test_sites_folder_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -112,6 +112,7 @@ def test_dag_builds_and_publishes_then_uploads_nothing_when_unchanged(site) -> N
     # each mapped render task is named by the shards it wrote
     names = sorted(ti.rendered_map_index or "" for ti in run.get_task_instances() if ti.task_id == "render")
     assert any("sitemap-pages-00001" in name for name in names), names
+    assert len(names) == 1  # 3 small shards are one render task: groups are sized by their bytes
 
     puts_before = len(s3.app.puts(".xml.gz"))
     second = _run(folder)
@@ -244,7 +245,7 @@ def test_the_dag_publishes_a_feed_and_submits_changes_to_indexnow(site) -> None:
 
 def test_render_groups_stay_within_the_max_map_length_read_at_run_time(site, monkeypatch) -> None:
     folder, db, s3 = site
-    _site(folder, db, s3, "capped")
+    _site(folder, db, s3, "capped", extra="render_group_bytes = 1\n")  # a group per shard, were it not capped
     monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "2")  # 3 shards to write: 2 groups
     run = _run(folder)
     assert run.state == "success"
