@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sitemap_ops import __version__
-from sitemap_ops.constants import CHANGE_KINDS
+from sitemap_ops.constants import CHANGE_KINDS, DEFAULT_PROFILE, PROFILES
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
 
@@ -66,6 +66,9 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "--robots", metavar="ROBOTS", help="robots.txt to update (default: DEST/robots.txt at the root)"
     )
     parser.add_argument("--format", choices=("xml", "txt"), help="shard format (default xml)")
+    parser.add_argument(
+        "--profile", choices=tuple(PROFILES), help=f"the limits a search engine documents (default {DEFAULT_PROFILE})"
+    )
     parser.add_argument("--no-gzip", action="store_true", help="write shards uncompressed")
     parser.add_argument(
         "--work-dir", metavar="DIR", help="folder for staged snapshots and rejects (default .sitemap-ops)"
@@ -89,7 +92,7 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Flags in the TOML's layout (only the ones given)."""
     out: dict[str, Any] = {}
-    for key in ("base_url", "output", "public_url", "robots", "work_dir"):
+    for key in ("base_url", "output", "public_url", "robots", "work_dir", "profile"):
         if getattr(args, key):
             out[key] = getattr(args, key)
     if args.source:
@@ -166,17 +169,20 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
 def summary_lines(summary: BuildSummary) -> list[str]:
     """The human summary printed at the end of a build (or a dry run)."""
     st, pl = summary.stage, summary.plan
-    rejected = sum(st.rejected.values())
+    excluded = st.excluded
+    invalid = {reason: n for reason, n in st.rejected.items() if reason not in excluded}
+    rejected = sum(invalid.values())
     out = [
         f"build {summary.build_id}{' (dry run: nothing published)' if summary.dry_run else ''}",
         f"  URLs in:            {st.rows_in:,}",
-        f"  rejected:           {rejected:,}" + (f"  ({_fmt(st.rejected)})" if rejected else ""),
+        f"  rejected:           {rejected:,}" + (f"  ({_fmt(invalid)})" if rejected else ""),
         f"  fields dropped:     {sum(st.fields_dropped.values()):,}"
         + (f"  ({_fmt(st.fields_dropped)})" if st.fields_dropped else ""),
         f"  duplicates merged:  {st.duplicates:,}",
         f"  URLs {'planned:  ' if summary.dry_run else 'published:'}     {pl.total_urls:,} in {len(pl.shards):,} "
         f"shard(s), {len(pl.indexes)} index file(s)",
         f"  sections:           {_fmt(pl.sections)}" if pl.sections else "  sections:           none",
+        f"  limits:             profile {summary.profile}: {_fmt(summary.limits)}",
         (
             f"  shards to write:    {sum(1 for s in pl.shards if s.render):,}"
             if summary.dry_run
@@ -203,6 +209,13 @@ def summary_lines(summary: BuildSummary) -> list[str]:
         if ext.hreflang_links_added:
             line += f"; completion added {ext.hreflang_links_added:,} link(s)"
         out.insert(7, line + (f"; report: {ext.hreflang_path}" if issues else ""))
+    # (after the extension lines, which are placed by position)
+    if excluded or st.canonicals:
+        out.insert(
+            3,
+            f"  excluded:           {sum(excluded.values()):,}  ({_fmt(excluded)})"
+            + (f"; {st.canonicals:,} canonical URL(s) published in their place" if st.canonicals else ""),
+        )
     if not summary.dry_run:
         out.append(f"  index:              {'switched' if summary.index_switched else 'unchanged (not rewritten)'}")
     if summary.unlisted:

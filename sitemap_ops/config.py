@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sitemap_ops.constants import MANIFEST_NAME, RENDER_GROUP_BYTES
+from sitemap_ops.constants import DEFAULT_PROFILE, MANIFEST_NAME, PROFILES, RENDER_GROUP_BYTES
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.notify.config import IndexNowConfig, NotifySettings
 from sitemap_ops.plan.config import PlanSettings, ShardConfig
@@ -115,6 +115,9 @@ class SiteConfig:
     output: str
     sources: tuple[SourceConfig, ...] = ()
     name: str = "site"
+    # the limits' profile (constants.PROFILES: google, bing, yandex, strict); load_config applies its values
+    # under the [shards] and [extensions] keys the site file sets itself
+    profile: str = DEFAULT_PROFILE
     public_url: str = ""  # where `output` is served; default: the base URL's root
     robots: str = ""  # robots.txt to update; default: <output>/robots.txt when output is served at the root
     work_dir: str = ".sitemap-ops"  # staged snapshot, plan and rejects of each build (local or fsspec URL)
@@ -132,6 +135,8 @@ class SiteConfig:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", self.name):
             raise ConfigError(f"name {self.name!r} may hold only letters, digits, '_', '.' and '-' (it names DAGs)")
+        if self.profile not in PROFILES:
+            raise ConfigError(f"profile {self.profile!r} is not one of {', '.join(PROFILES)}")
         if not self.output:
             raise ConfigError("output is required (a local folder or an fsspec URL such as s3://bucket/prefix)")
         site = Origin.parse(self.base_url, "base_url")
@@ -142,7 +147,7 @@ class SiteConfig:
         _check_work_dir(self.work_dir, self.output)
         if not any(s.kind == "pages" for s in self.sources) and self.sources:
             raise ConfigError("sources: at least one source must be of kind `pages` (the URL inventory)")
-        if self.render.format == "txt" and any(s.kind != "pages" for s in self.sources):
+        if self.render.format == "txt" and any(s.kind not in ("pages", "exclude") for s in self.sources):
             raise ConfigError("text sitemaps cannot carry images, videos, news or alternates; use render.format xml")
         if self.feed.enabled and self.feed.name in (self.publish.index_name, MANIFEST_NAME, "robots.txt"):
             raise ConfigError(f"feed.name {self.feed.name!r} is taken by the index, the manifest or robots.txt")
@@ -163,6 +168,12 @@ class SiteConfig:
         return Origin.parse(self.base_url, "base_url")
 
     # Each step gets its own settings, not the whole config.
+
+    def limits(self) -> dict[str, int]:
+        """The limits a profile sets, as this config has them (a site file may set its own)."""
+        tables = {"shards": self.shards, "extensions": self.extensions}
+        keys = [(table, key) for table in tables for key in PROFILES[DEFAULT_PROFILE][table]]
+        return {key: getattr(tables[table], key) for table, key in keys}
 
     def stage_settings(self) -> StageSettings:
         return StageSettings(
@@ -297,7 +308,17 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
             raise ConfigError(f"{key} is required (flag --{key.replace('_', '-')} or `{key}` in the config file)")
     if not data.get("sources"):
         raise ConfigError("no inventory source: give --source or a [[sources]] table in the config file")
+    _apply_profile(data)
     return from_mapping(SiteConfig, data)
+
+
+def _apply_profile(data: dict[str, Any]) -> None:
+    """Fill the limits of the site's `profile` (constants.PROFILES) in, under the keys it sets itself."""
+    profile = data.setdefault("profile", DEFAULT_PROFILE)
+    for table, limits in PROFILES.get(profile, {}).items():  # (an unknown profile: SiteConfig says so)
+        own = data.get(table, {})
+        if isinstance(own, Mapping):
+            data[table] = {**limits, **own}
 
 
 def _is_local(path: str) -> bool:

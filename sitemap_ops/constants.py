@@ -70,7 +70,14 @@ REJECT_REASONS = (
     "too_long",
     "section_too_long",  # its section value is longer than MAX_SECTION_LENGTH
     "invalid_characters",  # only when normalize.encode_iri is off
+    # by an exclusion source (kind = "exclude"): listed without a rule column, a status other than 200,
+    # marked noindex, or another URL named as its canonical (sitemap_ops.stage.exclusions)
+    "excluded",
+    "excluded_status",
+    "excluded_noindex",
+    "excluded_canonical",
 )
+EXCLUDED_REASONS = tuple(r for r in REJECT_REASONS if r.startswith("excluded"))
 FIELD_DROP_REASONS = (
     "lastmod_invalid",
     "lastmod_future",
@@ -216,3 +223,53 @@ MAX_RENDER_GROUPS = 1000
 # A render group's work in uncompressed shard bytes. A task costs Airflow 1-2 s of its own and render writes
 # about 40 MB/s per core, so 256 MiB (about 30 full shards of 100-character URLs) keeps that cost small.
 RENDER_GROUP_BYTES = 256 * 1024 * 1024
+# Limit profiles (`profile = "..."` in a site file): the limits each engine documents, applied by
+# sitemap_ops.config.load_config under the keys the site file sets itself (its own values win).
+# google: https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap ("50MB
+#   (uncompressed) or 50,000 URLs"), news: https://developers.google.com/search/docs/crawling-indexing/sitemaps/news-sitemap
+#   ("up to 1,000 news:news tags", "articles that were published in the last two days"), images per page:
+#   https://developers.google.com/search/docs/crawling-indexing/sitemaps/image-sitemaps (1,000).
+# bing: https://www.bing.com/webmasters/help/sitemaps-3b5cf6ed (50,000 URLs and 50 MB per file, as Google).
+# yandex: https://yandex.com/support/webmaster/controlling-robot/sitemap.html (10 MB per file).
+# strict: the lowest value of every profile, for a sitemap every engine takes.
+_ENGINE_PROFILES: dict[str, dict[str, dict[str, int]]] = {
+    "google": {
+        "shards": {
+            "max_urls": MAX_URLS_PER_SITEMAP,
+            "max_bytes": MAX_BYTES_PER_SITEMAP,
+            "max_sitemaps_per_index": MAX_SITEMAPS_PER_INDEX,
+        },
+        "extensions": {
+            "news_max_urls": MAX_NEWS_PER_SITEMAP,
+            "news_max_age_hours": NEWS_MAX_AGE_HOURS,
+            "max_images_per_page": MAX_IMAGES_PER_PAGE,
+        },
+    },
+    "bing": {
+        "shards": {
+            "max_urls": MAX_URLS_PER_SITEMAP,
+            "max_bytes": MAX_BYTES_PER_SITEMAP,
+            "max_sitemaps_per_index": MAX_SITEMAPS_PER_INDEX,
+        },
+        "extensions": {},
+    },
+    "yandex": {
+        "shards": {
+            "max_urls": MAX_URLS_PER_SITEMAP,
+            "max_bytes": 10_485_760,
+            "max_sitemaps_per_index": MAX_SITEMAPS_PER_INDEX,
+        },
+        "extensions": {},
+    },
+}
+PROFILES: dict[str, dict[str, dict[str, int]]] = {
+    **_ENGINE_PROFILES,
+    "strict": {
+        table: {
+            key: min(p[table][key] for p in _ENGINE_PROFILES.values() if key in p[table])
+            for key in {k for p in _ENGINE_PROFILES.values() for k in p[table]}
+        }
+        for table in ("shards", "extensions")
+    },
+}
+DEFAULT_PROFILE = "google"

@@ -143,6 +143,7 @@ def plan(
             full_rebuild=full_rebuild,
             force=force,
             preview=preview,
+            excluded=sum(staged.excluded.values()),
             progress=progress,
         )
 
@@ -327,6 +328,8 @@ class BuildSummary:
     seconds: float = 0.0
     work_dir: str = ""
     timings: dict[str, float] = field(default_factory=dict)
+    profile: str = ""  # the site's limits profile (constants.PROFILES)
+    limits: dict[str, int] = field(default_factory=dict)  # the limits this build applied
 
     @property
     def shards_written(self) -> int:
@@ -356,6 +359,8 @@ class BuildSummary:
             "shards": len(pl.shards),
             "index_files": [i.name for i in pl.indexes],
             "sections": pl.sections,
+            "profile": self.profile,
+            "limits": self.limits,
             "shards_to_write" if self.dry_run else "shards_written": (
                 sum(1 for s in pl.shards if s.render) if self.dry_run else self.shards_written
             ),
@@ -410,7 +415,10 @@ def run_build(
             planned = plan(
                 run, staged, full_rebuild=full_rebuild, force=force, preview=dry_run, lease=lease, progress=progress
             )
-        summary = BuildSummary(run.build_id, dry_run, staged, planned, work_dir=run.work.url, timings=timings)
+        summary = BuildSummary(
+            run.build_id, dry_run, staged, planned, work_dir=run.work.url, timings=timings, profile=config.profile,
+            limits=config.limits(),
+        )  # fmt: skip
         if not config.robots:
             summary.unlisted = [config.public_url + index.name for index in planned.indexes]
         if not dry_run:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
+from sitemap_ops.constants import EXCLUDED_REASONS, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -333,6 +333,7 @@ def run_plan(
     full_rebuild: bool = False,
     force: bool = False,
     preview: bool = False,
+    excluded: int = 0,
     progress: Progress | None = None,
 ) -> Plan:
     """Plan the build against what is live (`live`, read by plan.state.load_live_state); writes
@@ -340,7 +341,8 @@ def run_plan(
 
     `full_rebuild` ignores the live assignment and records (every URL placed anew, every shard written),
     but still compares with the live URL count and switches from the live index. `preview` (a dry run)
-    plans past the circuit breaker and records why it would stop the build in `Plan.breaker`.
+    plans past the circuit breaker and records why it would stop the build in `Plan.breaker`. `excluded`:
+    the URLs the stage's exclusion sources kept out (the breaker compares them with the live build's).
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
@@ -374,7 +376,14 @@ def run_plan(
         total = sum(int(count) for _, count in section_rows)
         previous_urls = previous.total_urls if previous else None
         # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
-        breaker = None if force or config.publish.force else config.publish.breaker(total, previous_urls)
+        previous_excluded = sum(
+            n for reason, n in (previous.stage.get("rejected") or {}).items() if reason in EXCLUDED_REASONS
+        ) if previous else 0  # fmt: skip
+        breaker = (
+            None
+            if force or config.publish.force
+            else config.publish.breaker(total, previous_urls, excluded, previous_excluded)
+        )
         if breaker and not preview:
             raise CircuitBreakerError(breaker)
         progress.step(

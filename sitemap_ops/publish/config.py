@@ -18,6 +18,9 @@ class PublishConfig:
     index_name: str = DEFAULT_INDEX_NAME
     # Stop before publishing when the build would publish fewer than this share of the last build's URLs.
     min_ratio: float = 0.8
+    # Stop before publishing when the exclusion sources keep out more URLs than the last build's exclusions
+    # did by more than this share of the last build's URLs (a crawl export gone wrong, a bad redirect table).
+    max_exclusion_growth: float = 0.2
     force: bool = False  # publish even when the circuit breaker trips
     grace_period_days: float = 7.0  # files no index names any more are deleted after this
 
@@ -26,11 +29,16 @@ class PublishConfig:
             raise ConfigError("publish.index_name must be a file name ending in .xml (no folders)")
         if not 0.0 <= self.min_ratio <= 1.0:
             raise ConfigError("publish.min_ratio must be in [0, 1]")
+        if not 0.0 <= self.max_exclusion_growth <= 1.0:
+            raise ConfigError("publish.max_exclusion_growth must be in [0, 1]")
         if self.grace_period_days < 0:
             raise ConfigError("publish.grace_period_days must not be negative")
 
-    def breaker(self, total: int, previous_urls: int | None) -> str | None:
-        """Why the circuit breaker stops a build of `total` URLs after one of `previous_urls`, or None."""
+    def breaker(
+        self, total: int, previous_urls: int | None, excluded: int = 0, previous_excluded: int = 0
+    ) -> str | None:
+        """Why the circuit breaker stops a build of `total` URLs after one of `previous_urls`, or None.
+        `excluded` and `previous_excluded`: the URLs each build's exclusion sources kept out."""
         if total == 0:
             return (
                 "the build has no URL to publish (empty source or everything rejected); nothing was published "
@@ -41,6 +49,13 @@ class PublishConfig:
                 f"the build would publish {total:,} URLs, {total / previous_urls:.0%} of the last build's "
                 f"{previous_urls:,} (minimum {self.min_ratio:.0%}); nothing was published (use --force to publish "
                 "anyway)"
+            )
+        growth = excluded - previous_excluded
+        if previous_urls and growth > self.max_exclusion_growth * previous_urls:
+            return (
+                f"the exclusion sources keep out {excluded:,} URLs, {growth:,} more than the last build's "
+                f"{previous_excluded:,}: {growth / previous_urls:.0%} of its {previous_urls:,} URLs (maximum "
+                f"{self.max_exclusion_growth:.0%}); nothing was published (use --force to publish anyway)"
             )
         return None
 

@@ -45,7 +45,13 @@ EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {
     "videos": ("page", *VIDEO_FIELDS),
     "news": ("page", *NEWS_FIELDS),
 }
-SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS)
+# Columns of an exclusion source (`kind = "exclude"`): URLs to keep out of the build, normalized like `loc`.
+# Without a rule column every listed URL is excluded; with them, a URL is excluded when its `status` is not
+# 200 (redirects, 404s of a crawl), `noindex` is true, or `canonical` names another URL (which is published
+# in its place when it is in the site's scope).
+EXCLUDE_COLUMNS = ("loc", "status", "canonical", "noindex")
+EXCLUDE_RULE_COLUMNS = EXCLUDE_COLUMNS[1:]
+SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS, "exclude")
 # text: a plain list of URLs, one per line (no header, no quoting)
 SOURCE_FORMATS = ("parquet", "csv", "text", "duckdb", "postgres", "mysql", "sqlite")
 FILE_FORMATS = ("parquet", "csv", "text")
@@ -86,7 +92,8 @@ class SourceConfig:
     params: dict[str, object] = field(default_factory=dict)
     password_file: str = ""  # a file whose first line is the database password
     # pages: the URL inventory; images | alternates | videos | news: one extension kept apart from the
-    # pages, joined on its `page` column (the page's URL, normalized like `loc`).
+    # pages, joined on its `page` column (the page's URL, normalized like `loc`); exclude: URLs to leave out
+    # (redirects, noindex pages, crawl statuses, non-canonical URLs: EXCLUDE_COLUMNS).
     kind: str = "pages"
     # CSV and text sources: whether the first line names the columns (without: column0, column1, ...; `loc`
     # is column0 unless `columns` maps it), the delimiter ("" detects it) and the file's encoding.
@@ -142,6 +149,8 @@ class SourceConfig:
 
     def known_columns(self) -> tuple[str, ...]:
         """The columns `columns` may map for this source's kind."""
+        if self.kind == "exclude":
+            return EXCLUDE_COLUMNS
         return INVENTORY_COLUMNS if self.kind == "pages" else EXTENSION_COLUMNS[self.kind]
 
     def placeholders(self) -> list[str]:

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sitemap_ops.constants import EXCLUDED_REASONS
+
 
 @dataclass
 class ExtensionResult:
@@ -37,6 +39,13 @@ class StageResult:
     staged_path: str = ""
     rejects_path: str = ""
     extensions: ExtensionResult | None = None  # None: no extension in the inventory
+    # canonical URLs an exclusion source named, added in place of their pages (sitemap_ops.stage.exclusions)
+    canonicals: int = 0
+
+    @property
+    def excluded(self) -> dict[str, int]:
+        """The rejected counts of the reasons an exclusion source gives (part of `rejected`)."""
+        return {reason: n for reason, n in self.rejected.items() if reason in EXCLUDED_REASONS}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

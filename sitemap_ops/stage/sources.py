@@ -11,7 +11,14 @@ import duckdb
 
 from sitemap_ops.duck import bind_variables, duckdb_path, quote_literal, read_sql
 from sitemap_ops.errors import first_line
-from sitemap_ops.stage.config import EXTENSION_COLUMNS, FILE_FORMATS, NEWS_FIELDS, VIDEO_FIELDS, SourceConfig
+from sitemap_ops.stage.config import (
+    EXCLUDE_RULE_COLUMNS,
+    EXTENSION_COLUMNS,
+    FILE_FORMATS,
+    NEWS_FIELDS,
+    VIDEO_FIELDS,
+    SourceConfig,
+)
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.storage import StorageConfig
@@ -62,6 +69,7 @@ class Inventory:
     secrets: list[str] = field(default_factory=list)
     # The extension kinds the sources carry (images, videos, alternates, news), inline or in their own source.
     extensions: set[str] = field(default_factory=set)
+    exclusions: bool = False  # some source has kind = "exclude" (the view exclude_src)
 
     def error(self, exc: BaseException) -> str:
         """A one-line message for a failure while reading the inventory, with every secret scrubbed."""
@@ -237,6 +245,40 @@ def _extension_select(source: SourceConfig, index: int, types: dict[str, DuckDBP
     return ", ".join(items)
 
 
+# The view of the exclusion sources and its columns (sql/stage_exclusions.sql reads it).
+_EXCLUDE_VIEW = "exclude_src"
+_EXCLUDE_VIEW_COLUMNS = (
+    ("source", "INTEGER"), ("url_raw", "VARCHAR"), ("status", "INTEGER"), ("canonical", "VARCHAR"),
+    ("noindex", "BOOLEAN"), ("listed", "BOOLEAN"),
+)  # fmt: skip
+# noindex: a boolean column, or text as crawlers export it
+_NOINDEX_TRUE = ("true", "t", "1", "yes", "y", "noindex")
+
+
+def _exclude_select(source: SourceConfig, index: int, types: Mapping[str, object]) -> str:
+    """The select list of an exclusion source (kind exclude): one URL and the rule columns it has."""
+    col = _column_finder(source, types)
+    loc = col("loc")
+    if loc is None:
+        raise SourceError(
+            f'source {source.label} (exclude) has no `loc` column; map one with columns.loc = "..." '
+            f"(its columns: {', '.join(types)})"
+        )
+    status, canonical, noindex = (col(name) for name in EXCLUDE_RULE_COLUMNS)
+    truthy = ", ".join(quote_literal(v) for v in _NOINDEX_TRUE)
+    return ", ".join(
+        [
+            f"{index} AS source",
+            f"{_text(loc)} AS url_raw",
+            f"TRY_CAST(trim({_text(status)}) AS INTEGER) AS status",
+            f"nullif(trim({_text(canonical)}), '') AS canonical",
+            f"lower(trim({_text(noindex)})) IN ({truthy}) AS noindex",
+            # a plain list (no rule column): every URL in it is excluded
+            f"{'false' if status or canonical or noindex else 'true'} AS listed",
+        ]
+    )
+
+
 def _select_list(source: SourceConfig, index: int, types: Mapping[str, object]) -> str:
     """The typed select list mapping one source's columns onto the inventory contract."""
     col = _column_finder(source, types)
@@ -281,10 +323,11 @@ def create_inventory_view(
 ) -> Inventory:
     """Create the temp view `inventory` over all page sources (combined before dedupe), and one view per
     extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
-    ext_news_src; empty when no source has that kind)."""
+    ext_news_src; empty when no source has that kind), and the view exclude_src over the exclusion sources."""
     inventory = Inventory(labels=[s.label for s in sources])
     parts: list[str] = []
     extension_parts: dict[str, list[str]] = {kind: [] for kind in _EXTENSION_VIEWS}
+    exclude_parts: list[str] = []
     for index, source in enumerate(sources):
         alias = f"src{index}" if index else "src"
         try:
@@ -306,12 +349,20 @@ def create_inventory_view(
             )
             # columns quoted by quote_identifier; the filter is the user's, its values bound as variables
             parts.append(f"SELECT {select} FROM {relation}{where}")  # noqa: S608
+        elif source.kind == "exclude":
+            # (as above)
+            exclude_parts.append(f"SELECT {_exclude_select(source, index, types)} FROM {relation}{where}")  # noqa: S608
         else:
             inventory.extensions.add(source.kind)
             extension_parts[source.kind].append(
                 f"SELECT {_extension_select(source, index, types)} FROM {relation}{where}"  # noqa: S608 (as above)
             )
     con.execute("CREATE OR REPLACE TEMP VIEW inventory AS " + "\nUNION ALL\n".join(parts))
+    inventory.exclusions = bool(exclude_parts)
+    if exclude_parts:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {_EXCLUDE_VIEW} AS " + "\nUNION ALL\n".join(exclude_parts))
+    else:
+        _empty_view(con, _EXCLUDE_VIEW, _EXCLUDE_VIEW_COLUMNS)
     for kind, (view, columns) in _EXTENSION_VIEWS.items():
         if extension_parts[kind]:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS " + "\nUNION ALL\n".join(extension_parts[kind]))

@@ -25,6 +25,7 @@ from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
+from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.result import ExtensionResult, StageResult
 from sitemap_ops.stage.sources import (
@@ -96,9 +97,13 @@ def run_stage(
     inventory = create_inventory_view(con, config.sources, config.storage)
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
+    canonicals = 0
     try:
         with progress.working("stage: reading and normalizing"):
             _create_normalized(con, bool(inventory.extensions))
+        if inventory.exclusions:
+            with progress.working("stage: applying the exclusion sources"):
+                canonicals = apply_exclusions(con, _EXTENSION_COLUMNS)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
@@ -110,8 +115,11 @@ def run_stage(
         extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
     else:
         con.execute(read_sql("stage_ext_empty"))
+    if not inventory.exclusions:
+        con.execute(read_sql("stage_exclusions_empty"))
     counts = con.execute(read_sql("stage_counts")).fetchall()
-    rows_in = next(n for kind, _, n in counts if kind == "rows")
+    # a canonical published in place of a page is a row of its own, not an input row
+    rows_in = next(n for kind, _, n in counts if kind == "rows") - canonicals
     valid = next(n for kind, _, n in counts if kind == "valid")
     rejected = {reason: n for kind, reason, n in counts if kind == "reject"}
     dropped = {reason: n for kind, reason, n in counts if kind == "field"}
@@ -132,7 +140,7 @@ def run_stage(
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
         con.execute("DROP VIEW IF EXISTS normalized")
-        for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext"):
+        for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     progress.step(f"stage: {staged:,} URLs staged, {valid - staged:,} duplicates merged")
     return StageResult(
@@ -144,6 +152,7 @@ def run_stage(
         staged_path=work.url_of(STAGED_NAME),
         rejects_path=work.url_of(REJECTS_NAME),
         extensions=extensions,
+        canonicals=canonicals,
     )
 
 
