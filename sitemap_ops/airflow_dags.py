@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -229,6 +230,7 @@ def check_executor(config: SiteConfig, executor: str) -> None:
     if names <= _ONE_MACHINE_EXECUTORS or config.airflow.shared_filesystem:
         return
     local = [("work_dir", config.work_dir), ("output", config.output)]
+    local += [(f"the output of {host.base_url}", host.output) for host in config.hosts]
     local += [("a source", s.path) for s in config.sources if s.format == "sqlite" or "://" not in s.path]
     local = [(what, where) for what, where in local if "://" not in where or where.startswith("sqlite:")]
     if local:
@@ -324,6 +326,197 @@ whenever `{content.name}` gets an event (post one from the CMS after publishing)
     return dag
 
 
+def _host_builds(config: SiteConfig, staged: dict[str, Any] | None = None) -> list[tuple[BuildRun, StageResult | None]]:
+    """Each host's build of the current DAG run (one for a single-host site), with its stage result when
+    `staged` (the stage task's) is given."""
+    runs = _pipeline().host_runs(_build_run(config))
+    if staged is None:
+        return [(run, None) for run in runs]
+    result = StageResult.from_dict(staged)
+    return list(zip(runs, result.hosts or [result], strict=True))
+
+
+def _each_host(what: str, runs: list[BuildRun], step: Callable[[BuildRun], T]) -> tuple[dict[str, T], dict[str, str]]:
+    """`step` for each host's build: the results and the errors retrying cannot fix, by host. A retryable
+    error fails the task while it has tries left (its retry redoes every host; each step is idempotent);
+    any other, or one on the last try, is that host's failure, which leaves the other hosts alone."""
+    ti = get_current_context()["ti"]
+    last_try = ti.try_number > ti.max_tries
+    done: dict[str, T] = {}
+    failed: dict[str, str] = {}
+    for run in runs:
+        host = run.config.site.host
+        try:
+            done[host] = step(run)
+        except SitemapOpsError as exc:
+            if exc.retryable and not last_try:
+                raise
+            failed[host] = f"{type(exc).__name__}: {first_line(exc)}"
+            log.error("%s: host %s failed, nothing of it changed: %s", what, host, failed[host])
+    return done, failed
+
+
+def _plan_hosts(config: SiteConfig, staged: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan task: each host's plan; the render groups of all hosts ([host index, first, last]) within
+    max_map_length, each host's counts, and the hosts whose plan failed (a single-host site's failure
+    fails the task)."""
+    pipeline = _pipeline()
+    af = config.airflow
+    builds = _host_builds(config, staged)
+    stage_of = {run.config.site.host: result for run, result in builds}
+
+    def plan_one(run: BuildRun) -> Any:
+        return pipeline.plan(
+            run, stage_of[run.config.site.host], full_rebuild=params.get("full_rebuild", False),
+            force=params.get("force", False),
+        )  # fmt: skip
+
+    if config.hosts:
+        plans, failed = _each_host("plan", [run for run, _ in builds], plan_one)
+    else:
+        run = builds[0][0]
+        plans, failed = {run.config.site.host: _step(lambda: plan_one(run))}, {}
+    max_groups = max(1, _max_render_groups() // len(builds))
+    groups: list[list[int]] = []
+    hosts: dict[str, dict[str, Any]] = {}
+    for index, (run, _) in enumerate(builds):
+        planned = plans.get(run.config.site.host)
+        if planned is None:
+            continue
+        own = pipeline.render_groups(planned, max_groups, af.render_group_bytes)
+        groups += [[index, first, last] for first, last in own]
+        counts = {
+            "previous_build_id": planned.previous_build_id,
+            "urls": planned.total_urls,
+            "shards": len(planned.shards),
+            "shards_to_render": sum(1 for s in planned.shards if s.render),
+            "notes": planned.state_notes,
+        }
+        hosts[run.config.site.host] = counts
+        log.info(
+            "plan%s: %s URL(s) in %s shard(s), %s to write in %s render group(s), changes %s",
+            f" {run.config.site.host}" if config.hosts else "", f"{planned.total_urls:,}",
+            f"{len(planned.shards):,}", f"{counts['shards_to_render']:,}", len(own), planned.changes,
+        )  # fmt: skip
+    return {"build_id": builds[0][0].build_id, "groups": groups, "hosts": hosts, "failed": failed}
+
+
+def _publish_hosts(
+    config: SiteConfig, staged: dict[str, Any], planned: dict[str, Any], render_failed: dict[str, str]
+) -> dict[str, Any]:
+    """The publish task's work: each planned host's publish; a single-host site's counts, or a multi-host
+    site's counts by host with the hosts that failed (in plan, render (`render_failed`) or here)."""
+    pipeline = _pipeline()
+    builds = [
+        (run, result)
+        for run, result in _host_builds(config, staged)
+        if run.config.site.host in planned["hosts"] and run.config.site.host not in render_failed
+    ]
+    stage_of = {run.config.site.host: result for run, result in builds}
+
+    def publish_one(run: BuildRun) -> dict[str, Any]:
+        plan_of = pipeline.load_plan(run)
+        result = pipeline.publish(run, plan_of, stage_of[run.config.site.host])
+        manifest = result.manifest
+        return {
+            "build_id": run.build_id,
+            "urls": manifest.totals["urls"],
+            "shards": manifest.totals["shards"],
+            "shards_written": manifest.totals["shards_written"],
+            "index_files": manifest.index_files,
+            "index_urls": [run.config.public_url + name for name in manifest.index_files],
+            "index_switched": result.index_switched,
+            "notes": plan_of.state_notes,
+            "changes": manifest.changes,
+            "report": run.work.url_of(REPORT_NAME),
+        }
+
+    if not config.hosts:
+        run = builds[0][0]
+        counts = _step(lambda: publish_one(run))
+        log.info("build %s published; its report: %s", run.build_id, counts["report"])
+        return counts
+    done, failed = _each_host("publish", [run for run, _ in builds], publish_one)
+    for host, counts in done.items():
+        log.info("host %s: build %s published; its report: %s", host, counts["build_id"], counts["report"])
+    return {"build_id": planned["build_id"], "hosts": done, "failed": {**planned["failed"], **render_failed, **failed}}
+
+
+def _retire_hosts(config: SiteConfig) -> dict[str, list[str]]:
+    """The retire task's work: each host's retire (files past the grace period, old work folders)."""
+    deleted: list[str] = []
+    refused: list[str] = []
+    for run, _ in _host_builds(config):
+        retired = _step(functools.partial(_pipeline().retire, run))
+        deleted += retired.deleted
+        refused += retired.refused
+    log.info("retire: %d file(s) deleted, %d refused", len(deleted), len(refused))
+    return {"retired": deleted, "refused": refused}
+
+
+def _notify_hosts(config: SiteConfig) -> dict[str, Any]:
+    """The notify task's work: each host's IndexNow submission (a multi-host site's results by host)."""
+    results: dict[str, dict[str, Any]] = {}
+    errors = []
+    for run, _ in _host_builds(config):
+        host = run.config.site.host
+        result = _step(functools.partial(_pipeline().notify, run))
+        log.info("notify %s: %s URL(s) submitted, %s deferred", host, f"{result.submitted:,}", f"{result.deferred:,}")
+        results[host] = result.to_dict()
+        if result.error:
+            errors.append(f"{host}: {result.error}" if config.hosts else result.error)
+    if errors:
+        raise AirflowFailException("; ".join(errors))
+    return results if config.hosts else next(iter(results.values()))
+
+
+def _report_hosts(config: SiteConfig, staged: dict[str, Any], dry_run: bool) -> str:
+    """The report task's work: each planned host's report page (their URLs, space-separated); a dry run
+    drops the snapshots nothing will read."""
+    pipeline = _pipeline()
+    urls = []
+    for run, result in _host_builds(config, staged):
+        try:
+            planned = pipeline.load_plan(run)
+        except SitemapOpsError as exc:  # (a host whose plan failed has none)
+            log.info("no report for %s: %s", run.config.site.host, first_line(exc))
+            continue
+        assert result is not None
+        # (each task's duration is in Airflow's own UI: a task cannot read the others' in Airflow 3)
+        urls.append(str(pipeline.report(run, planned, result, dry_run=dry_run)))
+        log.info("the build's report: %s", urls[-1])
+        if dry_run:  # nothing will read its snapshots: a dry run keeps only its plan, rejects and report
+            pipeline.drop_snapshots(run.work)
+    if config.hosts:
+        pipeline.drop_snapshots(_build_run(config).work)  # the shared stage's (each host has its own)
+    return " ".join(urls)
+
+
+def _render_group(config: SiteConfig, group: list[int]) -> list[dict[str, Any]]:
+    """The render task's work: one group of one host's shards ([host index, first key, last key]); the
+    shards written, or for a multi-host site's host that failed, [{"failed_host": ..., "error": ...}] (publish
+    skips that host, publishes the others, then fails)."""
+    index, first, last = group
+    run = _host_builds(config)[index][0]
+    pipeline = _pipeline()
+    planned = pipeline.load_plan(run)
+    label = _shard_range(planned, first, last)
+    get_current_context()["shard_range"] = f"{run.config.site.host}: {label}" if config.hosts else label  # type: ignore[typeddict-unknown-key]
+    started = time.monotonic()
+    if config.hosts:
+        done, failed = _each_host("render", [run], lambda r: pipeline.render(r, planned, (first, last)))
+        if failed:
+            return [{"failed_host": host, "error": error} for host, error in failed.items()]
+        rendered = done[run.config.site.host]
+    else:
+        rendered = _step(lambda: pipeline.render(run, planned, (first, last)))
+    log.info(
+        "render: %d shard(s) written, %s bytes gzipped, in %.1f s",
+        len(rendered), f"{sum(r.compressed_bytes or 0 for r in rendered):,}", time.monotonic() - started,
+    )  # fmt: skip
+    return [dataclasses.asdict(r) for r in rendered]
+
+
 def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
     """A build's tasks (stage -> plan -> render -> publish -> retire (-> notify) -> report), added to the DAG or
     task group being defined. `check_params`: fail the run on a conf key the DAG does not take (only in a
@@ -354,35 +547,11 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
 
     @task(**io_retries, **_task_args(af, "plan"))
     def plan(staged: dict[str, Any]) -> dict[str, Any]:
-        """Place every URL in its shard; returns the groups of shards to render."""
-        params = get_current_context()["params"]
-        run = _build_run(config)
-        pipeline = _pipeline()
+        """Place every URL in its shard; returns the groups of shards to render ([host, first, last])."""
         started = time.monotonic()
-        planned = _step(
-            lambda: pipeline.plan(
-                run,
-                StageResult.from_dict(staged),
-                full_rebuild=params.get("full_rebuild", False),
-                force=params.get("force", False),
-            )
-        )
-        to_render = sum(1 for s in planned.shards if s.render)
-        groups = pipeline.render_groups(planned, _max_render_groups(), af.render_group_bytes)
-        log.info(
-            "plan: %s URL(s) in %s shard(s), %s to write in %s render group(s), changes %s, in %.1f s",
-            f"{planned.total_urls:,}", f"{len(planned.shards):,}", f"{to_render:,}", len(groups), planned.changes,
-            time.monotonic() - started,
-        )  # fmt: skip
-        return {
-            "build_id": run.build_id,
-            "previous_build_id": planned.previous_build_id,
-            "urls": planned.total_urls,
-            "shards": len(planned.shards),
-            "shards_to_render": sum(1 for s in planned.shards if s.render),
-            "groups": [list(group) for group in groups],
-            "notes": planned.state_notes,
-        }
+        result = _plan_hosts(config, staged, get_current_context()["params"])
+        log.info("plan: %d host(s) planned in %.1f s", len(result["hosts"]), time.monotonic() - started)
+        return result
 
     @task
     def render_groups(planned: dict[str, Any]) -> list[list[int]]:
@@ -400,23 +569,13 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         map_index_template="{{ shard_range }}",
     )
     def render(group: list[int]) -> list[dict[str, Any]]:
-        """Render and write one group of shards (a retry rewrites the same bytes)."""
-        run = _build_run(config)
-        pipeline = _pipeline()
-        first, last = group
-        planned = pipeline.load_plan(run)
-        get_current_context()["shard_range"] = _shard_range(planned, first, last)  # type: ignore[typeddict-unknown-key]
-        started = time.monotonic()
-        rendered = _step(lambda: pipeline.render(run, planned, (first, last)))
-        log.info(
-            "render: %d shard(s) written, %s bytes gzipped, in %.1f s",
-            len(rendered), f"{sum(r.compressed_bytes or 0 for r in rendered):,}", time.monotonic() - started,
-        )  # fmt: skip
-        return [dataclasses.asdict(r) for r in rendered]
+        """Render and write one group of one host's shards (a retry rewrites the same bytes)."""
+        return _render_group(config, group)
 
     @task(**io_retries, **_task_args(af, "publish", af.storage_pool), outlets=[published], trigger_rule="none_failed")
-    def publish(staged: dict[str, Any], rendered: list[list[dict[str, Any]]]) -> dict[str, Any]:
-        """Switch the index, write robots.txt and the manifest, then emit the sitemaps-published asset event.
+    def publish(staged: dict[str, Any], planned: dict[str, Any], rendered: list[Any]) -> dict[str, Any]:
+        """Switch each host's index, write robots.txt and the manifest, then emit the sitemaps-published asset
+        event. A host whose plan or publish failed fails the task once the other hosts are published.
 
         (`rendered` only orders this task after the render tasks: publish checks storage itself.)
         """
@@ -424,62 +583,40 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         if context["params"].get("dry_run", False):
             # skipped, so no asset event and no retire
             raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
-        run = _build_run(config)
-        pipeline = _pipeline()
-        planned = pipeline.load_plan(run)
-        result = _step(lambda: pipeline.publish(run, planned, StageResult.from_dict(staged)))
-        manifest = result.manifest
-        counts = {
-            "build_id": run.build_id,
-            "urls": manifest.totals["urls"],
-            "shards": manifest.totals["shards"],
-            "shards_written": manifest.totals["shards_written"],
-            "index_files": manifest.index_files,
-            "index_urls": [config.public_url + name for name in manifest.index_files],
-            "index_switched": result.index_switched,
-            "notes": planned.state_notes,
-            "changes": manifest.changes,
-            "report": run.work.url_of(REPORT_NAME),
+        render_failed = {
+            r["failed_host"]: r["error"] for group in rendered or [] for r in group or [] if "failed_host" in r
         }
-        log.info("build %s published; its report: %s", run.build_id, counts["report"])
-        context["outlet_events"][published].extra = {"site": site, **counts}
+        counts = _publish_hosts(config, staged, planned, render_failed)
+        if not config.hosts or counts["hosts"]:
+            context["outlet_events"][published].extra = {"site": site, **counts}
+        if config.hosts and counts["failed"]:
+            failed = counts["failed"]
+            raise AirflowFailException(
+                f"{len(failed)} host(s) failed, nothing of theirs changed ({len(counts['hosts'])} published): "
+                + "; ".join(f"{host}: {error}" for host, error in failed.items())
+            )
         return counts
 
     @task(**io_retries, **_task_args(af, "retire"))
     def retire(published_counts: dict[str, Any]) -> dict[str, list[str]]:
         """Delete files past the grace period; once this build is live, prune old work folders."""
-        retired = _step(lambda: _pipeline().retire(_build_run(config)))
-        log.info("retire: %d file(s) deleted, %d refused", len(retired.deleted), len(retired.refused))
-        return {"retired": retired.deleted, "refused": retired.refused}
+        return _retire_hosts(config)
 
     @task(**io_retries, **_task_args(af, "notify"), trigger_rule="all_done")
     def notify(retired: dict[str, list[str]] | None) -> dict[str, Any]:
-        """Submit the live build's changes to IndexNow (only if this run's build is live)."""
-        result = _step(lambda: _pipeline().notify(_build_run(config)))
-        log.info("notify: %s URL(s) submitted, %s deferred", f"{result.submitted:,}", f"{result.deferred:,}")
-        if result.error:
-            raise AirflowFailException(result.error)
-        return result.to_dict()
+        """Submit the live build's changes to IndexNow (only for the hosts where this run's build is live)."""
+        return _notify_hosts(config)
 
     @task(**_task_args(af, "report"))
     def report(staged: dict[str, Any], after: Any = None) -> str:
-        """Write the build's report page (report.html in its work folder), whatever the other tasks did."""
-        run = _build_run(config)
-        pipeline = _pipeline()
-        context = get_current_context()
-        dry_run = bool(context["params"].get("dry_run"))
-        # (each task's duration is in Airflow's own UI: a task cannot read the others' in Airflow 3)
-        url = pipeline.report(run, pipeline.load_plan(run), StageResult.from_dict(staged), dry_run=dry_run)
-        log.info("the build's report: %s", url)
-        if dry_run:  # nothing will read its snapshots: a dry run keeps only its plan, rejects and report
-            pipeline.drop_snapshots(run.work)
-        return str(url)
+        """Write each host's report page (report.html in its work folder), whatever the other tasks did."""
+        return _report_hosts(config, staged, bool(get_current_context()["params"].get("dry_run")))
 
     staged = stage()
     planned = plan(staged)
     rendered = render.expand(group=render_groups(planned))
     # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
-    retired = retire(publish(staged, rendered))  # type: ignore[arg-type]
+    retired = retire(publish(staged, planned, rendered))  # type: ignore[arg-type]
     last = notify(retired) if config.indexnow.enabled else retired
     # a teardown: it runs whatever happened before it and, unlike a plain last task, leaves the run's
     # state to the build's own tasks (a failed publish still fails the run)

@@ -158,16 +158,42 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
         progress=Progress(enabled=not args.quiet),
     )
     print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary_lines(summary)))
-    if summary.notified is not None and summary.notified.error:
-        print(
-            f"sitemap-ops {args.command}: error: the sitemaps were published; {summary.notified.error}", file=sys.stderr
-        )
-        return 1
-    return 0
+    status = 0
+    for host in summary.hosts or [summary]:
+        if host.notified is not None and host.notified.error:
+            where = f" of {host.host}" if summary.hosts else ""
+            print(
+                f"sitemap-ops {args.command}: error: the sitemaps{where} were published; {host.notified.error}",
+                file=sys.stderr,
+            )
+            status = 1
+    for name, error in summary.failed_hosts.items():
+        print(f"sitemap-ops {args.command}: error: host {name}: {error}; nothing of it changed", file=sys.stderr)
+        status = 1
+    return status
 
 
 def summary_lines(summary: BuildSummary) -> list[str]:
-    """The human summary printed at the end of a build (or a dry run)."""
+    """The human summary printed at the end of a build (or a dry run); a multi-host site's: the shared stage,
+    then each host's build."""
+    if summary.hosts or summary.failed_hosts:
+        st = summary.stage
+        out = [
+            f"build {summary.build_id}{' (dry run: nothing published)' if summary.dry_run else ''}: "
+            f"{len(summary.hosts) + len(summary.failed_hosts)} hosts",
+            f"  URLs in:            {st.rows_in:,} (all hosts), rejected {sum(st.rejected.values()):,}, "
+            f"rejects file: {st.rejects_path}",
+        ]
+        for host in summary.hosts:
+            out += [f"host {host.host}", *("  " + line for line in _build_lines(host)[1:])]
+        out += [f"host {host}: FAILED, nothing of it changed: {error}" for host, error in summary.failed_hosts.items()]
+        out.append(f"  seconds:            {summary.seconds:.1f}")
+        return out
+    return _build_lines(summary)
+
+
+def _build_lines(summary: BuildSummary) -> list[str]:
+    """The summary of one site's (or one host's) build."""
     st, pl = summary.stage, summary.plan
     excluded = st.excluded
     invalid = {reason: n for reason, n in st.rejected.items() if reason not in excluded}

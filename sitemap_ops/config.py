@@ -108,6 +108,22 @@ class AirflowConfig:
 
 
 @dataclass(frozen=True)
+class HostConfig:
+    """`[[hosts]]`: one more host of the site (a country domain, a customer subdomain). The build reads the
+    inventory once and publishes each host's URLs as a sitemap set of its own (shards, index, robots.txt,
+    manifest, change set), at its own output; the site's `base_url` and `output` are its first host."""
+
+    base_url: str
+    output: str
+    public_url: str = ""  # default: the base URL's root
+    robots: str = ""  # default: <output>/robots.txt when output is served at the root
+
+    def __post_init__(self) -> None:
+        if not self.output:
+            raise ConfigError(f"hosts: {self.base_url!r} needs an output")
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     """Everything one site's build needs."""
 
@@ -131,6 +147,7 @@ class SiteConfig:
     duckdb: DuckDBConfig = field(default_factory=DuckDBConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     airflow: AirflowConfig = field(default_factory=AirflowConfig)
+    hosts: tuple[HostConfig, ...] = ()  # more hosts, each with a sitemap set of its own (see HostConfig)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", self.name):
@@ -161,6 +178,51 @@ class SiteConfig:
                 f"shards.sections: {self.extensions.news_section!r} is the news series' section "
                 "(extensions.news_section); pick another name"
             )
+        if self.hosts:
+            self._check_hosts()
+
+    def _check_hosts(self) -> None:
+        """Every host distinct, with an output of its own that is no other's folder nor the work folder."""
+        sites = self.sites
+        seen: dict[str, str] = {}
+        for origin in sites:
+            for form in (origin.host, origin.alternate_host):
+                if form in seen and seen[form] != origin.host:
+                    raise ConfigError(f"hosts: {origin.host} and {seen[form]} are one host's two forms (www and bare)")
+            if origin.host in seen:
+                raise ConfigError(f"hosts: {origin.host} is listed twice")
+            seen.update({origin.host: origin.host, origin.alternate_host: origin.host})
+        outputs = [self.output, *(h.output for h in self.hosts)]
+        keys = [_folder_key(o) for o in outputs]
+        for i, key in enumerate(keys):
+            _check_work_dir(self.work_dir, outputs[i])
+            for j in range(i):
+                if key.startswith(keys[j]) or keys[j].startswith(key):
+                    raise ConfigError(f"hosts: the outputs {outputs[j]!r} and {outputs[i]!r} must be separate folders")
+
+    @property
+    def sites(self) -> tuple[Origin, ...]:
+        """Every host's canonical origin: the site's first, then [[hosts]] in order."""
+        return (self.site, *(Origin.parse(h.base_url, "hosts.base_url") for h in self.hosts))
+
+    def host_configs(self) -> list[SiteConfig]:
+        """One config per host, each a single-host site publishing its own sitemap set; [self] without
+        [[hosts]]. Each host keeps its build state in a work folder of its own: <work_dir>/<host>."""
+        if not self.hosts:
+            return [self]
+        primary = HostConfig(self.base_url, self.output, self.public_url, self.robots)
+        return [
+            dataclasses.replace(
+                self,
+                hosts=(),
+                base_url=host.base_url,
+                output=host.output,
+                public_url=host.public_url,
+                robots=host.robots,
+                work_dir=self.work_dir.rstrip("/") + "/" + host_key(origin),
+            )
+            for host, origin in zip((primary, *self.hosts), self.sites, strict=True)
+        ]
 
     @property
     def site(self) -> Origin:
@@ -177,7 +239,7 @@ class SiteConfig:
 
     def stage_settings(self) -> StageSettings:
         return StageSettings(
-            site=self.site,
+            sites=self.sites,
             sources=self.sources,
             normalize=self.normalize,
             extensions=self.extensions,
@@ -223,6 +285,11 @@ def _folder_key(location: str) -> str:
         scheme, _, rest = location.partition("://")
         return f"{scheme.lower()}://{rest.strip('/')}/"
     return os.path.abspath(location).rstrip("/") + "/"
+
+
+def host_key(origin: Origin) -> str:
+    """A host's name as a folder name (its work folder in a multi-host site): www.example.com, host_8080."""
+    return origin.host.replace(":", "_")
 
 
 def _check_work_dir(work_dir: str, output: str) -> None:

@@ -99,10 +99,19 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
 
 
 def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
-    """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file)."""
+    """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file).
+
+    A multi-host site's stage also writes each host's staged snapshot to that host's work folder, and gives
+    each host's result in `StageResult.hosts` (in the order of `host_runs`)."""
     work = open_work(run.config, run.build_id)
+    host_works = [open_work(host.config, run.build_id) for host in host_runs(run)] if run.config.hosts else None
     with duckdb_session(run.config, work) as con:
-        return run_stage(run.config.stage_settings(), con, work, run.now, progress)
+        return run_stage(run.config.stage_settings(), con, work, run.now, progress, host_works)
+
+
+def host_runs(run: BuildRun) -> list[BuildRun]:
+    """The build of each host of a multi-host site (its own config, the same id and clock); [run] otherwise."""
+    return [BuildRun(config, run.build_id, run.now) for config in run.config.host_configs()]
 
 
 def plan(
@@ -330,6 +339,11 @@ class BuildSummary:
     timings: dict[str, float] = field(default_factory=dict)
     profile: str = ""  # the site's limits profile (constants.PROFILES)
     limits: dict[str, int] = field(default_factory=dict)  # the limits this build applied
+    # a multi-host site: each host's build (this summary holds the shared stage, and an empty plan), and the
+    # hosts whose build failed, with why (nothing of theirs changed)
+    hosts: list[BuildSummary] = field(default_factory=list)
+    failed_hosts: dict[str, str] = field(default_factory=dict)
+    host: str = ""  # the host this build published (its base URL's)
 
     @property
     def shards_written(self) -> int:
@@ -380,6 +394,8 @@ class BuildSummary:
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "work_dir": self.work_dir,
             "report": self.report,
+            "hosts": {h.host: h.to_dict() for h in self.hosts},
+            "failed_hosts": self.failed_hosts,
         }
 
 
@@ -399,6 +415,44 @@ def run_build(
     """
     started = time.monotonic()
     run = BuildRun.new(config, now)
+    build = functools.partial(_build, dry_run=dry_run, force=force, full_rebuild=full_rebuild, progress=progress)
+    if not config.hosts:
+        summary = build(run, None)
+        summary.seconds = time.monotonic() - started
+        return summary
+    # A multi-host site: one stage, then each host's own build; one host's failure leaves the others' alone.
+    t = time.monotonic()
+    staged = stage(run, progress)
+    seconds = time.monotonic() - t
+    empty = Plan(run.build_id, "", planned_path="", staged_path="", shards=[], indexes=[], total_urls=0)
+    summary = BuildSummary(run.build_id, dry_run, staged, empty, work_dir=run.work.url, timings={"stage": seconds})
+    summary.profile, summary.limits = config.profile, config.limits()
+    for host_run, host_staged in zip(host_runs(run), staged.hosts, strict=True):
+        host = host_run.config.site.host
+        if progress is not None:
+            progress.step(f"host {host}: {host_staged.staged:,} URLs")
+        try:
+            summary.hosts.append(build(host_run, host_staged))
+        except SitemapOpsError as exc:
+            summary.failed_hosts[host] = first_line(exc)
+            if progress is not None:
+                progress.step(f"host {host}: failed, nothing of it changed: {first_line(exc)}")
+    drop_snapshots(run.work)  # the hosts' builds read their own snapshots
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _build(
+    run: BuildRun,
+    staged: StageResult | None,
+    *,
+    dry_run: bool,
+    force: bool,
+    full_rebuild: bool,
+    progress: Progress | None,
+) -> BuildSummary:
+    """One site's (or one host's) build from stage (skipped when `staged` is given) to its report."""
+    config = run.config
     timings: dict[str, float] = {}
 
     @contextlib.contextmanager
@@ -409,15 +463,16 @@ def run_build(
 
     lease = _new_lease(run) if not dry_run and config.storage.lease else None
     with lease.held() if lease else contextlib.nullcontext():
-        with timed("stage"):
-            staged = stage(run, progress)
+        if staged is None:
+            with timed("stage"):
+                staged = stage(run, progress)
         with timed("plan"):
             planned = plan(
                 run, staged, full_rebuild=full_rebuild, force=force, preview=dry_run, lease=lease, progress=progress
             )
         summary = BuildSummary(
             run.build_id, dry_run, staged, planned, work_dir=run.work.url, timings=timings, profile=config.profile,
-            limits=config.limits(),
+            limits=config.limits(), host=config.site.host,
         )  # fmt: skip
         if not config.robots:
             summary.unlisted = [config.public_url + index.name for index in planned.indexes]
@@ -430,7 +485,6 @@ def run_build(
             if config.indexnow.enabled:
                 with timed("notify"):
                     summary.notified = notify(run, lease=lease, progress=progress)
-    summary.seconds = time.monotonic() - started
     try:
         summary.report = report(run, planned, staged, dry_run=dry_run, rendered=summary.rendered, timings=dict(timings))
     except Exception as exc:  # the build is done: a report that fails must not fail it

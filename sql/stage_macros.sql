@@ -2,7 +2,7 @@
 -- TEMP macros: found whatever the default catalog is (a query source runs with its database as default).
 -- They read variables set by sitemap_ops.stage.stage.normalize_variables.
 CREATE OR REPLACE TEMP MACRO so_host_ok(host, hosts) AS
-    host = getvariable('site_host') OR list_contains(hosts, host) OR list_contains(hosts, '*');
+    list_contains(getvariable('site_hosts'), host) OR list_contains(hosts, host) OR list_contains(hosts, '*');
 
 CREATE OR REPLACE TEMP MACRO so_url_issue(reason, host, hosts) AS
     CASE WHEN reason IS NOT NULL THEN reason WHEN NOT so_host_ok(host, hosts) THEN 'host_not_allowed' END;
@@ -54,9 +54,9 @@ CREATE OR REPLACE TEMP MACRO so_short_values(joined, sep) AS
         ELSE len(list_filter(string_split(joined, sep), lambda v: strlen(v) > getvariable('max_loc_length'))) = 0
     END;
 
--- a joined list naming the site's other host form, which the checked path rewrites (ext_alt_url)
+-- a joined list naming one of the site's other host forms, which the checked path rewrites (ext_alt_urls)
 CREATE OR REPLACE TEMP MACRO so_names_alt_host(joined) AS
-    getvariable('ext_alt_url') <> '' AND contains(joined, getvariable('ext_alt_url'));
+    len(list_filter(getvariable('ext_alt_urls'), lambda u: u <> '' AND contains(joined, u))) > 0;
 
 CREATE OR REPLACE TEMP MACRO so_images_fast(images, joined) AS
     len(images) <= getvariable('max_images_per_page')

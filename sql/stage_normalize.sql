@@ -97,7 +97,9 @@ authority_judged AS (
         -- (userinfo, a port left, an IP address, IDNA, escapes, anything malformed) is split, normalized
         -- and judged by so_authority (sitemap_ops.urls.normalize_authority)
         CASE
-            WHEN host_no_port = getvariable('site_host') OR host_no_port = getvariable('alt_host') THEN NULL
+            WHEN host_no_port = getvariable('site_host') OR host_no_port = getvariable('alt_host')
+                OR list_contains(getvariable('site_hosts'), host_no_port) OR list_contains(getvariable('alt_hosts'), host_no_port)
+                THEN NULL
             WHEN strlen(host_no_port) <= getvariable('max_host_length') AND regexp_full_match(host_no_port, getvariable('plain_host'))
                 AND NOT contains(host_no_port, 'xn--') THEN NULL
             ELSE so_authority(authority, scheme_cased)
@@ -112,20 +114,35 @@ host_parts AS (
         authority_parts.reason AS host_reason
     FROM authority_judged
 ),
+host_matched AS (
+    SELECT
+        *,
+        -- which of the site's hosts (site_hosts, primary first; alt_hosts: their other forms, www vs bare)
+        -- the URL is on, if any: its own form first (a listed host may be another's other form)
+        -- (the first host by a plain comparison: most URLs are on it, and list functions cost more)
+        host_checked = getvariable('site_host') OR list_contains(getvariable('site_hosts'), host_checked) AS on_site_host,
+        CASE
+            WHEN host_checked = getvariable('site_host') THEN 1
+            ELSE coalesce(
+                list_position(getvariable('site_hosts'), host_checked),
+                list_position(getvariable('alt_hosts'), host_checked)
+            )
+        END AS host_index
+    FROM host_parts
+),
 site_form AS (
     SELECT
         *,
         CASE
-            WHEN host_checked = getvariable('site_host') THEN host_checked
-            WHEN host_checked = getvariable('alt_host') AND getvariable('other_host_form') = 'rewrite'
-                THEN getvariable('site_host')
+            WHEN on_site_host THEN host_checked
+            WHEN host_index IS NOT NULL AND getvariable('other_host_form') = 'rewrite'
+                THEN getvariable('site_hosts')[host_index]
             ELSE host_checked
         END AS host_out,
         -- only the site's own URLs are moved to its scheme (another host may not serve it)
         CASE
-            WHEN scheme_cased <> getvariable('site_scheme') AND getvariable('other_scheme') = 'rewrite'
-                AND (host_checked = getvariable('site_host') OR host_checked = getvariable('alt_host'))
-                THEN getvariable('site_scheme')
+            WHEN host_index IS NOT NULL AND getvariable('other_scheme') = 'rewrite'
+                THEN getvariable('site_schemes')[host_index]
             ELSE scheme_cased
         END AS scheme_out,
         -- the Python path handles IRI characters, malformed or lower-case escapes and dot segments
@@ -134,7 +151,7 @@ site_form AS (
                 THEN so_normalize_target(target)
             ELSE target
         END AS target_out
-    FROM host_parts
+    FROM host_matched
 ),
 path_query AS (
     SELECT
@@ -192,10 +209,10 @@ judged AS (
                 WHEN host_reason IS NOT NULL THEN host_reason
                 WHEN target_out IS NULL THEN 'unparseable'
                 WHEN NOT getvariable('check_scope') THEN NULL
-                WHEN host_checked = getvariable('alt_host') AND host_out <> getvariable('site_host') THEN 'other_host_form'
-                WHEN host_out <> getvariable('site_host') THEN 'out_of_scope'
-                WHEN scheme_out <> getvariable('site_scheme') THEN 'other_scheme'
-                WHEN NOT starts_with(path, getvariable('scope_path')) THEN 'out_of_scope'
+                WHEN host_index IS NULL THEN 'out_of_scope'
+                WHEN NOT on_site_host AND host_out <> getvariable('site_hosts')[host_index] THEN 'other_host_form'
+                WHEN scheme_out <> getvariable('site_schemes')[host_index] THEN 'other_scheme'
+                WHEN NOT starts_with(path, getvariable('scope_paths')[host_index]) THEN 'out_of_scope'
             END,
             CASE
                 WHEN length(norm_loc) > getvariable('max_loc_length') THEN 'too_long'

@@ -59,6 +59,25 @@ def site_config(tmp_path: Path, source: str, **overrides: Any):
     return load_config(None, data)
 
 
+def sources_config(tmp_path: Path, sources: list[dict], **overrides: Any):
+    """A site of https://www.example.com with these [[sources]] tables, output and work folder in tmp_path."""
+    data = {
+        "base_url": "https://www.example.com",
+        "output": str(tmp_path / "public"),
+        "work_dir": str(tmp_path / "work"),
+        "sources": sources,
+    }
+    return load_config(None, {**data, **overrides})
+
+
+def build_sources(tmp_path: Path, sources: list[dict], *, now: dt.datetime = NOW, force: bool = False, **overrides):
+    """Build sources_config(...); returns (summary, loc -> published entry), the output checked by the schema."""
+    config = sources_config(tmp_path, sources, **overrides)
+    summary = run_build(config, now=now, force=force)
+    assert_schema_valid(Path(config.output))
+    return summary, published(Path(config.output))
+
+
 def build(
     tmp_path: Path,
     rows: list[dict[str, Any]] | None = None,

@@ -256,7 +256,7 @@ class ExtensionsConfig:
 class StageSettings:
     """What the stage step reads of the site's config (SiteConfig.stage_settings): no more."""
 
-    site: Origin  # the canonical origin and scope of the site's URLs
+    sites: tuple[Origin, ...]  # the canonical origin and scope of each of the site's hosts (the first's first)
     sources: tuple[SourceConfig, ...]
     normalize: NormalizeConfig
     extensions: ExtensionsConfig

@@ -59,13 +59,14 @@ def _clean_url(config: StageSettings, hosts: tuple[str, ...], xml_safe: bool = F
         names = PLAIN_HOST
     else:
         plain = [h for h in hosts if re.fullmatch(PLAIN_HOST, h) and "xn--" not in h]
-        names = "|".join(re.escape(h) for h in (config.site.host, *plain))
+        names = "|".join(re.escape(h) for h in (*(site.host for site in config.sites), *plain))
+    schemes = "|".join(sorted({re.escape(site.scheme) for site in config.sites}))
     chars = "A-Za-z0-9._~!$()*+,=:@-" if xml_safe else "A-Za-z0-9._~!$&'()*+,=:@-"
     char = f"([{chars}]|{_KEPT_ESCAPE})"
     not_dot = f"([{chars.replace('.', '')}]|{_KEPT_ESCAPE})"
     # a segment that is not "." or "..": empty, or not starting with a dot, or one dot and more, or two and more
     segment = f"({not_dot}{char}*|\\.{not_dot}{char}*|\\.\\.{char}+)?"
-    return re.escape(config.site.scheme) + f"://({names})(/{segment})+"
+    return f"({schemes})://({names})(/{segment})+"
 
 
 def _regex_char(char: str) -> str:
@@ -91,8 +92,10 @@ def extension_variables(config: StageSettings, build_time: dt.datetime) -> dict[
             EXT_LINK_SEP,
         ),
         "complete_alternates": ext.complete_alternates,
-        # URLs on the site's other host form, which the checked path rewrites to the site's host
-        "ext_alt_url": f"://{config.site.alternate_host}/" if config.normalize.other_host_form == "rewrite" else "",
+        # URLs on the site's other host forms, which the checked path rewrites to the site's hosts
+        "ext_alt_urls": [f"://{site.alternate_host}/" for site in config.sites]
+        if config.normalize.other_host_form == "rewrite"
+        else [""],
         # a one-element list with "" when empty: an empty list variable would not be typed VARCHAR[]
         "image_hosts": list(ext.image_hosts) or [""],
         "video_hosts": list(ext.video_hosts) or [""],

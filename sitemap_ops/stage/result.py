@@ -41,6 +41,8 @@ class StageResult:
     extensions: ExtensionResult | None = None  # None: no extension in the inventory
     # canonical URLs an exclusion source named, added in place of their pages (sitemap_ops.stage.exclusions)
     canonicals: int = 0
+    # a multi-host site: each host's own result (its staged snapshot and counts), in the site's host order
+    hosts: list[StageResult] = field(default_factory=list)
 
     @property
     def excluded(self) -> dict[str, int]:
@@ -57,4 +59,5 @@ class StageResult:
         fields = {key: value for key, value in data.items() if key in names}
         if fields.get("extensions") is not None:
             fields["extensions"] = ExtensionResult(**fields["extensions"])
+        fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         return cls(**fields)

@@ -149,6 +149,18 @@ def _column_finder(source: SourceConfig, types: Mapping[str, object]) -> Callabl
     return col
 
 
+def _required(source: SourceConfig, types: Mapping[str, object], name: str) -> str:
+    """The source column feeding the required column `name`; SourceError naming the source's columns if none."""
+    column = _column_finder(source, types)(name)
+    if column is None:
+        kind = "" if source.kind == "pages" else f" ({source.kind})"
+        raise SourceError(
+            f'source {source.label}{kind} has no `{name}` column; map one with columns.{name} = "..." '
+            f"(its columns: {', '.join(types)})"
+        )
+    return column
+
+
 def _text(column: str | None) -> str:
     return f"CAST({quote_identifier(column)} AS VARCHAR)" if column else "NULL::VARCHAR"
 
@@ -227,12 +239,7 @@ def _inline_extensions(source: SourceConfig, types: dict[str, DuckDBPyType], fou
 def _extension_select(source: SourceConfig, index: int, types: dict[str, DuckDBPyType]) -> str:
     """The select list of an extension source (kind images | alternates | videos | news)."""
     col = _column_finder(source, types)
-    page = col("page")
-    if page is None:
-        raise SourceError(
-            f'source {source.label} ({source.kind}) has no `page` column; map one with columns.page = "..." '
-            f"(its columns: {', '.join(types)})"
-        )
+    page = _required(source, types, "page")
     items = [f"{index} AS source", f"{_text(page)} AS page_raw"]
     if source.kind == "videos":
         items.append(_video_struct(lambda f: (quote_identifier(c), types[c]) if (c := col(f)) else None) + " AS video")
@@ -258,12 +265,7 @@ _NOINDEX_TRUE = ("true", "t", "1", "yes", "y", "noindex")
 def _exclude_select(source: SourceConfig, index: int, types: Mapping[str, object]) -> str:
     """The select list of an exclusion source (kind exclude): one URL and the rule columns it has."""
     col = _column_finder(source, types)
-    loc = col("loc")
-    if loc is None:
-        raise SourceError(
-            f'source {source.label} (exclude) has no `loc` column; map one with columns.loc = "..." '
-            f"(its columns: {', '.join(types)})"
-        )
+    loc = _required(source, types, "loc")
     status, canonical, noindex = (col(name) for name in EXCLUDE_RULE_COLUMNS)
     truthy = ", ".join(quote_literal(v) for v in _NOINDEX_TRUE)
     return ", ".join(
@@ -282,12 +284,7 @@ def _exclude_select(source: SourceConfig, index: int, types: Mapping[str, object
 def _select_list(source: SourceConfig, index: int, types: Mapping[str, object]) -> str:
     """The typed select list mapping one source's columns onto the inventory contract."""
     col = _column_finder(source, types)
-    loc = col("loc")
-    if loc is None:
-        raise SourceError(
-            f'source {source.label} has no `loc` column; map one with columns.loc = "..." '
-            f"(its columns: {', '.join(types)})"
-        )
+    loc = _required(source, types, "loc")
     items = [f"{index} AS source", f"CAST({quote_identifier(loc)} AS VARCHAR) AS loc"]
     items += _value_or_text("lastmod", col("lastmod"), types, _TIMESTAMP_TYPES, "TIMESTAMP")
     items += _value_or_text("priority", col("priority"), types, _NUMERIC_TYPES, "DOUBLE")

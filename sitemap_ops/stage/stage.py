@@ -27,6 +27,7 @@ from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
+from sitemap_ops.stage.hosts import host_counts, split_hosts
 from sitemap_ops.stage.result import ExtensionResult, StageResult
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
@@ -40,13 +41,16 @@ from sitemap_ops.urls import PLAIN_HOST, TARGET_NEEDS_WORK
 def normalize_variables(config: StageSettings, build_time: dt.datetime) -> dict[str, object]:
     """The values sql/stage_normalize.sql reads with getvariable()."""
     rules = config.normalize
-    site = config.site
     tracking_any, tracking_param = rules.tracking_regexes()
     return {
-        "site_scheme": site.scheme,
-        "site_host": site.host,
-        "alt_host": site.alternate_host,
-        "scope_path": site.path,
+        # each of the site's hosts (the same position in each list): canonical form, other form, scheme, scope;
+        # and the first host's two forms alone, for the comparisons most URLs take
+        "site_host": config.sites[0].host,
+        "alt_host": config.sites[0].alternate_host,
+        "site_hosts": [site.host for site in config.sites],
+        "alt_hosts": [site.alternate_host for site in config.sites],
+        "site_schemes": [site.scheme for site in config.sites],
+        "scope_paths": [site.path for site in config.sites],
         "other_host_form": rules.other_host_form,
         "other_scheme": rules.other_scheme,
         "rule_lowercase": rules.lowercase_scheme_host,
@@ -90,8 +94,13 @@ def run_stage(
     work: Storage,
     build_time: dt.datetime,
     progress: Progress | None = None,
+    host_works: list[Storage] | None = None,
 ) -> StageResult:
-    """Stage the inventory into `staged.parquet` and `rejects.csv` in the build's work storage."""
+    """Stage the inventory into `staged.parquet` and `rejects.csv` in the build's work storage.
+
+    A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
+    folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
+    """
     progress = progress or Progress(enabled=False)
     progress.step(f"stage: reading {len(config.sources)} source(s): {', '.join(s.label for s in config.sources)}")
     inventory = create_inventory_view(con, config.sources, config.storage)
@@ -136,6 +145,7 @@ def run_stage(
         staged = rows_staged - (extensions.news if extensions else 0)
         if extensions:
             count_published(con, staged_path, extensions)
+        per_host = host_counts(con, config.sites) if host_works else {}
     except duckdb.Error as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
@@ -143,7 +153,7 @@ def run_stage(
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     progress.step(f"stage: {staged:,} URLs staged, {valid - staged:,} duplicates merged")
-    return StageResult(
+    result = StageResult(
         rows_in=rows_in,
         staged=staged,
         duplicates=valid - staged,
@@ -154,6 +164,14 @@ def run_stage(
         extensions=extensions,
         canonicals=canonicals,
     )
+    if host_works:
+        with progress.working(f"stage: splitting the snapshot by host ({len(host_works)} hosts)"):
+            result.hosts = split_hosts(
+                con, result, staged_path, config.sites, host_works, per_host, config.extensions.news_section
+            )
+        staged_by_host = zip(config.sites, result.hosts, strict=True)
+        progress.step("stage: by host: " + ", ".join(f"{site.host} {r.staged:,}" for site, r in staged_by_host))
+    return result
 
 
 # The columns of sql/stage_normalize.sql that only extensions use, and their types.

@@ -269,3 +269,59 @@ def test_a_sitemap_build_task_group_runs_inside_a_dag_of_ones_own(site) -> None:
     assert all(states[f"sitemaps.{step}"] == "success" for step in ("stage", "plan", "render", "publish", "report"))
     objects = _objects(s3, "group")
     assert "sitemap.xml" in objects and len([n for n in objects if n.startswith("sitemap-pages-")]) == 3
+
+
+def test_a_multi_host_site_renders_every_hosts_shards_in_one_mapped_step(site) -> None:
+    import gzip
+
+    from lxml import etree
+
+    folder, db, s3 = site
+    others = {"https://www.example.de": ("de", 30), "https://acme.shop.example.net": ("shop", 20)}
+    db.executemany(
+        f"INSERT INTO {db.table('pages')} VALUES (%s, now() - interval '1 day')",
+        [(f"{base}/p/{i}",) for base, (_, n) in others.items() for i in range(n)]
+        + [("https://unlisted.example.org/x",)],
+    )
+    hosts = "".join(f'[[hosts]]\nbase_url = "{base}"\noutput = "{s3.url("multi-" + name)}"\n'
+                    for base, (name, _) in others.items())  # fmt: skip
+    _site(folder, db, s3, "multi-example", extra="render_group_bytes = 1\n" + hosts)
+    run = _run(folder)
+    assert run.state == "success"
+    renders = sorted(ti.rendered_map_index or "" for ti in run.get_task_instances() if ti.task_id == "render")
+    # 100 + 30 + 20 URLs in shards of 40: 3 + 1 + 1 shards, a group each, named by host
+    assert len(renders) == 5 and sum(r.startswith("www.example.de: ") for r in renders) == 1, renders
+
+    def live(prefix: str) -> set[str]:
+        objects = _objects(s3, prefix)
+        ns = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
+        locs: set[str] = set()
+        for loc in etree.fromstring(objects["sitemap.xml"]).iterfind("s:sitemap/s:loc", ns):
+            shard = objects[loc.text.rsplit("/", 1)[1]]
+            locs |= {e.text for e in etree.fromstring(gzip.decompress(shard)).iterfind("s:url/s:loc", ns)}
+        return locs
+
+    assert live("multi-example") == {f"{SITE}/p/{i}" for i in range(100)}
+    assert live("multi-example") and live("multi-de") == {f"https://www.example.de/p/{i}" for i in range(30)}
+    assert live("multi-shop") == {f"https://acme.shop.example.net/p/{i}" for i in range(20)}
+
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        events = [e for e in session.query(AssetEvent).all() if e.asset.name == "sitemaps_published_shop"]
+    assert {host: counts["urls"] for host, counts in events[-1].extra["hosts"].items()} == {
+        "www.example.com": 100, "www.example.de": 30, "acme.shop.example.net": 20,
+    }  # fmt: skip
+
+    # one host's store refuses writes: the run fails, that host's live set stays, the others publish
+    db.execute(
+        f"INSERT INTO {db.table('pages')} VALUES ('{SITE}/p/new', now()), ('https://www.example.de/p/new', now())"
+    )
+    s3.app.fail("PUT", "multi-de/*", status=403)
+    second = _run(folder)
+    assert second.state == "failed"
+    states = {ti.task_id: ti.state for ti in second.get_task_instances() if ti.map_index < 1}
+    assert states["publish"] == "failed"
+    assert f"{SITE}/p/new" in live("multi-example")
+    assert live("multi-de") == {f"https://www.example.de/p/{i}" for i in range(30)}

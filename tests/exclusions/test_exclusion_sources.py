@@ -10,35 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_ops.config import load_config
 from sitemap_ops.errors import ConfigError
-from sitemap_ops.pipeline import run_build
 from sitemap_ops.publish.exceptions import CircuitBreakerError
 from sitemap_ops.stage.exceptions import SourceError
-from tests.helpers import NOW, assert_schema_valid, published, write_inventory
+from tests.helpers import NOW, build_sources, published, sources_config, write_inventory
 from tests.servers import Database
 
 SITE = "https://www.example.com"
-
-
-def _config(tmp_path: Path, sources: list[dict], **overrides: object):
-    return load_config(
-        None,
-        {
-            "base_url": SITE,
-            "output": str(tmp_path / "public"),
-            "work_dir": str(tmp_path / "work"),
-            "sources": sources,
-            **overrides,
-        },
-    )
-
-
-def _build(tmp_path: Path, sources: list[dict], *, now: dt.datetime = NOW, force: bool = False, **overrides):
-    config = _config(tmp_path, sources, **overrides)
-    summary = run_build(config, now=now, force=force)
-    assert_schema_valid(Path(config.output))
-    return summary, published(Path(config.output))
 
 
 def _rejects(summary) -> list[dict[str, str]]:
@@ -57,7 +35,7 @@ def test_a_parquet_url_list_excludes_its_urls_in_any_spelling(tmp_path: Path) ->
     listed = ["HTTPS://WWW.EXAMPLE.COM/p/1", f"{SITE}:443/p/2", f"{SITE}/p/3?utm_source=x", f"{SITE}/p/4#top",
               f"{SITE}/not-a-page", "https://elsewhere.org/p/5", "not a url"]  # fmt: skip
     exclude = {"path": write_inventory(tmp_path / "redirects.parquet", [{"loc": u} for u in listed]), "kind": "exclude"}
-    summary, live = _build(tmp_path, [pages, exclude])
+    summary, live = build_sources(tmp_path, [pages, exclude])
     assert set(live) == {f"{SITE}/p/{i}" for i in (0, 5, 6, 7, 8, 9)}
     assert summary.stage.rejected == {"excluded": 4}
     assert summary.stage.excluded == {"excluded": 4}
@@ -94,7 +72,7 @@ def test_a_crawl_export_excludes_by_status_noindex_and_canonical(tmp_path: Path)
         "columns": {"loc": "Address", "status": "Status Code", "canonical": "Canonical Link Element 1",
                     "noindex": "Indexability"},
     }  # fmt: skip
-    summary, live = _build(tmp_path, [pages, exclude])
+    summary, live = build_sources(tmp_path, [pages, exclude])
     assert set(live) == {SITE + p for p in ("/a", "/variant", "/self", "/canon-listed", "/ok")}
     # the canonical published in its page's place carries the page's lastmod
     page_lastmod = dt.datetime(2026, 1, 1 + locs.index("/variant?color=red"), tzinfo=dt.UTC)
@@ -125,7 +103,7 @@ def test_the_most_specific_reason_wins_across_sources(tmp_path: Path) -> None:
     statuses = {"path": write_inventory(tmp_path / "s.parquet", [{"loc": f"{SITE}/x"}]), "kind": "exclude"}
     crawl = tmp_path / "crawl.csv"
     crawl.write_text(f"loc,status\n{SITE}/x,410\n")
-    summary, live = _build(
+    summary, live = build_sources(
         tmp_path, [pages, {"path": str(plain), "kind": "exclude"}, statuses, {"path": str(crawl), "kind": "exclude"}]
     )
     assert set(live) == {f"{SITE}/z"}
@@ -141,7 +119,7 @@ def test_a_jump_of_exclusions_trips_the_circuit_breaker(tmp_path: Path) -> None:
     crawl = tmp_path / "crawl.csv"
     crawl.write_text("loc,status\n" + "".join(f"{SITE}/p/{i},301\n" for i in range(5)))
     sources = [_pages(tmp_path, first), {"path": str(crawl), "kind": "exclude"}]
-    summary, live = _build(tmp_path, sources)
+    summary, live = build_sources(tmp_path, sources)
     assert len(live) == 95 and summary.stage.excluded == {"excluded_status": 5}
 
     # 30 new pages and 30 more exclusions: the count published stays at 95, the exclusions jump by 30% of 95
@@ -149,31 +127,33 @@ def test_a_jump_of_exclusions_trips_the_circuit_breaker(tmp_path: Path) -> None:
     crawl.write_text("loc,status\n" + "".join(f"{SITE}/p/{i},404\n" for i in range(35)))
     sources = [_pages(tmp_path, second), {"path": str(crawl), "kind": "exclude"}]
     with pytest.raises(CircuitBreakerError, match=r"keep out 35 URLs, 30 more than the last build's 5"):
-        _build(tmp_path, sources, now=NOW + dt.timedelta(hours=1))
+        build_sources(tmp_path, sources, now=NOW + dt.timedelta(hours=1))
     assert len(published(tmp_path / "public")) == 95  # nothing live changed
     # within the allowance (here 40%) or forced, it publishes
-    summary, live = _build(tmp_path, sources, now=NOW + dt.timedelta(hours=2), publish={"max_exclusion_growth": 0.4})
+    summary, live = build_sources(
+        tmp_path, sources, now=NOW + dt.timedelta(hours=2), publish={"max_exclusion_growth": 0.4}
+    )
     assert len(live) == 95 and f"{SITE}/new/0" in live and f"{SITE}/p/20" not in live
     # fewer exclusions never trip it
     crawl.write_text("loc,status\n")
-    summary, live = _build(tmp_path, sources, now=NOW + dt.timedelta(hours=3))
+    summary, live = build_sources(tmp_path, sources, now=NOW + dt.timedelta(hours=3))
     assert len(live) == 130
 
 
 def test_exclusion_source_config_errors_are_one_line(tmp_path: Path) -> None:
     pages = _pages(tmp_path, [f"{SITE}/a"])
     with pytest.raises(ConfigError, match="`section` applies to page sources only"):
-        _config(tmp_path, [pages, {"path": "x.csv", "kind": "exclude", "section": "a"}])
+        sources_config(tmp_path, [pages, {"path": "x.csv", "kind": "exclude", "section": "a"}])
     with pytest.raises(
         ConfigError, match=r"unknown inventory column\(s\) \['lastmod'\].*known: loc, status, canonical"
     ):
-        _config(tmp_path, [pages, {"path": "x.csv", "kind": "exclude", "columns": {"lastmod": "d"}}])
+        sources_config(tmp_path, [pages, {"path": "x.csv", "kind": "exclude", "columns": {"lastmod": "d"}}])
     with pytest.raises(ConfigError, match="at least one source must be of kind `pages`"):
-        _config(tmp_path, [{"path": "x.csv", "kind": "exclude"}])
+        sources_config(tmp_path, [{"path": "x.csv", "kind": "exclude"}])
     headless = tmp_path / "crawl.csv"
     headless.write_text("url,code\nhttps://www.example.com/a,301\n")
     with pytest.raises(SourceError, match=r"\(exclude\) has no `loc` column; map one"):
-        _build(tmp_path, [pages, {"path": str(headless), "kind": "exclude"}])
+        build_sources(tmp_path, [pages, {"path": str(headless), "kind": "exclude"}])
     assert not list((tmp_path / "public").glob("*"))  # nothing published
 
 
@@ -192,7 +172,7 @@ def test_a_postgres_redirect_table_excludes_its_sources(tmp_path: Path, postgres
         "kind": "exclude",
         "columns": {"loc": "from_url", "status": "http_status"},
     }
-    summary, live = _build(tmp_path, [pages, exclude])
+    summary, live = build_sources(tmp_path, [pages, exclude])
     assert set(live) == {f"{SITE}/p/{i}" for i in range(1, 20, 2)}
     assert summary.stage.rejected == {"excluded_status": 10}
     assert {r["value"] for r in _rejects(summary)} == {"301"}

@@ -17,39 +17,18 @@ import pytest
 from lxml import etree
 
 from sitemap_ops import duck
-from sitemap_ops.config import load_config
 from sitemap_ops.constants import SITEMAP_NS
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.sources import create_inventory_view
 from sitemap_ops.validate import validate
-from tests.helpers import NOW, assert_schema_valid, published, write_inventory
+from tests.helpers import NOW, build_sources, sources_config, write_inventory
 from tests.servers import Database
 
 pytestmark = pytest.mark.service("postgres and mariadb")
 
 SITE = "https://www.example.com"
 UTC = dt.UTC
-
-
-def _config(tmp_path: Path, sources: list[dict], **overrides: object):
-    return load_config(
-        None,
-        {
-            "base_url": SITE,
-            "output": str(tmp_path / "public"),
-            "work_dir": str(tmp_path / "work"),
-            "sources": sources,
-            **overrides,
-        },
-    )
-
-
-def _build(tmp_path: Path, sources: list[dict], *, now: dt.datetime = NOW, force: bool = False, **overrides: object):
-    config = _config(tmp_path, sources, **overrides)
-    summary = run_build(config, now=now, force=force)
-    assert_schema_valid(Path(config.output))
-    return summary, published(Path(config.output))
 
 
 def _source(db: Database, **fields: object) -> dict:
@@ -90,7 +69,7 @@ def test_edge_case_rows_and_every_lastmod_type(tmp_path: Path, database: Databas
     source = _source(
         database, table=database.table("pages"), columns={"loc": "url", "lastmod": lastmod, "section": "kind"}
     )
-    summary, locs = _build(tmp_path, [source])
+    summary, locs = build_sources(tmp_path, [source])
     assert set(locs) == {f"{SITE}/a", f"{SITE}/caf%C3%A9/men%C3%BC", f"{SITE}/no-date", f"{SITE}/bad-text-date"}
     assert summary.stage.rejected == {"empty": 1, "out_of_scope": 1}
     assert summary.stage.duplicates == 1  # /a and /a?utm_source=mail
@@ -125,7 +104,7 @@ def test_sources_from_two_servers_and_parquet_are_combined_before_dedupe(
         _source(mariadb, query=f"SELECT link AS loc, changed AS lastmod FROM {mariadb.schema}.articles"),
         {"path": str(tmp_path / "extra.parquet")},
     ]
-    summary, locs = _build(tmp_path, sources)
+    summary, locs = build_sources(tmp_path, sources)
     assert len(locs) == 160
     assert summary.stage.duplicates == 50 + 10
     assert locs[f"{SITE}/p/60"]["lastmod"] == "2024-02-01"  # MariaDB's newer row wins over PostgreSQL's
@@ -143,10 +122,10 @@ def test_filter_with_bound_parameters_is_pushed_down(tmp_path: Path, database: D
         filter="updated > :since AND kind = :kind",
         params={"since": since if database.kind == "postgres" else since.replace(tzinfo=None), "kind": "articles"},
     )
-    _, locs = _build(tmp_path, [source])
+    _, locs = build_sources(tmp_path, [source])
     assert set(locs) == {f"{SITE}/caf%C3%A9/men%C3%BC"}
     # the condition reaches the server: DuckDB shows it as a filter of the database scan
-    config = _config(tmp_path, [source])
+    config = sources_config(tmp_path, [source])
     con = duck.connect(threads=1)
     create_inventory_view(con, config.sources)
     plan = "\n".join(row[1] for row in con.execute("EXPLAIN SELECT * FROM inventory").fetchall())
@@ -163,7 +142,7 @@ def test_parameter_values_are_never_sql(tmp_path: Path, database: Database) -> N
         filter="kind = :kind",
         params={"kind": "products' OR 'x'='x"},
     )
-    summary = run_build(_config(tmp_path, [source]), now=NOW, dry_run=True, force=True)
+    summary = run_build(sources_config(tmp_path, [source]), now=NOW, dry_run=True, force=True)
     assert summary.stage.rows_in == 0, "the quote is part of the value, not of the SQL"
 
 
@@ -191,7 +170,7 @@ def test_one_million_rows_end_to_end(tmp_path: Path, database: Database) -> None
             f"TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq SECOND AS updated FROM {database.schema}.seq_1_to_1000000"
         )
     source = _source(database, table=table, columns={"loc": "url", "lastmod": "updated"})
-    summary = run_build(_config(tmp_path, [source]), now=NOW)
+    summary = run_build(sources_config(tmp_path, [source]), now=NOW)
     assert summary.stage.rows_in == 1_000_000 and summary.plan.total_urls == 1_000_000
     assert len(summary.plan.shards) == 20
     out = tmp_path / "public"
@@ -205,7 +184,7 @@ def test_one_million_rows_end_to_end(tmp_path: Path, database: Database) -> None
 def _previous_site(tmp_path: Path) -> dict[str, bytes]:
     """Publish a site from Parquet first, so failures can be shown to leave it untouched."""
     write_inventory(tmp_path / "seed.parquet", [{"loc": f"{SITE}/seed/{i}"} for i in range(10)])
-    run_build(_config(tmp_path, [{"path": str(tmp_path / "seed.parquet")}]), now=NOW)
+    run_build(sources_config(tmp_path, [{"path": str(tmp_path / "seed.parquet")}]), now=NOW)
     return {p.name: p.read_bytes() for p in (tmp_path / "public").iterdir()}
 
 
@@ -246,7 +225,7 @@ def test_failures_name_the_source_and_leave_the_published_site_unchanged(
     before = _previous_site(tmp_path)
     source, message = _failure_sources(database, tmp_path)[case]
     with pytest.raises(SourceError) as info:
-        run_build(_config(tmp_path, [source]), now=NOW + dt.timedelta(hours=1), force=True)
+        run_build(sources_config(tmp_path, [source]), now=NOW + dt.timedelta(hours=1), force=True)
     text = str(info.value)
     assert message in text
     assert "\n" not in text
@@ -332,7 +311,7 @@ def test_postgres_password_in_url_is_redacted(tmp_path: Path, postgres: Database
     secret = f"Pg-{uuid.uuid4().hex}"
     url = postgres.url.replace("postgres@", f"postgres:{secret}@")
     summary = run_build(
-        _config(tmp_path, [{"path": url, "table": postgres.table("pages"), "columns": {"loc": "url"}}]), now=NOW
+        sources_config(tmp_path, [{"path": url, "table": postgres.table("pages"), "columns": {"loc": "url"}}]), now=NOW
     )
     assert summary.plan.total_urls == 4
     for path in tmp_path.rglob("*"):
@@ -352,20 +331,22 @@ def test_sqlite_files(tmp_path: Path) -> None:
     )
     con.commit()
     con.close()
-    _, locs = _build(
+    _, locs = build_sources(
         tmp_path / "a",
         [{"path": f"sqlite:///{path}", "table": "pages", "columns": {"loc": "url", "lastmod": "updated"}}],
     )
     assert len(locs) == 10 and locs[f"{SITE}/s/0"]["lastmod"] == "2024-03-01T10:00:00Z"
-    _, locs = _build(tmp_path / "b", [{"path": str(path), "query": "SELECT url AS loc FROM pages WHERE live = 1"}])
+    _, locs = build_sources(
+        tmp_path / "b", [{"path": str(path), "query": "SELECT url AS loc FROM pages WHERE live = 1"}]
+    )
     assert len(locs) == 5
     shutil.copy(path, tmp_path / "content.db")  # SQLite told by a .db ending too
-    _, locs = _build(
+    _, locs = build_sources(
         tmp_path / "d", [{"path": str(tmp_path / "content.db"), "table": "pages", "columns": {"loc": "url"}}]
     )
     assert len(locs) == 10
     with pytest.raises(SourceError, match="does not exist"):
-        run_build(_config(tmp_path / "c", [{"path": "sqlite:///nope.sqlite", "table": "pages"}]), now=NOW)
+        run_build(sources_config(tmp_path / "c", [{"path": "sqlite:///nope.sqlite", "table": "pages"}]), now=NOW)
 
 
 def test_extension_loading_reports_every_attempt(monkeypatch: pytest.MonkeyPatch) -> None:

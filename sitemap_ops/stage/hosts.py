@@ -1,0 +1,80 @@
+"""A multi-host site's stage: the one staged snapshot split into each host's own, with each host's counts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+
+from sitemap_ops.constants import STAGED_NAME
+from sitemap_ops.duck import read_sql, set_variables, storage_path
+from sitemap_ops.errors import first_line
+from sitemap_ops.stage.exceptions import StageError
+from sitemap_ops.stage.result import StageResult
+from sitemap_ops.storage import Storage
+from sitemap_ops.urls import Origin
+
+
+def host_counts(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> dict[int, dict[str | None, int]]:
+    """Per host (0-based, the site's order): its valid rows (key None), excluded rows by reason and the
+    canonicals' rows (key "canonical") (sql/stage_host_counts.sql). Reads the temp tables `normalized` and
+    `exclusions`."""
+    set_variables(con, {"host_prefixes": [f"{site.scheme}://{site.host}/" for site in sites]})
+    counts: dict[int, dict[str | None, int]] = {i: {} for i in range(len(sites))}
+    for host, reason, n in con.execute(read_sql("stage_host_counts")).fetchall():
+        counts[int(host) - 1][reason] = int(n)
+    return counts
+
+
+def split_hosts(
+    con: duckdb.DuckDBPyConnection,
+    result: StageResult,
+    staged_path: str,
+    sites: tuple[Origin, ...],
+    works: list[Storage],
+    counts: dict[int, dict[str | None, int]],
+    news_section: str,
+) -> list[StageResult]:
+    """Write each host's rows of the staged snapshot (`staged_path`, a path DuckDB writes) to its own work
+    folder (`works`, in the site's order) and return each host's StageResult.
+
+    A host's result counts its own input, excluded, staged and canonical URLs; rejects that name no host (an
+    invalid URL, an unlisted host), dropped fields and the extension counts are the first host's, and every
+    host's result names the one rejects file.
+    """
+    results = []
+    for index, (site, work) in enumerate(zip(sites, works, strict=True)):
+        path = storage_path(con, work, STAGED_NAME)
+        set_variables(con, {"staged_file": staged_path, "host_prefix": f"{site.scheme}://{site.host}/"})
+        try:
+            con.sql(read_sql("stage_host_split")).write_parquet(path, compression="snappy")
+            set_variables(con, {"staged_file": path, "news_section": news_section})
+            ((staged,),) = con.execute(read_sql("stage_host_staged_count")).fetchall()
+        except duckdb.Error as exc:
+            raise StageError(
+                f"cannot write the staged snapshot of {site.host} to {work.url}: {first_line(exc)}"
+            ) from None
+        own = counts[index]
+        excluded = {reason: n for reason, n in own.items() if reason not in (None, "canonical")}
+        valid, canonicals = own.get(None, 0), own.get("canonical", 0)
+        first = index == 0
+        rejected = (
+            {**{r: n for r, n in result.rejected.items() if r not in result.excluded}, **excluded}
+            if first
+            else excluded
+        )
+        invalid = sum(n for r, n in result.rejected.items() if r not in result.excluded) if first else 0
+        results.append(
+            dataclasses.replace(
+                result,
+                rows_in=valid - canonicals + sum(excluded.values()) + invalid,
+                staged=int(staged),
+                duplicates=valid - int(staged),
+                rejected=dict(sorted(rejected.items())),
+                fields_dropped=result.fields_dropped if first else {},
+                staged_path=work.url_of(STAGED_NAME),
+                extensions=result.extensions if first else None,
+                canonicals=canonicals,
+            )
+        )
+    return results
