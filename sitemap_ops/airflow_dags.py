@@ -487,8 +487,11 @@ def _report_hosts(config: SiteConfig, staged: dict[str, Any], dry_run: bool) -> 
         log.info("the build's report: %s", urls[-1])
         if dry_run:  # nothing will read its snapshots: a dry run keeps only its plan, rejects and report
             pipeline.drop_snapshots(run.work)
-    if config.hosts:
-        pipeline.drop_snapshots(_build_run(config).work)  # the shared stage's (each host has its own)
+    if config.hosts:  # the shared stage's snapshot and its old folders (each host prunes its own)
+        run = _build_run(config)
+        pipeline.drop_snapshots(run.work)
+        if not dry_run:
+            pipeline.prune_work(pipeline.work_root(run.config))
     return " ".join(urls)
 
 

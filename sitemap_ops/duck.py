@@ -51,6 +51,9 @@ def connect(
     con = duckdb.connect(config=config)
     # Naive timestamps and zone-less date strings are read as UTC; lastmod is always emitted in UTC.
     con.execute("SET TimeZone = 'UTC'")
+    # query progress for sitemap_ops.progress (con.query_progress), never printed by DuckDB itself
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
     # the separators of the joined extension lists, read by the macros (sitemap_ops.constants)
     set_variables(con, {"ext_image_sep": EXT_IMAGE_SEP, "ext_link_sep": EXT_LINK_SEP, "ext_href_sep": EXT_HREF_SEP})
     con.execute(read_sql("render_macros"))

@@ -43,7 +43,7 @@ from sitemap_ops.report.report import config_digest, gather, write_report
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.stage.stage import run_stage
 from sitemap_ops.storage import Storage
-from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, work_root
+from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, prune_work, work_root
 
 
 @dataclass(frozen=True)
@@ -438,6 +438,8 @@ def run_build(
             if progress is not None:
                 progress.step(f"host {host}: failed, nothing of it changed: {first_line(exc)}")
     drop_snapshots(run.work)  # the hosts' builds read their own snapshots
+    if not dry_run:
+        prune_work(work_root(config))  # the shared stage's old folders (each host prunes its own)
     summary.seconds = time.monotonic() - started
     return summary
 

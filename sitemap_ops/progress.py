@@ -7,7 +7,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 log = logging.getLogger("sitemap_ops")
@@ -42,20 +42,31 @@ class Progress:
             self._write(f"{self.elapsed()} {message}\n")
 
     @contextlib.contextmanager
-    def working(self, label: str) -> Iterator[None]:
-        """A long piece of work without a count (one query): the seconds it has taken so far, on one line
-        redrawn on a terminal, else a line every HEARTBEAT_SECONDS; the time it took when it ends."""
+    def working(self, label: str, percent: Callable[[], float] | None = None) -> Iterator[None]:
+        """A long piece of work without a count (one query or a few): the seconds it has taken so far, and
+        with `percent` (a running DuckDB query's progress, `con.query_progress`: 0-100, or -1 when it cannot
+        tell) a bar of it; on one line redrawn on a terminal, else a line every HEARTBEAT_SECONDS; the time
+        it took when it ends."""
         if not self.enabled:
             yield
             return
         began = time.monotonic()
         done = threading.Event()
         interval = 0.5 if self.tty else self.HEARTBEAT_SECONDS
+        drawn = [0]  # the longest line drawn on the terminal, which the last one must cover
 
         def beat() -> None:
             while not done.wait(interval):
                 seconds = time.monotonic() - began
-                self._write(f"\r  {label}: {seconds:.0f} s" if self.tty else f"  {label}: {seconds:.0f} s so far\n")
+                share = _percent(percent)
+                if self.tty:
+                    bar = f" [{_bar(share)}] {share:3.0f}%" if share is not None else ""
+                    line = f"  {label}:{bar} {seconds:.0f} s"
+                    drawn[0] = max(drawn[0], len(line))
+                    self._write("\r" + line)
+                else:
+                    so_far = f"{share:.0f}% after {seconds:.0f} s" if share is not None else f"{seconds:.0f} s so far"
+                    self._write(f"  {label}: {so_far}\n")
 
         thread = threading.Thread(target=beat, name="sitemap-ops-progress", daemon=True)
         thread.start()
@@ -65,7 +76,8 @@ class Progress:
             done.set()
             thread.join()
             seconds = time.monotonic() - began
-            self._write(f"\r  {label}: {seconds:.1f} s\n" if self.tty else f"  {label}: {seconds:.1f} s\n")
+            line = f"  {label}: {seconds:.1f} s"
+            self._write(f"\r{line.ljust(drawn[0])}\n" if self.tty else f"{line}\n")
 
     def start(self, label: str, total: int) -> None:
         self._label, self._total, self._done, self._last = label, total, 0, 0.0
@@ -79,16 +91,30 @@ class Progress:
         finished = self._done >= self._total
         if self.tty:
             if finished or now - self._last >= 0.1:
-                width = 30
-                filled = int(width * self._done / self._total)
-                bar = "#" * filled + "-" * (width - filled)
-                self._write(f"\r  {self._label} [{bar}] {self._done}/{self._total}" + ("\n" if finished else ""))
+                bar = _bar(100.0 * self._done / self._total)
+                self._write(f"\r  {self._label} [{bar}] {self._done:,}/{self._total:,}" + ("\n" if finished else ""))
                 self._last = now
         elif finished or now - self._last >= 5.0:
-            self._write(f"  {self._label}: {self._done}/{self._total}\n")
+            self._write(f"  {self._label}: {self._done:,}/{self._total:,}\n")
             self._last = now
 
     def _write(self, text: str) -> None:
         with self._lock:  # working() writes from its own thread
             self.stream.write(text)
             self.stream.flush()
+
+
+def _bar(percent: float, width: int = 30) -> str:
+    filled = int(width * min(max(percent, 0.0), 100.0) / 100.0)
+    return "#" * filled + "-" * (width - filled)
+
+
+def _percent(percent: Callable[[], float] | None) -> float | None:
+    """The work's progress in percent, or None when there is none to tell (no callable, -1, an error)."""
+    if percent is None:
+        return None
+    try:
+        value = float(percent())
+    except Exception:  # a progress display must never break the work it watches
+        return None
+    return value if value >= 0 else None

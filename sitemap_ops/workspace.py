@@ -52,6 +52,12 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
         if name in (PLANNED_NAME, RECOVERED_NAME) and folder.url.startswith(root.url.rstrip("/") + "/"):
             folder.delete(name)
     live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
+    prune_work(root, live_folder)
+
+
+def prune_work(root: Storage, live_folder: str = "") -> None:
+    """Empty and remove the work folders in `root` of all but the last KEEP_WORK_DIRS builds (only folders
+    holding the marker, only the files a build writes), never `live_folder` (the live build's assignment's)."""
     builds = [b for b in root.list_dirs() if root.child(b).exists(WORK_MARKER_NAME)]
     for build in builds:
         if root.is_local:

@@ -65,3 +65,43 @@ def test_long_work_redraws_one_line_on_a_terminal() -> None:
         pass
     assert stream.getvalue().startswith("\r  plan: reading the staged URLs: ")
     assert stream.getvalue().endswith(" s\n")
+
+
+def test_long_work_with_a_percentage_shows_it() -> None:
+    shares = iter([-1.0, 12.5, 60.0])
+    stream = Terminal()
+    progress = Progress(stream=stream)
+    with progress.working("plan: writing the assignment", lambda: next(shares, 99.0)):
+        time.sleep(1.7)  # three or more redraws, 0.5 s apart
+    draws = stream.getvalue().split("\r")[1:]
+    assert re.fullmatch(r"  plan: writing the assignment: \d s", draws[0])  # -1: no share to tell, just the time
+    assert re.fullmatch(rf"  plan: writing the assignment: \[{'#' * 3}{'-' * 27}\]  12% \d s", draws[1])
+    assert re.fullmatch(rf"  plan: writing the assignment: \[{'#' * 18}{'-' * 12}\]  60% \d s", draws[2])
+    # the last line covers the longest bar drawn before it
+    assert re.fullmatch(r"  plan: writing the assignment: 1\.\d s +\n", draws[-1])
+    assert len(draws[-1]) - 1 == max(len(d) for d in draws[:-1])
+
+    def broken() -> float:
+        raise RuntimeError("no query")
+
+    stream = io.StringIO()
+    progress = Progress(stream=stream)
+    progress.HEARTBEAT_SECONDS = 0.05
+    with progress.working("stage: deduplicating and sorting", broken):
+        time.sleep(0.2)
+    assert all(re.fullmatch(r"  stage: deduplicating and sorting: \d+(\.\d)? s( so far)?", line)
+               for line in stream.getvalue().splitlines())  # fmt: skip
+
+
+def test_a_duckdb_querys_progress_is_shown_while_it_runs() -> None:
+    from sitemap_ops.duck import connect
+
+    con = connect(threads=1)
+    stream = io.StringIO()
+    progress = Progress(stream=stream)
+    progress.HEARTBEAT_SECONDS = 0.02
+    with progress.working("stage: reading and normalizing", con.query_progress):
+        con.execute("SELECT count(DISTINCT md5(CAST(i AS VARCHAR))) FROM range(3000000) t(i)").fetchall()
+    lines = stream.getvalue().splitlines()
+    shown = [float(m.group(1)) for line in lines if (m := re.search(r": (\d+)% after \d+ s$", line))]
+    assert shown and all(0 <= share <= 100 for share in shown), lines

@@ -391,15 +391,16 @@ def run_plan(
         )
         # Plan's memory outside DuckDB: 12 bytes per URL (entry size, shard, position), filled batch by batch.
         size, shard, pos = (np.empty(total, dtype=np.int32) for _ in range(3))
-        with progress.working(
-            "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
-        ):
-            done = 0
-            for batch in con.sql(read_sql("plan_rows")).to_arrow_reader(_CHUNK_ROWS):
-                end = done + len(batch)
-                for target, column in zip((size, shard, pos), batch.columns, strict=True):
-                    target[done:end] = numpy_of(column, np.int32)
-                done = end
+        progress.start(
+            "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else ""), total
+        )
+        done = 0
+        for batch in con.sql(read_sql("plan_rows")).to_arrow_reader(_CHUNK_ROWS):
+            end = done + len(batch)
+            for target, column in zip((size, shard, pos), batch.columns, strict=True):
+                target[done:end] = numpy_of(column, np.int32)
+            done = end
+            progress.advance(len(batch))
     except duckdb.Error as exc:
         _raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
@@ -438,8 +439,10 @@ def run_plan(
     )
 
     planned_path = storage_path(con, work, PLANNED_NAME)
-    progress.step("plan: writing the assignment")
-    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-") as folder:
+    with (
+        progress.working("plan: writing the assignment", con.query_progress),
+        tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-") as folder,
+    ):
         numbers_file = os.path.join(folder, "assignment.parquet")
         _write_numbers(numbers_file, {"shard_key": shard_key, "shard": shard, "pos": pos})
         del shard_key, shard, pos
@@ -452,9 +455,11 @@ def run_plan(
             con.execute("DROP VIEW IF EXISTS assignment")
 
     create_parquet_view(con, "planned", planned_path)
-    progress.step("plan: comparing with the live build")
     news = sum(s.end - s.start for s in sections if s.name == config.news_section)
-    with _live_guard(live_assignment, config):
+    with (
+        progress.working("plan: comparing with the live build", con.query_progress),
+        _live_guard(live_assignment, config),
+    ):
         changes, changes_path = change_set(con, work, config.news_section, live_assignment, total - news)
     feed = _feed_entries(con, config) if config.feed.enabled else {}
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"

@@ -108,10 +108,10 @@ def run_stage(
     set_variables(con, variables)
     canonicals = 0
     try:
-        with progress.working("stage: reading and normalizing"):
+        with progress.working("stage: reading and normalizing", con.query_progress):
             _create_normalized(con, bool(inventory.extensions))
         if inventory.exclusions:
-            with progress.working("stage: applying the exclusion sources"):
+            with progress.working("stage: applying the exclusion sources", con.query_progress):
                 canonicals = apply_exclusions(con, _EXTENSION_COLUMNS)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
@@ -137,7 +137,7 @@ def run_stage(
     set_variables(con, {"source_labels": inventory.labels})
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
-        with progress.working("stage: deduplicating and sorting"):
+        with progress.working("stage: deduplicating and sorting", con.query_progress):
             con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
         set_variables(con, {"staged_file": staged_path})
         (rows_staged,) = con.execute(read_sql("stage_staged_count")).fetchall()[0]
@@ -165,7 +165,7 @@ def run_stage(
         canonicals=canonicals,
     )
     if host_works:
-        with progress.working(f"stage: splitting the snapshot by host ({len(host_works)} hosts)"):
+        with progress.working(f"stage: splitting the snapshot by host ({len(host_works)} hosts)", con.query_progress):
             result.hosts = split_hosts(
                 con, result, staged_path, config.sites, host_works, per_host, config.extensions.news_section
             )

@@ -131,6 +131,21 @@ def test_three_hosts_get_three_independent_valid_sitemap_sets(tmp_path: Path, pr
     assert sorted(p.name for p in (tmp_path / "work").iterdir() if p.name in HOSTS) == sorted(HOSTS)
 
 
+def test_the_shared_stages_old_work_folders_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sitemap_ops import workspace
+
+    monkeypatch.setattr(workspace, "KEEP_WORK_DIRS", 2)
+    source, _ = _inventory(tmp_path)
+    outputs = {host: str(tmp_path / "public" / host) for host in HOSTS}
+    for hour in range(4):
+        run_build(_site(tmp_path, source, outputs), now=NOW + dt.timedelta(hours=hour))
+    stages = sorted(p.name for p in (tmp_path / "work").iterdir() if p.name not in HOSTS)
+    assert len(stages) == 2 and stages[-1].startswith("20261121T15")  # the newest two builds' folders
+    for host in HOSTS:
+        assert len([p for p in (tmp_path / "work" / host).iterdir() if p.is_dir() and p.name[0] == "2"]) == 2
+    assert not list((tmp_path / "work").glob(f"{stages[-1]}/staged.parquet"))  # the snapshot goes at once
+
+
 def test_one_hosts_failure_leaves_the_other_hosts_live_sets_intact(
     tmp_path: Path, s3: S3Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
