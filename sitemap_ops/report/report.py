@@ -188,7 +188,11 @@ def rewrite_report(location: str, storage: StorageConfig) -> str:
         reports = {b: folder.child(b).read_bytes(REPORT_DATA_NAME) for b in folder.list_dirs()}
         times = {b: str(json.loads(raw).get("created_at", "")) for b, raw in reports.items() if raw}
         if not times:
-            raise SitemapOpsError(f"no build report in {location} (an output folder, a work folder or a build's)")
+            # a multi-host site's work root: each host's builds are in <work_dir>/<host>
+            hosts = [h for h in folder.list_dirs() if any(folder.child(h).child(b).exists(REPORT_DATA_NAME)
+                                                          for b in folder.child(h).list_dirs())]  # fmt: skip
+            hint = f"; a multi-host site's reports are in each host's folder: {', '.join(hosts)}" if hosts else ""
+            raise SitemapOpsError(f"no build report in {location} (an output folder, a work folder or a build's){hint}")
         folder = folder.child(max(times, key=lambda b: (times[b], b)))  # the newest by time
     raw = folder.read_bytes(REPORT_DATA_NAME)
     if raw is None:

@@ -100,7 +100,9 @@ def proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
     httpd.server_close()
 
 
-def test_three_hosts_get_three_independent_valid_sitemap_sets(tmp_path: Path, proxy: dict[str, Path]) -> None:
+def test_three_hosts_get_three_independent_valid_sitemap_sets(
+    tmp_path: Path, proxy: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     source, expected = _inventory(tmp_path)
     outputs = {host: str(tmp_path / "public" / host) for host in HOSTS}
     summary = run_build(_site(tmp_path, source, outputs), now=NOW)
@@ -126,9 +128,14 @@ def test_three_hosts_get_three_independent_valid_sitemap_sets(tmp_path: Path, pr
     with open(summary.stage.rejects_path, newline="") as f:
         rejects = {row["loc"]: row["reason"] for row in csv.DictReader(f)}
     assert rejects == {"http://unlisted.example.org/p/1": "out_of_scope", "http://shop.example.net/p/1": "out_of_scope"}
-    # each host's change set and work folder are its own
+    # each host's change set, work folder and report are its own
     assert {h.host: h.plan.changes["added"] for h in summary.hosts} == {h: len(expected[h]) for h in HOSTS}
     assert sorted(p.name for p in (tmp_path / "work").iterdir() if p.name in HOSTS) == sorted(HOSTS)
+    capsys.readouterr()
+    assert main(["report", outputs["www.example.de"]]) == 0
+    assert "/work/www.example.de/" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "work")]) == 2  # the site's root holds the shared stage only
+    assert f"in each host's folder: {', '.join(sorted(HOSTS))}" in capsys.readouterr().err
 
 
 def test_the_shared_stages_old_work_folders_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
