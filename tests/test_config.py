@@ -80,7 +80,8 @@ def test_the_shipped_examples_load() -> None:
     assert production.sources[0].format == "postgres" and production.sources[1].format == "parquet"
     assert production.sources[0].placeholders() == ["since"]
     assert production.storage.cache_control == "public, max-age=3600"
-    assert production.shards.max_bytes == 10_485_760
+    assert production.shards.max_bytes == 10_485_760 and production.profile == "strict"
+    assert production.sources[2].kind == "exclude" and production.sources[2].column("status") == "Status Code"
     assert production.feed.enabled and production.indexnow.enabled and production.indexnow.key_env == "INDEXNOW_KEY"
     assert not load_config(examples / "site.toml").indexnow.enabled
     assert load_config(examples / "site.toml").shards.max_urls == 100
