@@ -304,7 +304,8 @@ def build_dag(toml_path: Path) -> DAG:
         schedule = AssetOrTimeSchedule(timetable=CronTriggerTimetable(af.schedule, timezone="UTC"), assets=[content])
     with DAG(
         dag_id=f"sitemaps_{site}",
-        description=f"Sitemaps of {config.base_url}",
+        description=f"Sitemaps of {config.base_url}"
+        + (f" and {len(config.hosts)} more host(s)" if config.hosts else ""),
         schedule=schedule,
         start_date=dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
         catchup=False,
