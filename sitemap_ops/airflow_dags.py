@@ -337,10 +337,16 @@ def _host_builds(config: SiteConfig, staged: dict[str, Any] | None = None) -> li
     return list(zip(runs, result.hosts or [result], strict=True))
 
 
-def _each_host(what: str, runs: list[BuildRun], step: Callable[[BuildRun], T]) -> tuple[dict[str, T], dict[str, str]]:
-    """`step` for each host's build: the results and the errors retrying cannot fix, by host. A retryable
-    error fails the task while it has tries left (its retry redoes every host; each step is idempotent);
-    any other, or one on the last try, is that host's failure, which leaves the other hosts alone."""
+def _each_host(
+    config: SiteConfig, what: str, runs: list[BuildRun], step: Callable[[BuildRun], T]
+) -> tuple[dict[str, T], dict[str, str]]:
+    """`step` for each host's build: the results and the errors retrying cannot fix, by host.
+
+    A single-host site's error is the task's (_step). On a multi-host site, a retryable error fails the
+    task while it has tries left (its retry redoes every host; each step is idempotent); any other, or one
+    on the last try, is that host's failure, which leaves the other hosts alone."""
+    if not config.hosts:
+        return {run.config.site.host: _step(functools.partial(step, run)) for run in runs}, {}
     ti = get_current_context()["ti"]
     last_try = ti.try_number > ti.max_tries
     done: dict[str, T] = {}
@@ -372,11 +378,7 @@ def _plan_hosts(config: SiteConfig, staged: dict[str, Any], params: Mapping[str,
             force=params.get("force", False),
         )  # fmt: skip
 
-    if config.hosts:
-        plans, failed = _each_host("plan", [run for run, _ in builds], plan_one)
-    else:
-        run = builds[0][0]
-        plans, failed = {run.config.site.host: _step(lambda: plan_one(run))}, {}
+    plans, failed = _each_host(config, "plan", [run for run, _ in builds], plan_one)
     max_groups = max(1, _max_render_groups() // len(builds))
     groups: list[list[int]] = []
     hosts: dict[str, dict[str, Any]] = {}
@@ -432,14 +434,11 @@ def _publish_hosts(
             "report": run.work.url_of(REPORT_NAME),
         }
 
-    if not config.hosts:
-        run = builds[0][0]
-        counts = _step(lambda: publish_one(run))
-        log.info("build %s published; its report: %s", run.build_id, counts["report"])
-        return counts
-    done, failed = _each_host("publish", [run for run, _ in builds], publish_one)
+    done, failed = _each_host(config, "publish", [run for run, _ in builds], publish_one)
     for host, counts in done.items():
         log.info("host %s: build %s published; its report: %s", host, counts["build_id"], counts["report"])
+    if not config.hosts:
+        return next(iter(done.values()))
     return {"build_id": planned["build_id"], "hosts": done, "failed": {**planned["failed"], **render_failed, **failed}}
 
 
@@ -507,13 +506,10 @@ def _render_group(config: SiteConfig, group: list[int]) -> list[dict[str, Any]]:
     label = _shard_range(planned, first, last)
     get_current_context()["shard_range"] = f"{run.config.site.host}: {label}" if config.hosts else label  # type: ignore[typeddict-unknown-key]
     started = time.monotonic()
-    if config.hosts:
-        done, failed = _each_host("render", [run], lambda r: pipeline.render(r, planned, (first, last)))
-        if failed:
-            return [{"failed_host": host, "error": error} for host, error in failed.items()]
-        rendered = done[run.config.site.host]
-    else:
-        rendered = _step(lambda: pipeline.render(run, planned, (first, last)))
+    done, failed = _each_host(config, "render", [run], lambda r: pipeline.render(r, planned, (first, last)))
+    if failed:
+        return [{"failed_host": host, "error": error} for host, error in failed.items()]
+    rendered = done[run.config.site.host]
     log.info(
         "render: %d shard(s) written, %s bytes gzipped, in %.1f s",
         len(rendered), f"{sum(r.compressed_bytes or 0 for r in rendered):,}", time.monotonic() - started,
