@@ -495,9 +495,10 @@ def _report_hosts(config: SiteConfig, staged: dict[str, Any], dry_run: bool) -> 
     return " ".join(urls)
 
 
-def _render_group(config: SiteConfig, group: list[int]) -> list[dict[str, Any]]:
-    """The render task's work: one group of one host's shards ([host index, first key, last key]); the
-    shards written, or for a multi-host site's host that failed, [{"failed_host": ..., "error": ...}] (publish
+def _render_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
+    """The render task's work: one group of one host's shards ([host index, first key, last key]). Returns a
+    small summary for XCom (shards written, bytes), never one row per shard: publish checks the shards in
+    storage itself. For a multi-host site's host that failed: {"failed_host": ..., "error": ...} (publish
     skips that host, publishes the others, then fails)."""
     index, first, last = group
     run = _host_builds(config)[index][0]
@@ -508,13 +509,20 @@ def _render_group(config: SiteConfig, group: list[int]) -> list[dict[str, Any]]:
     started = time.monotonic()
     done, failed = _each_host(config, "render", [run], lambda r: pipeline.render(r, planned, (first, last)))
     if failed:
-        return [{"failed_host": host, "error": error} for host, error in failed.items()]
+        ((host, error),) = failed.items()
+        return {"failed_host": host, "error": error}
     rendered = done[run.config.site.host]
+    summary = {
+        "host": run.config.site.host,
+        "shards_written": len(rendered),
+        "bytes_written": sum(r.compressed_bytes or r.bytes for r in rendered),
+        "seconds": round(time.monotonic() - started, 1),
+    }
     log.info(
-        "render: %d shard(s) written, %s bytes gzipped, in %.1f s",
-        len(rendered), f"{sum(r.compressed_bytes or 0 for r in rendered):,}", time.monotonic() - started,
+        "render: %d shard(s) written, %s bytes, in %.1f s",
+        summary["shards_written"], f"{summary['bytes_written']:,}", summary["seconds"],
     )  # fmt: skip
-    return [dataclasses.asdict(r) for r in rendered]
+    return summary
 
 
 def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
@@ -568,7 +576,7 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         doc_md="Render and write one group of shards.",
         map_index_template="{{ shard_range }}",
     )
-    def render(group: list[int]) -> list[dict[str, Any]]:
+    def render(group: list[int]) -> dict[str, Any]:
         """Render and write one group of one host's shards (a retry rewrites the same bytes)."""
         return _render_group(config, group)
 
@@ -583,9 +591,7 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         if context["params"].get("dry_run", False):
             # skipped, so no asset event and no retire
             raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
-        render_failed = {
-            r["failed_host"]: r["error"] for group in rendered or [] for r in group or [] if "failed_host" in r
-        }
+        render_failed = {r["failed_host"]: r["error"] for r in rendered or [] if r and "failed_host" in r}
         counts = _publish_hosts(config, staged, planned, render_failed)
         if not config.hosts or counts["hosts"]:
             context["outlet_events"][published].extra = {"site": site, **counts}

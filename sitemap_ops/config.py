@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sitemap_ops.constants import DEFAULT_PROFILE, MANIFEST_NAME, PROFILES, RENDER_GROUP_BYTES
+from sitemap_ops.constants import DEFAULT_PROFILE, MANIFEST_NAME, MAX_STAGE_PARTITIONS, PROFILES, RENDER_GROUP_BYTES
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.notify.config import IndexNowConfig, NotifySettings
 from sitemap_ops.plan.config import PlanSettings, ShardConfig
@@ -33,10 +33,18 @@ class DuckDBConfig:
 
     threads: int = 0  # 0: all cores
     memory_limit: str = "2GB"  # DuckDB spills to the build's work folder beyond this
+    # URL ranges stage deduplicates and sorts one at a time; 0: as many as the memory limit needs
+    # (sitemap_ops.stage.partitions)
+    stage_partitions: int = 0
 
     def __post_init__(self) -> None:
         if self.threads < 0:
             raise ConfigError(f"duckdb.threads must be 0 (all cores) or more, not {self.threads}")
+        if not 0 <= self.stage_partitions <= MAX_STAGE_PARTITIONS:
+            raise ConfigError(
+                f"duckdb.stage_partitions must be 0 (as memory needs) to {MAX_STAGE_PARTITIONS}, "
+                f"not {self.stage_partitions}"
+            )
         if not _MEMORY_LIMIT.fullmatch(self.memory_limit.strip()):
             raise ConfigError(
                 f"duckdb.memory_limit {self.memory_limit[:40]!r} is not a size such as 2GB, 512MB or 1.5GiB"
@@ -246,6 +254,7 @@ class SiteConfig:
             sections=self.shards.sections,
             text_format=self.render.format == "txt",
             storage=self.storage,
+            partitions=self.duckdb.stage_partitions,
         )
 
     def plan_settings(self) -> PlanSettings:

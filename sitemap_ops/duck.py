@@ -77,6 +77,27 @@ def connect(
     return con
 
 
+# DuckDB reports its memory limit as a number and a 1024-based unit: "1.8 GiB".
+_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The session's DuckDB memory limit in bytes."""
+    ((text,),) = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    number, unit = str(text).split()
+    return int(float(number) * _UNITS[unit])
+
+
+def reserve_memory(con: duckdb.DuckDBPyConnection, reserved: int) -> int:
+    """Lower the session's DuckDB memory limit by `reserved` bytes that the step holds outside DuckDB (numpy
+    arrays), down to a quarter of it at most, so the process stays near the configured limit. Returns the new
+    limit in bytes. For a step's own session (sitemap_ops.workspace.duckdb_session): it is not raised again."""
+    limit = memory_limit_bytes(con)
+    lowered = max(limit - reserved, limit // 4)
+    con.execute(f"SET memory_limit = '{lowered // 1024}KiB'")
+    return lowered
+
+
 def quote_literal(text: str) -> str:
     """A SQL string literal (for the few statements that cannot take parameters, such as views)."""
     return "'" + text.replace("'", "''") + "'"
@@ -85,12 +106,12 @@ def quote_literal(text: str) -> str:
 def create_parquet_view(
     con: duckdb.DuckDBPyConnection,
     name: str,
-    path: str,
+    path: str | list[str],
     *,
     row_numbers: bool = False,
     columns: Mapping[str, str] | None = None,
 ) -> None:
-    """(Re)create temp view `name` over a Parquet file (a path DuckDB can read, see duckdb_path); with
+    """(Re)create temp view `name` over a Parquet file or files (paths DuckDB can read, see duckdb_path); with
     `row_numbers`, the column file_row_number too. With `columns` (name -> SQL type), exactly those columns,
     a typed NULL for each the file lacks (a file an older version wrote). Built through the relation API: no
     SQL text is composed."""

@@ -1,14 +1,15 @@
 -- Stage 3: one row per normalized URL, sorted by (section, loc): the staged snapshot.
--- Most URLs are unique, so only the duplicated ones (temp table `dup_locs`) go through the aggregate.
+-- Most URLs are unique, so only the duplicated ones (`dedupe_dups`) go through the aggregate.
 -- The newest lastmod wins; ties are broken by the other fields' values (priority, changefreq, section,
 -- content_hash),
 -- so the winner never depends on input order or thread timing. The sort here is the build's only
 -- full sort: plan relies on this file order (section, then URL) to number new URLs without sorting again.
 -- Each page gets its extensions: its own joined lists when they passed the fast path, else the checked
--- ones (`page_ext`; videos rendered as ext_xml); each recent news article is also a row of the news series
--- (section news_section, `news_ext`: ext_xml), so the news sitemaps are shards of their own.
--- Reads the temp tables `normalized` (stage_normalize.sql), `dup_locs` (stage_duplicates.sql), `page_ext`
--- and `news_ext` (stage_ext_xml.sql; empty when the inventory has no extensions).
+-- ones (`dedupe_page_ext`; videos rendered as ext_xml); each recent news article is also a row of the news series
+-- (section news_section, `dedupe_news_ext`: ext_xml), so the news sitemaps are shards of their own.
+-- Reads the views `dedupe_rows` (the valid normalized rows), `dedupe_dups` (their duplicated URLs),
+-- `dedupe_page_ext` and `dedupe_news_ext` (stage_dedupe_inputs.sql: every row in one pass; or one range
+-- partition's rows, stage_dedupe_part.sql, written in URL order by sitemap_ops.stage.partitions).
 WITH winners AS (
     SELECT
         loc,
@@ -19,14 +20,14 @@ WITH winners AS (
             section := section,
             content_hash := coalesce(content_hash, '')
         )) AS b
-    FROM normalized
-    WHERE reason IS NULL AND loc IN (SELECT loc FROM dup_locs)
+    FROM dedupe_rows
+    WHERE loc IN (SELECT loc FROM dedupe_dups)
     GROUP BY loc
 ),
 pages AS (
     SELECT loc, lastmod, changefreq, priority, section, content_hash, images_j, images_n, alternates_j, alternates_n
-    FROM normalized
-    WHERE reason IS NULL AND loc NOT IN (SELECT loc FROM dup_locs)
+    FROM dedupe_rows
+    WHERE loc NOT IN (SELECT loc FROM dedupe_dups)
     UNION ALL
     SELECT
         loc,
@@ -57,11 +58,11 @@ entries AS (
         coalesce(p.images_n, x.images_n, 0) AS images,
         coalesce(p.alternates_n, x.alternates_n, 0) AS alternates
     FROM pages p
-    LEFT JOIN page_ext x ON x.loc = p.loc
+    LEFT JOIN dedupe_page_ext x ON x.loc = p.loc
     UNION ALL
     -- a news entry's lastmod is its publication date (its page is always a published page)
     SELECT loc, lastmod, NULL, NULL, getvariable('news_section'), NULL, NULL, ext_xml, NULL, 0, 0
-    FROM news_ext
+    FROM dedupe_news_ext
 )
 -- Plan sizes and fingerprints the extensions by ext_bytes and ext_hash, so it never reads them;
 -- images and alternates count them for the summary. Render writes their XML (sql/render_macros.sql).

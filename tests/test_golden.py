@@ -12,15 +12,19 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import build, read_file
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 
 
-def test_a_realistic_inventory_builds_into_the_recorded_files(tmp_path: Path) -> None:
+# 0: one query, as the memory limit allows; 3: dedupe and sort in three URL ranges (sitemap_ops.stage.partitions)
+@pytest.mark.parametrize("stage_partitions", [0, 3])
+def test_a_realistic_inventory_builds_into_the_recorded_files(tmp_path: Path, stage_partitions: int) -> None:
     inventory = tmp_path / "inventory.parquet"
     inventory.write_bytes((GOLDEN / "realistic.parquet").read_bytes())
-    summary, out = build(tmp_path, shards={"max_urls": 200})
+    summary, out = build(tmp_path, shards={"max_urls": 200}, duckdb={"stage_partitions": stage_partitions})
     files = {
         path.name: hashlib.sha256(read_file(path)).hexdigest()
         for path in sorted(out.iterdir())

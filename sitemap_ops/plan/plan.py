@@ -20,6 +20,7 @@ from sitemap_ops.duck import (
     duckdb_path,
     numpy_of,
     read_sql,
+    reserve_memory,
     set_variables,
     storage_path,
 )
@@ -389,7 +390,9 @@ def run_plan(
         progress.step(
             f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else "")
         )
-        # Plan's memory outside DuckDB: 12 bytes per URL (entry size, shard, position), filled batch by batch.
+        # Plan's memory outside DuckDB: 12 bytes per URL (entry size, shard, position), filled batch by batch;
+        # taken from DuckDB's limit, so the step stays within the configured one
+        reserve_memory(con, 12 * total)
         size, shard, pos = (np.empty(total, dtype=np.int32) for _ in range(3))
         progress.start(
             "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else ""), total

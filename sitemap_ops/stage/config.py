@@ -263,3 +263,4 @@ class StageSettings:
     sections: tuple[SectionRule, ...]  # [[shards.sections]]
     text_format: bool  # render.format = "txt": the sitemaps cannot carry extensions
     storage: StorageConfig
+    partitions: int = 0  # [duckdb] stage_partitions: URL ranges to dedupe and sort in; 0: as memory needs

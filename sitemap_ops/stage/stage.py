@@ -28,6 +28,7 @@ from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
+from sitemap_ops.stage.partitions import dedupe_partitioned, part_count
 from sitemap_ops.stage.result import ExtensionResult, StageResult
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
@@ -118,7 +119,11 @@ def run_stage(
     finally:
         con.execute("USE memory")
     staged_path = storage_path(con, work, STAGED_NAME)
-    con.execute(read_sql("stage_duplicates"))
+    (valid_rows, loc_bytes) = con.execute(read_sql("stage_valid_size")).fetchall()[0]
+    # (with no valid row there is nothing to range: the one-pass query writes the empty snapshot)
+    parts = (config.partitions or part_count(con, int(valid_rows), int(loc_bytes or 0))) if valid_rows else 1
+    if parts == 1 or inventory.extensions:  # the extension checks read dup_locs too
+        con.execute(read_sql("stage_duplicates"))
     extensions = None
     if inventory.extensions:
         extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
@@ -137,8 +142,12 @@ def run_stage(
     set_variables(con, {"source_labels": inventory.labels})
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
-        with progress.working("stage: deduplicating and sorting", con.query_progress):
-            con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
+        if parts == 1:
+            with progress.working("stage: deduplicating and sorting", con.query_progress):
+                con.execute(read_sql("stage_dedupe_inputs"))
+                con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
+        else:
+            dedupe_partitioned(con, parts, work, STAGED_NAME, progress)
         set_variables(con, {"staged_file": staged_path})
         (rows_staged,) = con.execute(read_sql("stage_staged_count")).fetchall()[0]
         # the news series' rows repeat pages that are staged already
@@ -146,10 +155,11 @@ def run_stage(
         if extensions:
             count_published(con, staged_path, extensions)
         per_host = host_counts(con, config.sites) if host_works else {}
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
-        con.execute("DROP VIEW IF EXISTS normalized")
+        for view in ("normalized", "dedupe_rows", "dedupe_dups", "dedupe_page_ext", "dedupe_news_ext"):
+            con.execute(f"DROP VIEW IF EXISTS {view}")
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     progress.step(f"stage: {staged:,} URLs staged, {valid - staged:,} duplicates merged")

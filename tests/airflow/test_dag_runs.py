@@ -252,6 +252,15 @@ def test_render_groups_stay_within_the_max_map_length_read_at_run_time(site, mon
     renders = [ti for ti in run.get_task_instances() if ti.task_id == "render"]
     assert len(renders) == 2
     assert len([n for n in _objects(s3, "capped") if n.startswith("sitemap-pages-")]) == 3
+    # each render task hands XCom a small summary, never a row per shard (publish checks storage itself)
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.query(XComModel).filter_by(run_id=run.run_id, task_id="render").all()
+        values = [XComModel.deserialize_value(row) for row in rows]
+    assert len(values) == 2 and all(set(v) == {"host", "shards_written", "bytes_written", "seconds"} for v in values)
+    assert sum(v["shards_written"] for v in values) == 3
 
 
 def test_a_sitemap_build_task_group_runs_inside_a_dag_of_ones_own(site) -> None:

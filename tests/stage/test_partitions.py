@@ -1,0 +1,166 @@
+"""Stage in URL ranges (sitemap_ops.stage.partitions): the same snapshot, rejects and output as the one-pass query."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from sitemap_ops.pipeline import run_build
+from sitemap_ops.stage.partitions import part_count, part_expression
+from tests.extensions.rich import SITE, alternates, write_rich
+from tests.helpers import NOW, assert_schema_valid, read_file, site_config, write_inventory
+
+SECTIONS = ("alpha", "beta", "gamma", "delta")
+
+
+def _plain_rows(seed: int, count: int) -> list[dict[str, Any]]:
+    """Pages in four sections, with repeats in other spellings (and other sections and dates), invalid
+    URLs and fields."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for i in range(count):
+        loc = f"https://www.example.com/{rng.choice(SECTIONS)}/{rng.choice(['caf%C3%A9', 'shoe', 'x'])}-{i}"
+        if rng.random() < 0.3:
+            loc += f"?page={rng.randint(1, 5)}"
+        rows.append(
+            {
+                "loc": loc,
+                "lastmod": dt.datetime(2026, 1, 1 + rng.randint(0, 27), tzinfo=dt.UTC),
+                "priority": rng.choice([0.5, 0.8, 1.7]),  # 1.7: dropped as out of range
+                "section": rng.choice(SECTIONS),
+            }
+        )
+    for row in rng.sample(rows, count // 5):  # the same page again, spelled another way, in another section
+        spelling = rng.choice(["HTTPS://WWW.EXAMPLE.COM", "https://www.example.com:443"])
+        rows.append({**row, "loc": row["loc"].replace("https://www.example.com", spelling), "section": "beta"})
+    rows += [{"loc": "ftp://www.example.com/file"}, {"loc": "/relative/path"}, {"loc": ""}]
+    rng.shuffle(rows)
+    return rows
+
+
+def _build(tmp_path: Path, name: str, source: str, partitions: int, now: dt.datetime, **overrides: Any):
+    """Build the site in tmp_path/name with `stage_partitions`; returns (summary, output folder)."""
+    root = tmp_path / name
+    config = site_config(root, source, duckdb={"stage_partitions": partitions}, **overrides)
+    summary = run_build(config, now=now)
+    assert not summary.failed_hosts
+    out = Path(config.output)
+    assert_schema_valid(out)
+    return summary, out
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    """The published files by name, manifest aside (it holds the build's id)."""
+    return {p.name: read_file(p) for p in sorted(out.iterdir()) if p.name != "manifest.json"}
+
+
+def _assert_same_build(one, other) -> None:
+    (summary_a, out_a), (summary_b, out_b) = one, other
+    assert _files(out_a) == _files(out_b)
+    assert summary_a.stage.staged == summary_b.stage.staged
+    assert summary_a.stage.duplicates == summary_b.stage.duplicates
+    assert summary_a.stage.rejected == summary_b.stage.rejected
+    assert summary_a.stage.fields_dropped == summary_b.stage.fields_dropped
+    # the assignment, row for row with the staged snapshot (publish deleted that), and the rejects file
+    assert pq.read_table(summary_a.plan.planned_path).equals(pq.read_table(summary_b.plan.planned_path))
+    # (the rejects file's rows, in whatever order DuckDB's threads wrote them)
+    # (and each names its own copy of the inventory)
+    rejects_a, rejects_b = (
+        Path(s.stage.rejects_path).read_text().replace(str(out.parent), "SITE").splitlines()
+        for s, out in ((summary_a, out_a), (summary_b, out_b))
+    )
+    assert rejects_a[0] == rejects_b[0] and sorted(rejects_a) == sorted(rejects_b)
+
+
+def test_ranges_build_what_one_pass_builds_and_rebuild_it_alike(tmp_path: Path) -> None:
+    first = write_inventory(tmp_path / "first.parquet", _plain_rows(1, 3000))
+    # the second inventory drops some pages and adds others: shards are kept from the previous assignment
+    rows = [r for r in _plain_rows(1, 3000) if "-77" not in r["loc"]] + _plain_rows(2, 400)
+    second = write_inventory(tmp_path / "second.parquet", rows)
+    for partitions in (1, 7):
+        (tmp_path / f"p{partitions}").mkdir()
+    rebuilt = None
+    for step, source in enumerate((first, second)):
+        # one site per mode, each rebuild planned against its own previous build; compared build by build
+        # (a build prunes the snapshots of the one before)
+        pair = []
+        for partitions in (1, 7):
+            inventory = tmp_path / f"p{partitions}" / "inventory.parquet"
+            inventory.write_bytes(Path(source).read_bytes())
+            when = NOW + dt.timedelta(hours=step)
+            pair.append(_build(tmp_path, f"p{partitions}", str(inventory), partitions, when, shards={"max_urls": 150}))
+        _assert_same_build(*pair)
+        rebuilt = pair[1][0]
+    assert rebuilt is not None
+    assert rebuilt.stage.duplicates > 0 and rebuilt.stage.rejected and rebuilt.stage.fields_dropped
+    assert 0 < rebuilt.shards_unchanged < len(rebuilt.plan.shards)
+
+
+def test_ranges_keep_extensions_and_news_alike(tmp_path: Path) -> None:
+    recent = NOW - dt.timedelta(hours=3)
+    rows: list[dict[str, Any]] = []
+    for i in range(600):
+        group = f"guide-{i}"
+        for lang in ("en", "de"):
+            rows.append(
+                {
+                    "loc": f"{SITE}/{lang}/{group}",
+                    "lastmod": recent,
+                    "images": [f"{SITE}/img/{i}-{n}.jpg" for n in range(i % 3)],
+                    "alternates": alternates(group, ("en", "de")) if i % 2 else None,
+                }
+            )
+        if i % 10 == 0:
+            rows.append(
+                {
+                    "loc": f"{SITE}/news/story-{i}",
+                    "lastmod": recent,
+                    "news_publication": "The Example Times",
+                    "news_language": "en",
+                    "news_publication_date": recent,
+                    "news_title": f"Story {i}",
+                }
+            )
+    rows += [{**row, "loc": row["loc"].upper().replace("HTTPS://WWW.EXAMPLE.COM", SITE)} for row in rows[:50]]
+    source = write_rich(tmp_path / "rich.parquet", rows)
+    sections = [{"name": "english", "prefix": "/en/"}, {"name": "german", "prefix": "/de/"}]
+    one = _build(tmp_path, "p1", source, 1, NOW, shards={"max_urls": 100, "sections": sections})
+    ranged = _build(tmp_path, "p5", source, 5, NOW, shards={"max_urls": 100, "sections": sections})
+    _assert_same_build(one, ranged)
+    assert ranged[0].stage.extensions and ranged[0].stage.extensions.news > 0
+    assert any(name.startswith("sitemap-news-") for name in _files(ranged[1]))
+
+
+def test_a_ranged_stage_leaves_no_scratch_files(tmp_path: Path) -> None:
+    source = write_inventory(tmp_path / "inventory.parquet", _plain_rows(3, 500))
+    summary, _ = _build(tmp_path, "site", source, 4, NOW)
+    work = Path(summary.stage.staged_path).parent
+    assert not [p for p in work.rglob("*") if "stage-partitions" in str(p) or "duckdb-spill" in str(p)]
+
+
+def test_the_range_count_follows_the_memory_limit() -> None:
+    con = duckdb.connect(config={"memory_limit": "100MB"})
+    # URLs of 96 bytes: 196 bytes per row to dedupe and sort
+    assert part_count(con, 700_000, 67_200_000) == 1  # 137 MB: within 1.5 times the limit, one query
+    assert part_count(con, 1_000_000, 96_000_000) == 2  # 196 MB: ranges of at most the limit
+    con.execute("SET memory_limit = '2GB'")
+    assert part_count(con, 10_000_000, 960_000_000) == 1
+    assert part_count(con, 100_000_000, 9_600_000_000) == 11
+    assert part_count(con, 10**12, 10**14) == 1000  # MAX_STAGE_PARTITIONS
+
+
+@pytest.mark.parametrize("parts", [2, 3, 8])
+def test_the_partition_expression_puts_each_url_in_its_range(parts: int) -> None:
+    con = duckdb.connect()
+    bounds = [f"https://a/{n:03d}" for n in range(1, parts)]
+    con.execute("SET VARIABLE part_bounds = ?", [bounds])
+    urls = ["https://a/000", *bounds, "https://a/999", *(b + "x" for b in bounds)]
+    got = con.execute(f"SELECT loc, {part_expression(parts)} FROM unnest(?::VARCHAR[]) AS t(loc)", [urls]).fetchall()
+    for loc, part in got:
+        assert part == sum(1 for b in bounds if b <= loc)
