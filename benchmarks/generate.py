@@ -177,6 +177,21 @@ def generate(path: Path, pages: int, shape: str = "uniform", shuffle: bool = Tru
     con.close()
 
 
+def generate_copies(folder: Path, pages: int, shape: str, copies: int) -> None:
+    """Write `copies` Parquet files to `folder`, each the same generated inventory of about `pages` * 1.1 rows
+    under its own first path segment (/c0/, /c1/, ...): `copies` times the rows and pages, in a fraction of
+    the time one query takes for them all (its other spellings keep theirs: the host may be upper-case)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    first = folder / "base.parquet"
+    generate(first, pages, shape)
+    con = duckdb.connect()
+    for copy in range(copies):
+        prefixed = f"SELECT regexp_replace(loc, '(example\\.com(:443)?/)', '\\1c{copy}/', 'i') AS loc, * EXCLUDE (loc)"
+        con.execute(f"COPY ({prefixed} FROM read_parquet('{first}')) TO '{folder / f'part-{copy:03d}.parquet'}'")
+    con.close()
+    first.unlink()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("output", type=Path)
@@ -185,8 +200,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plain", action="store_true", help="the --rich pages without their extensions")
     parser.add_argument("--shape", choices=SHAPES, default="uniform", help="the URLs' shape (see above)")
     parser.add_argument("--no-shuffle", action="store_true", help="rows in page order (fast for 100M rows)")
+    parser.add_argument(
+        "--copies", type=int, default=0, help="OUTPUT is a folder of this many prefixed copies of rows/copies rows"
+    )
     args = parser.parse_args(argv)
-    if args.rich or args.plain:
+    if args.copies:
+        generate_copies(args.output, int(args.rows / args.copies / 1.1), args.shape, args.copies)
+    elif args.rich or args.plain:
         generate_rich(args.output, args.rows, rich=args.rich)
     else:
         generate(args.output, int(args.rows / 1.1), args.shape, shuffle=not args.no_shuffle)

@@ -575,6 +575,7 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         **_task_args(af, "render", af.storage_pool),
         doc_md="Render and write one group of shards.",
         map_index_template="{{ shard_range }}",
+        multiple_outputs=False,  # one small XCom: not one more per key of the summary
     )
     def render(group: list[int]) -> dict[str, Any]:
         """Render and write one group of one host's shards (a retry rewrites the same bytes)."""

@@ -258,6 +258,7 @@ def test_render_groups_stay_within_the_max_map_length_read_at_run_time(site, mon
 
     with create_session() as session:
         rows = session.query(XComModel).filter_by(run_id=run.run_id, task_id="render").all()
+        assert {row.key for row in rows} == {"return_value"}
         values = [XComModel.deserialize_value(row) for row in rows]
     assert len(values) == 2 and all(set(v) == {"host", "shards_written", "bytes_written", "seconds"} for v in values)
     assert sum(v["shards_written"] for v in values) == 3
