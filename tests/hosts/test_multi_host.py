@@ -22,7 +22,7 @@ from sitemap_ops.config import SiteConfig, load_config
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.storage import Storage, StorageConfig
-from tests.helpers import NOW, write_inventory
+from tests.helpers import NOW, published, read_file, write_inventory
 from tests.publish.faults import read_live
 from tests.servers import S3Server
 
@@ -217,3 +217,20 @@ def test_host_lists_are_checked(tmp_path: Path) -> None:
     assert [s.base_url for s in sites] == ["https://www.example.com", "https://www.example.de"]
     assert [Path(s.work_dir).name for s in sites] == ["www.example.com", "www.example.de"]
     assert [s.robots for s in sites] == [str(tmp_path / "a" / "robots.txt"), str(tmp_path / "b" / "robots.txt")]
+
+
+def test_a_multi_host_site_staged_in_url_ranges_publishes_what_one_query_does(tmp_path: Path) -> None:
+    source, expected = _inventory(tmp_path)
+    files = {}
+    for partitions in (1, 4):
+        root = tmp_path / f"p{partitions}"
+        outputs = {host: str(root / "public" / host) for host in HOSTS}
+        summary = run_build(_site(root, source, outputs, duckdb={"stage_partitions": partitions}), now=NOW)
+        assert not summary.failed_hosts
+        files[partitions] = {
+            host: {p.name: read_file(p) for p in sorted(Path(outputs[host]).iterdir()) if p.name != "manifest.json"}
+            for host in HOSTS
+        }
+        for host in HOSTS:
+            assert set(published(Path(outputs[host]))) == expected[host], host
+    assert files[1] == files[4]

@@ -314,3 +314,12 @@ def test_a_refused_upload_is_one_storage_error(tmp_path: Path, s3) -> None:
     with pytest.raises(SitemapOpsError, match=r"cannot write .*sitemap-pages-00001-.*PermissionError"):
         _build(tmp_path, s3, _rows(20))
     assert "Contents" not in s3.client.list_objects_v2(Bucket=s3.bucket, Prefix="site/sitemap.xml")
+
+
+def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: Path, store) -> None:
+    """The ranges live in the local spill folder; the assembled snapshot goes to the work folder on the store."""
+    rows = _rows(900) + [{**row, "loc": row["loc"].replace(SITE, "HTTPS://WWW.EXAMPLE.COM:443")} for row in _rows(90)]
+    summary = _build(tmp_path, store, rows, duckdb={"stage_partitions": 4})
+    assert summary.stage.staged == 900 and summary.stage.duplicates == 90
+    assert summary.shards_written == 9
+    assert validate(store.url("site/robots.txt"), now=NOW).urls == 900
