@@ -88,14 +88,11 @@ def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
     return int(float(number) * _UNITS[unit])
 
 
-def reserve_memory(con: duckdb.DuckDBPyConnection, reserved: int) -> int:
-    """Lower the session's DuckDB memory limit by `reserved` bytes that the step holds outside DuckDB (numpy
-    arrays), down to a quarter of it at most, so the process stays near the configured limit. Returns the new
-    limit in bytes. For a step's own session (sitemap_ops.workspace.duckdb_session): it is not raised again."""
-    limit = memory_limit_bytes(con)
-    lowered = max(limit - reserved, limit // 4)
-    con.execute(f"SET memory_limit = '{lowered // 1024}KiB'")
-    return lowered
+def scratch_folder(con: duckdb.DuckDBPyConnection) -> str:
+    """DuckDB's spill folder: the step's local scratch space (sitemap_ops.workspace.spill_folder), where the
+    step's own temporary files go too."""
+    ((folder,),) = con.execute("SELECT current_setting('temp_directory')").fetchall()
+    return str(folder)
 
 
 def quote_literal(text: str) -> str:

@@ -10,22 +10,19 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import duckdb
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from sitemap_ops.constants import EXCLUDED_REASONS, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
-    numpy_of,
     read_sql,
-    reserve_memory,
+    scratch_folder,
     set_variables,
     storage_path,
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
+from sitemap_ops.plan.assign import SectionRows, compact, kept_shards, place, release_tails
 from sitemap_ops.plan.changes import change_set, create_live_view, date_snapshot
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
@@ -120,184 +117,11 @@ class Plan:
         return cls(**raw)
 
 
-@dataclass
-class _Cut:
-    start: int  # index into the section's new rows
-    end: int
-    shard: int
-    base_pos: int
-
-
-def cut_points(
-    section: str,
-    sizes: np.ndarray,
-    open_shard: tuple[int, int, int, int] | None,
-    next_number: int,
-    max_urls: int,
-    payload: int,
-) -> list[_Cut]:
-    """Greedy cuts of a section's new rows (in URL order) into its open shard, then into new shards.
-
-    `sizes` are the rows' entry bytes; `open_shard` is (number, urls, bytes, max_pos) of the section's
-    newest kept shard. One iteration per shard, never per URL.
-    """
-    count = len(sizes)
-    cum = np.cumsum(sizes, dtype=np.int64)
-
-    def end_of(start: int, room_urls: int, room_bytes: int) -> int:
-        base = int(cum[start - 1]) if start else 0
-        return min(count, start + room_urls, int(np.searchsorted(cum, base + room_bytes, side="right")))
-
-    cuts: list[_Cut] = []
-    start = 0
-    if open_shard is not None:
-        number, urls, used, max_pos = open_shard
-        if urls < max_urls and used < payload:
-            end = end_of(0, max_urls - urls, payload - used)
-            if end > 0:
-                cuts.append(_Cut(0, end, number, max_pos))
-                start = end
-    while start < count:
-        end = end_of(start, max_urls, payload)
-        if end == start:
-            raise PlanError(f"section {section}: one entry is larger than the shard byte limit ({payload} bytes)")
-        cuts.append(_Cut(start, end, next_number, 0))
-        next_number += 1
-        start = end
-    return cuts
-
-
 def _lastmod_text(value: object) -> str | None:
     if value is None:
         return None
     text = value.isoformat()  # type: ignore[attr-defined]
     return text[:10] if text.endswith("T00:00:00") else text + "Z"
-
-
-@dataclass
-class _Section:
-    """One section's rows: the contiguous range [start, end) of the staged file (sorted by section)."""
-
-    name: str
-    start: int
-    end: int
-
-
-# Rows handled per numpy operation where a whole-column operation would allocate 8 bytes per URL (indexes,
-# int64 casts, float64 weights): keeps plan's memory at 12 bytes per URL (see run_plan).
-_CHUNK_ROWS = 1 << 22
-
-
-def _sum_by(keys: np.ndarray, weights: np.ndarray | None, length: int) -> np.ndarray:
-    """np.bincount(keys, weights) in chunks (bincount casts its whole input to int64 and float64)."""
-    total = np.zeros(length, dtype=np.int64)
-    for lo in range(0, len(keys), _CHUNK_ROWS):
-        chunk = None if weights is None else weights[lo : lo + _CHUNK_ROWS]
-        total += np.bincount(keys[lo : lo + _CHUNK_ROWS], weights=chunk, minlength=length).astype(np.int64)
-    return total
-
-
-def _in_order(keys: np.ndarray, pos: np.ndarray) -> bool:
-    """Whether rows are in (key, pos) order: keys never decrease and positions rise within a key."""
-    same = keys[1:] == keys[:-1]
-    return bool(np.all(keys[1:] >= keys[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
-
-
-def _kept_shards(shard: np.ndarray, pos: np.ndarray, size: np.ndarray) -> dict[int, tuple[int, int, int]]:
-    """shard number -> (urls, bytes, max_pos) of the kept rows of one section."""
-    mask = shard >= 0
-    if not mask.any():
-        return {}
-    kept = shard[mask]
-    length = int(kept.max()) + 1
-    urls = _sum_by(kept, None, length)
-    used = _sum_by(kept, size[mask], length)
-    max_pos = np.zeros(length, dtype=np.int64)
-    np.maximum.at(max_pos, kept, pos[mask])
-    return {int(n): (int(urls[n]), int(used[n]), int(max_pos[n])) for n in np.flatnonzero(urls)}
-
-
-def _assign_section(
-    sec: _Section,
-    shard: np.ndarray,
-    pos: np.ndarray,
-    size: np.ndarray,
-    max_urls: int,
-    payload: int,
-    compact_below: float,
-) -> bool:
-    """Place one section's rows in place (views into the global arrays); True if it was compacted."""
-    kept = _kept_shards(shard, pos, size)
-    # A kept shard over the limits (limits lowered, entries grown) releases its tail in position order.
-    for number, (urls, used, _) in list(kept.items()):
-        if urls > max_urls or used > payload:
-            rows = np.flatnonzero(shard == number)
-            rows = rows[np.argsort(pos[rows], kind="stable")]
-            fits = (np.arange(1, len(rows) + 1) <= max_urls) & (np.cumsum(size[rows]) <= payload)
-            shard[rows[~fits]] = -1
-    kept = _kept_shards(shard, pos, size)
-    compacted = False
-    if len(kept) > 1:
-        fill = sum(max(u / max_urls, b / payload) for u, b, _ in kept.values()) / len(kept)
-        if fill < compact_below:
-            shard[:] = -1
-            kept, compacted = {}, True
-    # New rows in file order (URL order), a chunk at a time: the open shard carries over between chunks,
-    # so the cuts are the same as in one pass.
-    last = max(kept) if kept else None
-    open_shard = (last, *kept[last]) if last is not None else None
-    next_number = (last or 0) + 1
-    for lo in range(0, len(shard), _CHUNK_ROWS):
-        new = lo + np.flatnonzero(shard[lo : lo + _CHUNK_ROWS] < 0)
-        if not len(new):
-            continue
-        sizes = size[new]
-        cuts = cut_points(sec.name, sizes, open_shard, next_number, max_urls, payload)
-        for cut in cuts:
-            rows = new[cut.start : cut.end]
-            shard[rows] = cut.shard
-            pos[rows] = cut.base_pos + np.arange(1, len(rows) + 1)
-        end = cuts[-1]
-        count, used = end.end - end.start, int(sizes[end.start : end.end].sum())
-        if open_shard is not None and end.shard == open_shard[0]:
-            count, used = count + open_shard[1], used + open_shard[2]
-        open_shard = (end.shard, count, used, end.base_pos + end.end - end.start)
-        next_number = max(next_number, end.shard + 1)
-    return compacted
-
-
-def _shard_keys(
-    sections: list[_Section], shard: np.ndarray, size: np.ndarray
-) -> tuple[list[tuple[int, int]], list[int], list[int], list[np.ndarray]]:
-    """Number the shards in (section, shard) order (section ranges are in name order): (key -> (section
-    index, shard number), URLs per key, bytes per key, per section a lookup table from shard number to key)."""
-    key_shards: list[tuple[int, int]] = []
-    urls_per_key: list[int] = []
-    bytes_per_key: list[int] = []
-    tables = []
-    for index, sec in enumerate(sections):
-        part = shard[sec.start : sec.end]
-        length = int(part.max()) + 1
-        urls = _sum_by(part, None, length)
-        used = _sum_by(part, size[sec.start : sec.end], length)
-        numbers = np.flatnonzero(urls)
-        table = np.zeros(length, dtype=np.int32)
-        table[numbers] = np.arange(len(key_shards), len(key_shards) + len(numbers), dtype=np.int32)
-        tables.append(table)
-        key_shards += [(index, int(n)) for n in numbers]
-        urls_per_key += [int(u) for u in urls[numbers]]
-        bytes_per_key += [int(b) for b in used[numbers]]
-    return key_shards, urls_per_key, bytes_per_key, tables
-
-
-def _row_keys(sections: list[_Section], shard: np.ndarray, tables: list[np.ndarray]) -> np.ndarray:
-    """Every row's shard key, through its section's lookup table, a chunk at a time."""
-    shard_key = np.empty(len(shard), dtype=np.int32)
-    for sec, table in zip(sections, tables, strict=True):
-        for lo in range(sec.start, sec.end, _CHUNK_ROWS):
-            hi = min(lo + _CHUNK_ROWS, sec.end)
-            shard_key[lo:hi] = table[shard[lo:hi]]
-    return shard_key
 
 
 def _raise_if_live_gone(live_assignment: str | None, config: PlanSettings) -> None:
@@ -346,8 +170,9 @@ def run_plan(
     the URLs the stage's exclusion sources kept out (the breaker compares them with the live build's).
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
-    order is URL order: shard assignment runs on numpy arrays in file order (vectorized per section and
-    per shard) and is attached back to the rows by a POSITIONAL JOIN, with no further sort.
+    order is URL order: shard assignment streams the rows in file order a chunk at a time (plan.assign;
+    vectorized per section and per shard) and is attached back to the rows by a POSITIONAL JOIN, with no
+    further sort. Plan's own memory is one chunk of rows and a few numbers per shard, whatever the size.
     """
     progress = progress or Progress(enabled=False)
     previous = live.manifest
@@ -390,72 +215,44 @@ def run_plan(
         progress.step(
             f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else "")
         )
-        # Plan's memory outside DuckDB: 12 bytes per URL (entry size, shard, position), filled batch by batch;
-        # taken from DuckDB's limit, so the step stays within the configured one
-        reserve_memory(con, 12 * total)
-        size, shard, pos = (np.empty(total, dtype=np.int32) for _ in range(3))
-        progress.start(
-            "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else ""), total
-        )
-        done = 0
-        for batch in con.sql(read_sql("plan_rows")).to_arrow_reader(_CHUNK_ROWS):
-            end = done + len(batch)
-            for target, column in zip((size, shard, pos), batch.columns, strict=True):
-                target[done:end] = numpy_of(column, np.int32)
-            done = end
-            progress.advance(len(batch))
+        # the rows plan places, in file order, to a local file that the assignment passes stream
+        scratch = tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con))
+        rows_file = os.path.join(scratch.name, "rows.parquet")
+        with progress.working(
+            "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else ""),
+            con.query_progress,
+        ):
+            con.sql(read_sql("plan_rows")).write_parquet(rows_file, compression="uncompressed")
     except duckdb.Error as exc:
         _raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
-    if done != total:
-        raise PlanError(f"the staged snapshot {staged_path} changed while plan read it ({done:,} of {total:,} rows)")
 
-    kept_before = sum(int((shard[lo : lo + _CHUNK_ROWS] >= 0).sum()) for lo in range(0, total, _CHUNK_ROWS))
     sections, start = [], 0
     for name, count in section_rows:
-        sections.append(_Section(name, start, start + count))
+        # the news series: at most news_max_urls articles per sitemap
+        limit = min(max_urls, config.news_max_urls) if name == config.news_section else max_urls
+        sections.append(SectionRows(name, start, start + count, limit))
         start += count
-    compacted = [
-        sec.name
-        for sec in sections
-        if _assign_section(
-            sec,
-            shard[sec.start : sec.end],
-            pos[sec.start : sec.end],
-            size[sec.start : sec.end],
-            # the news series: at most news_max_urls articles per sitemap
-            min(max_urls, config.news_max_urls) if sec.name == config.news_section else max_urls,
-            payload,
-            shards_cfg.compact_below,
-        )
-    ]
-    progress.step(f"plan: {kept_before:,} URL(s) kept their shard, {total - kept_before:,} placed")
-
-    key_shards, urls_per_key, bytes_per_key, tables = _shard_keys(sections, shard, size)
-    del size  # (so the keys take its place: 12 bytes per URL at most)
-    shard_key = _row_keys(sections, shard, tables)
-    # File order is (shard_key, pos) order when keys never decrease and positions rise within a key;
-    # then render streams the file as it is, else it sorts the rows it renders.
-    ordered = all(
-        _in_order(shard_key[lo : lo + _CHUNK_ROWS + 1], pos[lo : lo + _CHUNK_ROWS + 1])
-        for lo in range(0, max(total - 1, 0), _CHUNK_ROWS)
-    )
-
     planned_path = storage_path(con, work, PLANNED_NAME)
-    with (
-        progress.working("plan: writing the assignment", con.query_progress),
-        tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-") as folder,
-    ):
-        numbers_file = os.path.join(folder, "assignment.parquet")
-        _write_numbers(numbers_file, {"shard_key": shard_key, "shard": shard, "pos": pos})
-        del shard_key, shard, pos
-        create_parquet_view(con, "assignment", numbers_file)
-        try:
-            con.sql(read_sql("plan_planned")).write_parquet(planned_path, compression="snappy", row_group_size=16384)
-        except duckdb.Error as exc:
-            raise PlanError(f"cannot write the planned snapshot to {work.url}: {first_line(exc)}") from None
-        finally:
-            con.execute("DROP VIEW IF EXISTS assignment")
+    with scratch:
+        kept_before = kept_shards(rows_file, sections)
+        release_tails(con, rows_file, sections, payload)
+        compacted = compact(sections, payload, shards_cfg.compact_below)
+        numbers_file = os.path.join(scratch.name, "assignment.parquet")
+        assignment = place(rows_file, sections, payload, numbers_file, kept_before)
+        progress.step(f"plan: {kept_before:,} URL(s) kept their shard, {total - kept_before:,} placed")
+        with progress.working("plan: writing the assignment", con.query_progress):
+            create_parquet_view(con, "assignment", numbers_file)
+            try:
+                planned = con.sql(read_sql("plan_planned"))
+                planned.write_parquet(planned_path, compression="snappy", row_group_size=16384)
+            except duckdb.Error as exc:
+                raise PlanError(f"cannot write the planned snapshot to {work.url}: {first_line(exc)}") from None
+            finally:
+                con.execute("DROP VIEW IF EXISTS assignment")
+                con.execute("DROP VIEW IF EXISTS plan_rows_file")
+    key_shards, urls_per_key, bytes_per_key = assignment.key_shards, assignment.urls_per_key, assignment.bytes_per_key
+    ordered = assignment.ordered
 
     create_parquet_view(con, "planned", planned_path)
     news = sum(s.end - s.start for s in sections if s.name == config.news_section)
@@ -547,15 +344,6 @@ def _feed_entries(con: duckdb.DuckDBPyConnection, config: PlanSettings) -> dict[
     for name, loc, lastmod in con.execute(read_sql("plan_feed")).fetchall():
         feeds.setdefault(name, []).append((loc, lastmod.isoformat() + "Z"))
     return feeds
-
-
-def _write_numbers(path: str, columns: dict[str, np.ndarray]) -> None:
-    """Write numpy columns to a local Parquet file for DuckDB to read (not register(): see numpy_of)."""
-    arrays = [
-        pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), len(a), [None, pa.py_buffer(np.ascontiguousarray(a))])
-        for a in columns.values()
-    ]
-    pq.write_table(pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, names=list(columns))]), path)
 
 
 def _plan_indexes(shards: list[ShardPlan], config: PlanSettings) -> list[IndexPlan]:

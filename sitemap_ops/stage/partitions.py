@@ -25,7 +25,7 @@ from sitemap_ops.constants import (
     STAGE_ROW_OVERHEAD,
     STAGED_ROW_GROUP,
 )
-from sitemap_ops.duck import create_parquet_view, memory_limit_bytes, read_sql, set_variables
+from sitemap_ops.duck import create_parquet_view, memory_limit_bytes, read_sql, scratch_folder, set_variables
 from sitemap_ops.progress import Progress
 from sitemap_ops.storage import Storage
 
@@ -64,7 +64,7 @@ def dedupe_partitioned(
     parts = len(bounds) + 1
     set_variables(con, {"part_bounds": bounds or [""]})
     expression = part_expression(parts)
-    folder = os.path.join(_scratch(con), "stage-partitions")
+    folder = os.path.join(scratch_folder(con), "stage-partitions")
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     try:
@@ -87,12 +87,6 @@ def dedupe_partitioned(
         for table in ("part_dups",):
             con.execute(f"DROP TABLE IF EXISTS {table}")
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _scratch(con: duckdb.DuckDBPyConnection) -> str:
-    """DuckDB's spill folder: the build's local scratch space (sitemap_ops.workspace.spill_folder)."""
-    ((folder,),) = con.execute("SELECT current_setting('temp_directory')").fetchall()
-    return str(folder)
 
 
 def _dedupe_part(con: duckdb.DuckDBPyConnection, part: int, rows: str, expression: str, out: str) -> None:

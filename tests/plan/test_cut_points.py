@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import duckdb
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from sitemap_ops.plan import plan as plan_module
+from sitemap_ops.plan import assign as assign_module
+from sitemap_ops.plan.assign import SectionRows, compact, cut_points, kept_shards, place, release_tails
 from sitemap_ops.plan.exceptions import PlanError
-from sitemap_ops.plan.plan import _assign_section, _Section, cut_points
 
 
 def _spans(cuts) -> list[tuple[int, int, int, int]]:
@@ -45,39 +50,52 @@ def test_no_rows_no_cuts() -> None:
     assert cut_points("pages", np.array([], dtype=np.int64), None, 1, max_urls=10, payload=1000) == []
 
 
-def _section(shard: list[int], pos: list[int], size: list[int], max_urls: int = 3, compact_below: float = 0.0):
-    arrays = np.array(shard, dtype=np.int64), np.array(pos, dtype=np.int64), np.array(size, dtype=np.int64)
-    compacted = _assign_section(_Section("pages", 0, len(shard)), *arrays, max_urls, 10_000, compact_below)
-    return arrays[0].tolist(), arrays[1].tolist(), compacted
+def _section(
+    tmp_path: Path, shard: list[int], pos: list[int], size: list[int], max_urls: int = 3, compact_below: float = 0.0
+):
+    """Place one section's rows as plan does (its passes over a rows file); returns (shards, positions, compacted)."""
+    rows = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"bytes": size, "kept_shard": shard, "kept_pos": pos}, schema=pa.schema(
+        [("bytes", pa.int32()), ("kept_shard", pa.int32()), ("kept_pos", pa.int32())])), rows)  # fmt: skip
+    sections = [SectionRows("pages", 0, len(shard), max_urls)]
+    kept = kept_shards(str(rows), sections)
+    release_tails(duckdb.connect(), str(rows), sections, 10_000)
+    compacted = compact(sections, 10_000, compact_below)
+    numbers = tmp_path / "numbers.parquet"
+    place(str(rows), sections, 10_000, str(numbers), kept)
+    table = pq.read_table(numbers)
+    return table["shard"].to_pylist(), table["pos"].to_pylist(), bool(compacted)
 
 
-def test_kept_rows_stay_and_new_rows_fill_the_last_shard() -> None:
+def test_kept_rows_stay_and_new_rows_fill_the_last_shard(tmp_path: Path) -> None:
     # rows 0-1 kept in shard 1 (positions 1, 2); rows 2-4 are new (-1)
-    shard, pos, compacted = _section([1, 1, -1, -1, -1], [1, 2, 0, 0, 0], [10] * 5)
+    shard, pos, compacted = _section(tmp_path, [1, 1, -1, -1, -1], [1, 2, 0, 0, 0], [10] * 5)
     assert shard == [1, 1, 1, 2, 2] and pos == [1, 2, 3, 1, 2] and not compacted
 
 
-def test_a_shard_over_a_lowered_limit_releases_its_tail() -> None:
+def test_a_shard_over_a_lowered_limit_releases_its_tail(tmp_path: Path) -> None:
     # shard 1 holds 4 URLs but max_urls is now 3: the row at position 4 moves to a new shard
-    shard, pos, _ = _section([1, 1, 1, 1], [1, 2, 3, 4], [10] * 4)
+    shard, pos, _ = _section(tmp_path, [1, 1, 1, 1], [1, 2, 3, 4], [10] * 4)
     assert shard == [1, 1, 1, 2] and pos == [1, 2, 3, 1]
 
 
-def test_sparse_shards_are_compacted_below_the_fill_ratio() -> None:
+def test_sparse_shards_are_compacted_below_the_fill_ratio(tmp_path: Path) -> None:
     # three shards of one URL each (fill 1/3) under compact_below 0.5: the section is cut again from scratch
-    shard, pos, compacted = _section([1, 2, 3], [1, 1, 1], [10] * 3, compact_below=0.5)
+    shard, pos, compacted = _section(tmp_path, [1, 2, 3], [1, 1, 1], [10] * 3, compact_below=0.5)
     assert compacted and shard == [1, 1, 1] and pos == [1, 2, 3]
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 7, 64])
-def test_placing_a_chunk_at_a_time_gives_the_same_shards(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+def test_placing_a_chunk_at_a_time_gives_the_same_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
     # plan places a section's new rows a chunk at a time to bound its memory: the open shard carries over,
     # so any chunk size gives the cuts of one pass (kept rows, released tails and byte limits included)
     rng = np.random.default_rng(7)
     size = rng.integers(50, 400, 200)
     shard = np.where(rng.random(200) < 0.4, rng.integers(1, 6, 200), -1)
     pos = np.where(shard >= 0, rng.permutation(200) + 1, 0)
-    expected = _section(shard.tolist(), pos.tolist(), size.tolist(), max_urls=30)
-    monkeypatch.setattr(plan_module, "_CHUNK_ROWS", chunk)
-    assert _section(shard.tolist(), pos.tolist(), size.tolist(), max_urls=30) == expected
+    expected = _section(tmp_path, shard.tolist(), pos.tolist(), size.tolist(), max_urls=30)
+    monkeypatch.setattr(assign_module, "CHUNK_ROWS", chunk)
+    assert _section(tmp_path, shard.tolist(), pos.tolist(), size.tolist(), max_urls=30) == expected
     assert max(expected[0]) > 5, "new shards were cut after the kept ones"

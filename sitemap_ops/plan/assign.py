@@ -1,0 +1,298 @@
+"""Plan's shard assignment, streamed: every staged URL keeps its shard or is placed, a chunk of rows at a time.
+
+Plan writes each staged row's entry size and kept shard and position (sql/plan_rows.sql) to a local file in
+file order, which is (section, URL) order. Two passes over it follow, each holding one chunk of rows:
+1. the kept shards of each section (URLs, bytes, highest position); a shard over the limits (limits
+   lowered, entries grown) releases its tail in position order (sql/plan_release.sql, for those shards
+   only); a section whose kept shards are too sparse is compacted (placed anew);
+2. placement: kept rows stay, the others are cut in URL order into the section's open shard (its newest
+   kept one), then into new shards numbered after it. Shard keys number the shards in (section, shard)
+   order; a section's kept shards are known before its rows are placed and its new shards are numbered
+   consecutively, so each row's key is known when the row is placed, and the assignment (shard_key, shard,
+   pos) is written chunk by chunk.
+Plan's memory is one chunk of rows and a few numbers per shard, whatever the site's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sitemap_ops.duck import create_parquet_view, numpy_of, read_sql, set_variables
+from sitemap_ops.plan.exceptions import PlanError
+
+# Rows per chunk: 4M rows of three int32 columns, about 50 MB with the chunk's temporaries.
+CHUNK_ROWS = 1 << 22
+
+
+@dataclass
+class _Cut:
+    start: int  # index into the section's new rows
+    end: int
+    shard: int
+    base_pos: int
+
+
+def cut_points(
+    section: str,
+    sizes: np.ndarray,
+    open_shard: tuple[int, int, int, int] | None,
+    next_number: int,
+    max_urls: int,
+    payload: int,
+) -> list[_Cut]:
+    """Greedy cuts of a section's new rows (in URL order) into its open shard, then into new shards.
+
+    `sizes` are the rows' entry bytes; `open_shard` is (number, urls, bytes, max_pos) of the section's
+    newest kept shard. One iteration per shard, never per URL.
+    """
+    count = len(sizes)
+    cum = np.cumsum(sizes, dtype=np.int64)
+
+    def end_of(start: int, room_urls: int, room_bytes: int) -> int:
+        base = int(cum[start - 1]) if start else 0
+        return min(count, start + room_urls, int(np.searchsorted(cum, base + room_bytes, side="right")))
+
+    cuts: list[_Cut] = []
+    start = 0
+    if open_shard is not None:
+        number, urls, used, max_pos = open_shard
+        if urls < max_urls and used < payload:
+            end = end_of(0, max_urls - urls, payload - used)
+            if end > 0:
+                cuts.append(_Cut(0, end, number, max_pos))
+                start = end
+    while start < count:
+        end = end_of(start, max_urls, payload)
+        if end == start:
+            raise PlanError(f"section {section}: one entry is larger than the shard byte limit ({payload} bytes)")
+        cuts.append(_Cut(start, end, next_number, 0))
+        next_number += 1
+        start = end
+    return cuts
+
+
+@dataclass
+class SectionRows:
+    """One section: the contiguous rows [start, end) of the staged snapshot (sorted by section), its URL
+    limit, and what pass 1 found: its kept shards (number -> [URLs, bytes, highest position]), after the
+    tails over the limits were released (`cutoff`: such a shard's highest position kept)."""
+
+    name: str
+    start: int
+    end: int
+    max_urls: int
+    kept: dict[int, list[int]] = field(default_factory=dict)
+    cutoff: dict[int, int] = field(default_factory=dict)
+    compacted: bool = False
+
+
+@dataclass
+class Assignment:
+    """What placement found: the shards in key order ((section index, shard number)), their URLs and bytes,
+    whether file order is (shard_key, pos) order, and the URLs that kept their shard."""
+
+    key_shards: list[tuple[int, int]]
+    urls_per_key: list[int]
+    bytes_per_key: list[int]
+    ordered: bool
+    kept_before: int
+
+
+def _chunks(rows_file: str) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """(first row, sizes, kept shards, kept positions) of each chunk of the rows file, in file order."""
+    first = 0
+    for batch in pq.ParquetFile(rows_file).iter_batches(batch_size=CHUNK_ROWS):
+        # (numpy_of, not to_numpy(): that imports pandas when it is installed, about 1 s)
+        size, shard, pos = (numpy_of(column, np.int32).astype(np.int64) for column in batch.columns)
+        yield first, size, shard, pos
+        first += len(batch)
+
+
+def _segments(sections: list[SectionRows], first: int, rows: int) -> Iterator[tuple[int, SectionRows, int, int]]:
+    """(section index, section, start, end) of each section's part of the chunk of rows [first, first + rows)."""
+    for index, sec in enumerate(sections):
+        lo, hi = max(sec.start, first), min(sec.end, first + rows)
+        if lo < hi:
+            yield index, sec, lo - first, hi - first
+
+
+def kept_shards(rows_file: str, sections: list[SectionRows]) -> int:
+    """Pass 1: fill each section's `kept` from the rows file; returns the rows that had a kept shard."""
+    kept_rows = 0
+    for first, size, shard, pos in _chunks(rows_file):
+        for _, sec, lo, hi in _segments(sections, first, len(size)):
+            mask = shard[lo:hi] >= 0
+            if not mask.any():
+                continue
+            numbers = shard[lo:hi][mask]
+            length = int(numbers.max()) + 1
+            urls = np.bincount(numbers, minlength=length)
+            used = np.bincount(numbers, weights=size[lo:hi][mask], minlength=length).astype(np.int64)
+            top = np.zeros(length, dtype=np.int64)
+            np.maximum.at(top, numbers, pos[lo:hi][mask])
+            for n in np.flatnonzero(urls):
+                stats = sec.kept.setdefault(int(n), [0, 0, 0])
+                stats[0] += int(urls[n])
+                stats[1] += int(used[n])
+                stats[2] = max(stats[2], int(top[n]))
+            kept_rows += int(mask.sum())
+    return kept_rows
+
+
+def release_tails(con: duckdb.DuckDBPyConnection, rows_file: str, sections: list[SectionRows], payload: int) -> None:
+    """A kept shard over the limits keeps its rows in position order while they fit and releases the rest
+    (sql/plan_release.sql, over that section's over-limit shards only); each section's `kept` is updated."""
+    for sec in sections:
+        over = [n for n, (urls, used, _) in sec.kept.items() if urls > sec.max_urls or used > payload]
+        if not over:
+            continue
+        create_parquet_view(con, "plan_rows_file", rows_file, row_numbers=True)
+        set_variables(
+            con,
+            {
+                "release_first": sec.start,
+                "release_end": sec.end,
+                "release_shards": over,
+                "release_max_urls": sec.max_urls,
+                "release_payload": payload,
+            },
+        )
+        for number, cutoff, urls, used in con.execute(read_sql("plan_release")).fetchall():
+            if not urls:
+                del sec.kept[int(number)]
+                sec.cutoff[int(number)] = 0
+            else:
+                sec.kept[int(number)] = [int(urls), int(used), int(cutoff)]
+                sec.cutoff[int(number)] = int(cutoff)
+
+
+def compact(sections: list[SectionRows], payload: int, compact_below: float) -> list[str]:
+    """Mark the sections whose kept shards (two or more) are on average filled below `compact_below`: all
+    their rows are placed anew. Returns their names."""
+    names = []
+    for sec in sections:
+        if len(sec.kept) > 1:
+            fill = sum(max(u / sec.max_urls, b / payload) for u, b, _ in sec.kept.values()) / len(sec.kept)
+            if fill < compact_below:
+                sec.kept, sec.cutoff, sec.compacted = {}, {}, True
+                names.append(sec.name)
+    return names
+
+
+@dataclass
+class _Placing:
+    """One section's placement state, carried from chunk to chunk."""
+
+    base_key: int  # the key of the section's first shard
+    kept_numbers: np.ndarray  # its kept shards' numbers, ascending
+    first_new: int  # the number of its first new shard
+    next_number: int
+    open_shard: tuple[int, int, int, int] | None  # (number, urls, bytes, max_pos)
+    urls: np.ndarray  # per key - base_key
+    used: np.ndarray
+
+    @classmethod
+    def start(cls, sec: SectionRows, base_key: int) -> _Placing:
+        """The state at a section's first row: its kept shards known, the newest one open."""
+        numbers = np.array(sorted(sec.kept), dtype=np.int64)
+        top = int(numbers[-1]) if len(numbers) else None
+        open_shard = (top, *sec.kept[top]) if top is not None else None
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(base_key, numbers, (top or 0) + 1, (top or 0) + 1, open_shard, empty, empty.copy())  # type: ignore[arg-type]
+
+    def place(self, sec: SectionRows, shard: np.ndarray, pos: np.ndarray, size: np.ndarray, payload: int) -> np.ndarray:
+        """Place one chunk's rows of the section in place (`shard`, `pos`); returns their keys - base_key."""
+        if sec.compacted:
+            shard[:] = -1
+        elif sec.cutoff:
+            table = np.full(max(sec.cutoff) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+            for number, cutoff in sec.cutoff.items():
+                table[number] = cutoff
+            inside = (shard >= 0) & (shard < len(table))
+            released = np.zeros(len(shard), dtype=bool)
+            released[inside] = pos[inside] > table[shard[inside]]
+            shard[released] = -1
+        new = np.flatnonzero(shard < 0)
+        if len(new):
+            cuts = cut_points(sec.name, size[new], self.open_shard, self.next_number, sec.max_urls, payload)
+            for cut in cuts:
+                placed = new[cut.start : cut.end]
+                shard[placed] = cut.shard
+                pos[placed] = cut.base_pos + np.arange(1, len(placed) + 1)
+            end = cuts[-1]
+            count, used = end.end - end.start, int(size[new[end.start : end.end]].sum())
+            if self.open_shard is not None and end.shard == self.open_shard[0]:
+                count, used = count + self.open_shard[1], used + self.open_shard[2]
+            self.open_shard = (end.shard, count, used, end.base_pos + end.end - end.start)
+            self.next_number = max(self.next_number, end.shard + 1)
+        # kept shards by rank among the section's kept numbers, new ones after them in number order
+        local = np.where(
+            shard >= self.first_new,
+            len(self.kept_numbers) + shard - self.first_new,
+            np.searchsorted(self.kept_numbers, shard),
+        )
+        self._add(local, size)
+        return local
+
+    def _add(self, keys: np.ndarray, sizes: np.ndarray) -> None:
+        length = int(keys.max()) + 1 if len(keys) else 0
+        if length > len(self.urls):
+            self.urls = np.pad(self.urls, (0, length - len(self.urls)))
+            self.used = np.pad(self.used, (0, length - len(self.used)))
+        self.urls[:length] += np.bincount(keys, minlength=length)
+        self.used[:length] += np.bincount(keys, weights=sizes, minlength=length).astype(np.int64)
+
+
+def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_file: str, kept_rows: int) -> Assignment:
+    """Pass 2: every row's shard, position and shard key, written to `numbers_file` (shard_key, shard, pos) in
+    file order; the shards' totals in key order."""
+    key_shards: list[tuple[int, int]] = []
+    urls_per_key: list[int] = []
+    bytes_per_key: list[int] = []
+    ordered = True
+    last: tuple[int, int] | None = None  # the previous row's (key, pos), across chunks
+    states: dict[int, _Placing] = {}
+    schema = pa.schema([("shard_key", pa.int32()), ("shard", pa.int32()), ("pos", pa.int32())])
+
+    def finish(index: int) -> None:
+        state = states.pop(index)
+        count = len(state.kept_numbers) + state.next_number - state.first_new
+        numbers = [*state.kept_numbers.tolist(), *range(state.first_new, state.next_number)]
+        key_shards.extend((index, n) for n in numbers)
+        urls = np.pad(state.urls, (0, max(0, count - len(state.urls))))
+        used = np.pad(state.used, (0, max(0, count - len(state.used))))
+        urls_per_key.extend(int(u) for u in urls[:count])
+        bytes_per_key.extend(int(b) for b in used[:count])
+
+    with pq.ParquetWriter(numbers_file, schema) as out:
+        for first, size, shard, pos in _chunks(rows_file):
+            keys = np.empty(len(size), dtype=np.int64)
+            for index, sec, lo, hi in _segments(sections, first, len(size)):
+                if index not in states:
+                    for done in sorted(states):
+                        finish(done)
+                    states[index] = _Placing.start(sec, len(key_shards))
+                state = states[index]
+                keys[lo:hi] = state.base_key + state.place(sec, shard[lo:hi], pos[lo:hi], size[lo:hi], payload)
+            if ordered and len(keys):
+                same = keys[1:] == keys[:-1]
+                ordered = bool(np.all(keys[1:] >= keys[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
+                if ordered and last is not None:
+                    ordered = keys[0] > last[0] or (keys[0] == last[0] and pos[0] > last[1])
+            if len(keys):
+                last = (int(keys[-1]), int(pos[-1]))
+            # (from the buffers, not pa.array(): that imports pandas when it is installed, about 1 s)
+            arrays = [
+                pa.Array.from_buffers(pa.int32(), len(a), [None, pa.py_buffer(a.astype(np.int32))])
+                for a in (keys, shard, pos)
+            ]
+            out.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+        for done in sorted(states):
+            finish(done)
+    return Assignment(key_shards, urls_per_key, bytes_per_key, ordered, kept_rows)
