@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ def scratch_folder(con: duckdb.DuckDBPyConnection) -> str:
     """DuckDB's spill folder: the step's local scratch space (sitemap_ops.workspace.spill_folder), where the
     step's own temporary files go too."""
     ((folder,),) = con.execute("SELECT current_setting('temp_directory')").fetchall()
+    os.makedirs(str(folder), exist_ok=True)  # (DuckDB makes it only once it spills)
     return str(folder)
 
 

@@ -284,7 +284,7 @@ def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_fil
                 same = keys[1:] == keys[:-1]
                 ordered = bool(np.all(keys[1:] >= keys[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
                 if ordered and last is not None:
-                    ordered = keys[0] > last[0] or (keys[0] == last[0] and pos[0] > last[1])
+                    ordered = bool(keys[0] > last[0] or (keys[0] == last[0] and pos[0] > last[1]))
             if len(keys):
                 last = (int(keys[-1]), int(pos[-1]))
             # (from the buffers, not pa.array(): that imports pandas when it is installed, about 1 s)

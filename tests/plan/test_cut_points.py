@@ -62,7 +62,8 @@ def _section(
     release_tails(duckdb.connect(), str(rows), sections, 10_000)
     compacted = compact(sections, 10_000, compact_below)
     numbers = tmp_path / "numbers.parquet"
-    place(str(rows), sections, 10_000, str(numbers), kept)
+    assignment = place(str(rows), sections, 10_000, str(numbers), kept)
+    assert type(assignment.ordered) is bool  # plan.json holds it
     table = pq.read_table(numbers)
     return table["shard"].to_pylist(), table["pos"].to_pylist(), bool(compacted)
 
