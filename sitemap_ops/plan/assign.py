@@ -95,13 +95,12 @@ class SectionRows:
 @dataclass
 class Assignment:
     """What placement found: the shards in key order ((section index, shard number)), their URLs and bytes,
-    whether file order is (shard_key, pos) order, and the URLs that kept their shard."""
+    and whether file order is (shard_key, pos) order."""
 
     key_shards: list[tuple[int, int]]
     urls_per_key: list[int]
     bytes_per_key: list[int]
     ordered: bool
-    kept_before: int
 
 
 def _chunks(rows_file: str) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
@@ -249,7 +248,7 @@ class _Placing:
         self.used[:length] += np.bincount(keys, weights=sizes, minlength=length).astype(np.int64)
 
 
-def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_file: str, kept_rows: int) -> Assignment:
+def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_file: str) -> Assignment:
     """Pass 2: every row's shard, position and shard key, written to `numbers_file` (shard_key, shard, pos) in
     file order; the shards' totals in key order."""
     key_shards: list[tuple[int, int]] = []
@@ -295,4 +294,4 @@ def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_fil
             out.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
         for done in sorted(states):
             finish(done)
-    return Assignment(key_shards, urls_per_key, bytes_per_key, ordered, kept_rows)
+    return Assignment(key_shards, urls_per_key, bytes_per_key, ordered)

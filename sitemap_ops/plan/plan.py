@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import duckdb
+import pyarrow.parquet as pq
 
 from sitemap_ops.constants import EXCLUDED_REASONS, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
@@ -235,11 +236,16 @@ def run_plan(
         start += count
     planned_path = storage_path(con, work, PLANNED_NAME)
     with scratch:
+        read = pq.ParquetFile(rows_file).metadata.num_rows
+        if read != total:
+            raise PlanError(
+                f"the staged snapshot {staged_path} changed while plan read it ({read:,} of {total:,} rows)"
+            )
         kept_before = kept_shards(rows_file, sections)
         release_tails(con, rows_file, sections, payload)
         compacted = compact(sections, payload, shards_cfg.compact_below)
         numbers_file = os.path.join(scratch.name, "assignment.parquet")
-        assignment = place(rows_file, sections, payload, numbers_file, kept_before)
+        assignment = place(rows_file, sections, payload, numbers_file)
         progress.step(f"plan: {kept_before:,} URL(s) kept their shard, {total - kept_before:,} placed")
         with progress.working("plan: writing the assignment", con.query_progress):
             create_parquet_view(con, "assignment", numbers_file)

@@ -12,10 +12,8 @@ from __future__ import annotations
 import math
 import os
 import shutil
-from collections.abc import Iterator
 
 import duckdb
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
@@ -84,8 +82,7 @@ def dedupe_partitioned(
         with progress.working("stage: writing the snapshot", con.query_progress):
             _assemble(con, sorted_files, work, staged_name)
     finally:
-        for table in ("part_dups",):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.execute("DROP TABLE IF EXISTS part_dups")
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -112,10 +109,7 @@ def _assemble(con: duckdb.DuckDBPyConnection, files: list[str], work: Storage, s
         for section in sections:
             set_variables(con, {"assemble_section": section})
             for index in range(len(files)):
-                for batch in _batches(con, f"sorted_{index}"):
+                # this range's rows of the section, in file order
+                rows = con.sql(read_sql("stage_assemble").format(view=f"sorted_{index}"))
+                for batch in rows.to_arrow_reader(STAGED_ROW_GROUP):
                     out.write_batch(batch, row_group_size=STAGED_ROW_GROUP)
-
-
-def _batches(con: duckdb.DuckDBPyConnection, view: str) -> Iterator[pa.RecordBatch]:
-    """One partition's rows of the section in the variable assemble_section, in file order."""
-    yield from con.sql(read_sql("stage_assemble").format(view=view)).to_arrow_reader(STAGED_ROW_GROUP)

@@ -58,11 +58,11 @@ def _section(
     pq.write_table(pa.table({"bytes": size, "kept_shard": shard, "kept_pos": pos}, schema=pa.schema(
         [("bytes", pa.int32()), ("kept_shard", pa.int32()), ("kept_pos", pa.int32())])), rows)  # fmt: skip
     sections = [SectionRows("pages", 0, len(shard), max_urls)]
-    kept = kept_shards(str(rows), sections)
+    kept_shards(str(rows), sections)
     release_tails(duckdb.connect(), str(rows), sections, 10_000)
     compacted = compact(sections, 10_000, compact_below)
     numbers = tmp_path / "numbers.parquet"
-    assignment = place(str(rows), sections, 10_000, str(numbers), kept)
+    assignment = place(str(rows), sections, 10_000, str(numbers))
     assert type(assignment.ordered) is bool  # plan.json holds it
     table = pq.read_table(numbers)
     return table["shard"].to_pylist(), table["pos"].to_pylist(), bool(compacted)
