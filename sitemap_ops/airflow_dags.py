@@ -251,11 +251,62 @@ def _shard_range(planned: Any, first: int, last: int) -> str:
     return f"{stable[0]} … {stable[1]} ({len(todo)})" if len(todo) > 1 else stable[0]
 
 
-def _max_render_groups() -> int:
-    """Render groups a run may map: sitemap-ops' cap, within [core] max_map_length (read at run time)."""
+def _max_mapped() -> int:
+    """How many instances one mapped task may have: [core] max_map_length (read at run time)."""
     from airflow.configuration import conf
 
-    return max(1, min(MAX_RENDER_GROUPS, conf.getint("core", "max_map_length", fallback=1024)))
+    return max(1, conf.getint("core", "max_map_length", fallback=1024))
+
+
+def _max_render_groups() -> int:
+    """Render groups a run may map: sitemap-ops' cap, within [core] max_map_length."""
+    return min(MAX_RENDER_GROUPS, _max_mapped())
+
+
+def _stage_rows(config: SiteConfig) -> dict[str, Any]:
+    """The stage task's work: stage_rows, with at most as many URL ranges as a task may map."""
+    started = time.monotonic()
+    result = _step(lambda: _pipeline().stage_rows(_build_run(config), max_ranges=_max_mapped()))
+    if result.ranges is None:
+        _log_staged(result, started)
+    else:
+        log.info(
+            "stage: %s row(s) in, %s rejected, %s valid in %d URL range(s), in %.1f s",
+            f"{result.rows_in:,}", f"{sum(result.rejected.values()):,}", f"{result.ranges.valid:,}",
+            len(result.ranges.rows), time.monotonic() - started,
+        )  # fmt: skip
+    return result.to_dict()
+
+
+def _range_parts(staged: dict[str, Any]) -> list[int]:
+    """The URL ranges a stage task's result leaves to deduplicate (none when it wrote the snapshot)."""
+    ranges = staged.get("ranges")
+    return list(range(len(ranges["rows"]))) if ranges else []
+
+
+def _stage_range(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
+    """The stage_range task's work: one URL range deduplicated and sorted."""
+    get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
+    _step(lambda: _pipeline().stage_range(_build_run(config), StageResult.from_dict(staged), part))
+
+
+def _stage_merge(config: SiteConfig, staged: dict[str, Any]) -> dict[str, Any]:
+    """The stage_merge task's work: the snapshot from the ranges (stage's own result when it wrote it)."""
+    result = StageResult.from_dict(staged)
+    if result.ranges is None:
+        return staged
+    started = time.monotonic()
+    result = _step(lambda: _pipeline().stage_merge(_build_run(config), result))
+    _log_staged(result, started)
+    return result.to_dict()
+
+
+def _log_staged(result: StageResult, started: float) -> None:
+    log.info(
+        "stage: %s row(s) in, %s staged, %s rejected, %s duplicate(s) merged, in %.1f s",
+        f"{result.rows_in:,}", f"{result.staged:,}", f"{sum(result.rejected.values()):,}",
+        f"{result.duplicates:,}", time.monotonic() - started,
+    )  # fmt: skip
 
 
 def build_params() -> dict[str, Param]:
@@ -525,6 +576,45 @@ def _render_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
     return summary
 
 
+def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_params: bool) -> Any:
+    """The stage's tasks (stage -> stage_range, mapped over the URL ranges stage left, if any -> stage_merge);
+    the XComArg of the finished stage result."""
+    af = config.airflow
+
+    @task(**io_retries, **_task_args(af, "stage", af.source_pool))
+    def stage() -> dict[str, Any]:
+        """Read and normalize the inventory; dedupe it into the staged snapshot (work folder), or hand it to
+        stage_range in URL ranges when it is too big for one query."""
+        if check_params:
+            _check_run_params(get_current_context())
+        return _stage_rows(config)
+
+    @task
+    def stage_ranges(staged: dict[str, Any]) -> list[int]:
+        """The URL ranges stage left to deduplicate (none when it wrote the snapshot itself)."""
+        return _range_parts(staged)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_range"),
+        doc_md="Deduplicate and sort one URL range of the inventory.",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_range(staged: dict[str, Any], part: int) -> None:
+        """Deduplicate and sort one URL range of a ranged stage into the work folder."""
+        _stage_range(config, staged, part)
+
+    # runs when stage_range was skipped (no ranges: mapped over nothing), never when a range failed
+    @task(**io_retries, **_task_args(af, "stage_merge"), trigger_rule="none_failed")
+    def stage_merge(staged: dict[str, Any], ranged: Any = None) -> dict[str, Any]:
+        """The staged snapshot from the deduplicated URL ranges (stage's own result when it wrote it)."""
+        return _stage_merge(config, staged)
+
+    prepared = stage()
+    ranged = stage_range.partial(staged=prepared).expand(part=stage_ranges(prepared))
+    return stage_merge(prepared, ranged)
+
+
 def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
     """A build's tasks (stage -> plan -> render -> publish -> retire (-> notify) -> report), added to the DAG or
     task group being defined. `check_params`: fail the run on a conf key the DAG does not take (only in a
@@ -538,20 +628,6 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         "retry_exponential_backoff": 2.0,
         "max_retry_delay": dt.timedelta(minutes=30),
     }
-
-    @task(**io_retries, **_task_args(af, "stage", af.source_pool))
-    def stage() -> dict[str, Any]:
-        """Read the inventory, normalize and dedupe it into the staged snapshot (work folder)."""
-        if check_params:
-            _check_run_params(get_current_context())
-        started = time.monotonic()
-        result = _step(lambda: _pipeline().stage(_build_run(config)))
-        log.info(
-            "stage: %s row(s) in, %s staged, %s rejected, %s duplicate(s) merged, in %.1f s",
-            f"{result.rows_in:,}", f"{result.staged:,}", f"{sum(result.rejected.values()):,}",
-            f"{result.duplicates:,}", time.monotonic() - started,
-        )  # fmt: skip
-        return result.to_dict()
 
     @task(**io_retries, **_task_args(af, "plan"))
     def plan(staged: dict[str, Any]) -> dict[str, Any]:
@@ -619,7 +695,7 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         """Write each host's report page (report.html in its work folder), whatever the other tasks did."""
         return _report_hosts(config, staged, bool(get_current_context()["params"].get("dry_run")))
 
-    staged = stage()
+    staged = _add_stage_tasks(config, io_retries, check_params=check_params)
     planned = plan(staged)
     rendered = render.expand(group=render_groups(planned))
     # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)

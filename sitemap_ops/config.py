@@ -52,7 +52,7 @@ class DuckDBConfig:
 
 
 # The Airflow DAG's tasks (sitemap_ops.airflow_dags), and what [airflow.steps.<name>] may set for each.
-AIRFLOW_STEPS = ("stage", "plan", "render", "publish", "retire", "notify", "report")
+AIRFLOW_STEPS = ("stage", "stage_range", "stage_merge", "plan", "render", "publish", "retire", "notify", "report")
 _STEP_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "queue": str,
     "pool": str,

@@ -286,3 +286,9 @@ STAGE_PART_SHARE = 1.0
 MAX_STAGE_PARTITIONS = 1000
 # Rows per row group of the staged snapshot when stage assembles it from partitions (DuckDB's own default).
 STAGED_ROW_GROUP = 122_880
+# The folder of a build's work folder where a ranged stage hands its ranges over (each range's rows, checked
+# extensions and news entries, then its deduplicated, sorted rows), so that each range may be deduplicated
+# by a task of its own on any machine; emptied once the snapshot is assembled. Only files whose names
+# match STAGE_RANGE_FILE are ever deleted from it.
+STAGE_RANGES_NAME = "stage-ranges"
+STAGE_RANGE_FILE = r"(rows|page_ext|news_ext)-\d{5}-\d+\.parquet|sorted-\d{5}\.parquet"

@@ -28,7 +28,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from sitemap_ops.config import SiteConfig
-from sitemap_ops.constants import LIVE_MANIFEST_NAME, MAX_RENDER_GROUPS, PLAN_NAME, RENDER_GROUP_BYTES
+from sitemap_ops.constants import (
+    LIVE_MANIFEST_NAME,
+    MAX_RENDER_GROUPS,
+    MAX_STAGE_PARTITIONS,
+    PLAN_NAME,
+    RENDER_GROUP_BYTES,
+)
 from sitemap_ops.errors import SitemapOpsError, StorageError, first_line
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.notify.notify import NotifyResult, run_notify
@@ -40,8 +46,9 @@ from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
 from sitemap_ops.report.report import config_digest, gather, write_report
+from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.result import StageResult
-from sitemap_ops.stage.stage import run_stage
+from sitemap_ops.stage.stage import run_stage, run_stage_merge, run_stage_range
 from sitemap_ops.storage import Storage
 from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, prune_work, work_root
 
@@ -99,14 +106,55 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
 
 
 def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
-    """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file).
+    """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file):
+    stage_rows, then stage_range for each URL range it left, then stage_merge, in this process."""
+    staged = stage_rows(run, progress)
+    if staged.ranges is None:
+        return staged
+    if progress is not None:
+        progress.start("stage: deduplicating and sorting by range", len(staged.ranges.rows))
+    for part in range(len(staged.ranges.rows)):
+        stage_range(run, staged, part)
+        if progress is not None:
+            progress.advance()
+    return stage_merge(run, staged, progress)
+
+
+def stage_rows(run: BuildRun, progress: Progress | None = None, max_ranges: int = MAX_STAGE_PARTITIONS) -> StageResult:
+    """Read and normalize the inventory, write the rejects file, and either deduplicate it into the staged
+    snapshot or, when it is too big for one query, hand it over in at most `max_ranges` URL ranges
+    (`StageResult.ranges`) to stage_range and stage_merge.
 
     A multi-host site's stage also writes each host's staged snapshot to that host's work folder, and gives
     each host's result in `StageResult.hosts` (in the order of `host_runs`)."""
     work = open_work(run.config, run.build_id)
-    host_works = [open_work(host.config, run.build_id) for host in host_runs(run)] if run.config.hosts else None
+    clear_ranges(work)  # an earlier attempt's
     with duckdb_session(run.config, work) as con:
-        return run_stage(run.config.stage_settings(), con, work, run.now, progress, host_works)
+        staged = run_stage(run.config.stage_settings(), con, work, run.now, progress, _host_works(run), max_ranges)
+    return staged
+
+
+def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:
+    """Deduplicate and sort one URL range of a ranged stage (`staged.ranges`) in the work folder."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_range(run.config.stage_settings(), con, work, staged, part)
+
+
+def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> StageResult:
+    """The staged snapshot of a ranged stage, from its deduplicated ranges (the result as it is otherwise)."""
+    if staged.ranges is None:
+        return staged
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        merged = run_stage_merge(run.config.stage_settings(), con, work, staged, progress, _host_works(run))
+    clear_ranges(work)
+    return merged
+
+
+def _host_works(run: BuildRun) -> list[Storage] | None:
+    """A multi-host site's work folder of each host (where stage writes its snapshot); None otherwise."""
+    return [open_work(host.config, run.build_id) for host in host_runs(run)] if run.config.hosts else None
 
 
 def host_runs(run: BuildRun) -> list[BuildRun]:

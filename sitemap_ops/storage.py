@@ -9,6 +9,7 @@ import json
 import os
 import posixpath
 import random
+import shutil
 import signal
 import tempfile
 import threading
@@ -249,6 +250,43 @@ class Storage:
             _unlink_quietly(tmp)
             raise
         return tmp
+
+    def move_in(self, local_path: str, name: str) -> None:
+        """Move the local file `local_path` into this folder as `name`: a rename on a local disk (the same file
+        system: a build's scratch folder is inside its local work folder), an upload (retried) elsewhere."""
+        path = self.path(name)
+        _fault_hook("before", f"writing {path}")
+        try:
+            if self.is_local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                shutil.move(local_path, path)
+            else:
+                self._retry(lambda: self.fs.put_file(local_path, path), f"writing {path}")
+                os.unlink(local_path)
+        except OSError as exc:
+            reason = _os_reason(exc) if self.is_local else f"{type(exc).__name__}: {exc}"
+            raise StorageError(f"cannot write {path}: {reason}") from None
+        _fault_hook("after", f"writing {path}")
+
+    def delete_many(self, names: list[str]) -> None:
+        """Delete these files of this folder (those already gone are fine): one request per thousand on an
+        object store."""
+        paths = [self.path(name) for name in names]
+        if not paths:
+            return
+        _fault_hook("before", f"deleting {len(paths)} file(s) in {self.root}")
+        try:
+            if self.is_local:
+                for path in paths:
+                    with suppress(FileNotFoundError):
+                        os.unlink(path)
+            else:
+                self._retry(lambda: self.fs.rm(paths), f"deleting {len(paths)} file(s) in {self.root}")
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete files in {self.root}: {exc}") from exc
+        _fault_hook("after", f"deleting {len(paths)} file(s) in {self.root}")
 
     def exists(self, name: str) -> bool:
         try:

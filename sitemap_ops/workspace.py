@@ -15,6 +15,7 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import DATED_NAME, PLANNED_NAME, RECOVERED_NAME, STAGED_NAME, WORK_FILES, WORK_MARKER_NAME
 from sitemap_ops.host import owner_is_gone, owner_tag
 from sitemap_ops.manifest import Manifest
+from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.storage import Storage, open_file
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
@@ -68,6 +69,7 @@ def prune_work(root: Storage, live_folder: str = "") -> None:
             continue
         for name in WORK_FILES:
             folder.delete(name)
+        clear_ranges(folder)  # (a ranged stage whose merge never ran)
         if folder.is_local:
             for spill in folder.list_dirs():
                 if spill.startswith(SPILL_PREFIX):  # the folder is gone from the kept builds: its spill too

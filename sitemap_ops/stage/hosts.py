@@ -15,14 +15,14 @@ from sitemap_ops.storage import Storage
 from sitemap_ops.urls import Origin
 
 
-def host_counts(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> dict[int, dict[str | None, int]]:
-    """Per host (0-based, the site's order): its valid rows (key None), excluded rows by reason and the
+def host_counts(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> list[dict[str, int]]:
+    """Per host (the site's order): its valid rows (key ""), excluded rows by reason and the
     canonicals' rows (key "canonical") (sql/stage_host_counts.sql). Reads the temp tables `normalized` and
     `exclusions`."""
     set_variables(con, {"host_prefixes": [f"{site.scheme}://{site.host}/" for site in sites]})
-    counts: dict[int, dict[str | None, int]] = {i: {} for i in range(len(sites))}
+    counts: list[dict[str, int]] = [{} for _ in sites]
     for host, reason, n in con.execute(read_sql("stage_host_counts")).fetchall():
-        counts[int(host) - 1][reason] = int(n)
+        counts[int(host) - 1][reason or ""] = int(n)
     return counts
 
 
@@ -32,7 +32,7 @@ def split_hosts(
     staged_path: str,
     sites: tuple[Origin, ...],
     works: list[Storage],
-    counts: dict[int, dict[str | None, int]],
+    counts: list[dict[str, int]],
     news_section: str,
 ) -> list[StageResult]:
     """Write each host's rows of the staged snapshot (`staged_path`, a path DuckDB writes) to its own work
@@ -55,8 +55,8 @@ def split_hosts(
                 f"cannot write the staged snapshot of {site.host} to {work.url}: {first_line(exc)}"
             ) from None
         own = counts[index]
-        excluded = {reason: n for reason, n in own.items() if reason not in (None, "canonical")}
-        valid, canonicals = own.get(None, 0), own.get("canonical", 0)
+        excluded = {reason: n for reason, n in own.items() if reason not in ("", "canonical")}
+        valid, canonicals = own.get("", 0), own.get("canonical", 0)
         first = index == 0
         rejected = (
             {**{r: n for r, n in result.rejected.items() if r not in result.excluded}, **excluded}

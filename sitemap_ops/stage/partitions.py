@@ -2,15 +2,19 @@
 
 DuckDB 1.5 cannot hash-join, aggregate and sort 100M URLs within a 2 GB limit in one statement (it runs out of
 memory rather than spilling), but it does each step well on a few million rows. So the valid rows are written
-once to local Parquet files, one folder per range of URLs (boundaries from a sample), each range is
-deduplicated and sorted by (section, URL) on its own, and the snapshot is assembled section by section, range
-by range: the same rows in the same order as the one-pass query, so plan and render see the same file.
+once, one group of files per range of URLs (boundaries from a sample), into the work folder's
+STAGE_RANGES_NAME folder with each range's checked extensions and news entries (`write_ranges`). Each range
+is then deduplicated and sorted by (section, URL) on its own (`dedupe_range`: in the same process, or in a
+task of its own on any machine), and the snapshot is assembled section by section, range by range
+(`merge_ranges`): the same rows in the same order as the one-pass query, so plan and render see the same file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import re
 import shutil
 
 import duckdb
@@ -20,22 +24,37 @@ from sitemap_ops.constants import (
     MAX_STAGE_PARTITIONS,
     STAGE_ONE_PASS_SHARE,
     STAGE_PART_SHARE,
+    STAGE_RANGE_FILE,
+    STAGE_RANGES_NAME,
     STAGE_ROW_OVERHEAD,
     STAGED_ROW_GROUP,
 )
-from sitemap_ops.duck import create_parquet_view, memory_limit_bytes, read_sql, scratch_folder, set_variables
+from sitemap_ops.duck import (
+    create_parquet_view,
+    memory_limit_bytes,
+    read_sql,
+    scratch_folder,
+    set_variables,
+    storage_path,
+)
 from sitemap_ops.progress import Progress
+from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.storage import Storage
 
+# What write_ranges writes for each range (a range without any has no file of that kind), by the query that
+# selects it: its valid rows, its checked extensions and its news entries.
+_RANGE_KINDS = (("rows", "stage_partition"), ("page_ext", "stage_partition_ext"), ("news_ext", "stage_partition_ext"))
 
-def part_count(con: duckdb.DuckDBPyConnection, rows: int, loc_bytes: int) -> int:
+
+def part_count(con: duckdb.DuckDBPyConnection, rows: int, loc_bytes: int, most: int = MAX_STAGE_PARTITIONS) -> int:
     """How many range partitions `rows` valid rows of `loc_bytes` URL bytes in all need (1: the one-pass
-    query), by the memory they take to dedupe and sort against DuckDB's memory limit (see constants)."""
+    query), by the memory they take to dedupe and sort against DuckDB's memory limit (see constants); at most
+    `most`."""
     need = loc_bytes + rows * STAGE_ROW_OVERHEAD
     limit = memory_limit_bytes(con)
     if need <= limit * STAGE_ONE_PASS_SHARE:
         return 1
-    return min(MAX_STAGE_PARTITIONS, math.ceil(need / (limit * STAGE_PART_SHARE)))
+    return max(1, min(most, math.ceil(need / (limit * STAGE_PART_SHARE))))
 
 
 def part_expression(parts: int) -> str:
@@ -51,52 +70,103 @@ def part_expression(parts: int) -> str:
     return tree(0, parts)
 
 
-def dedupe_partitioned(
-    con: duckdb.DuckDBPyConnection, parts: int, work: Storage, staged_name: str, progress: Progress
-) -> None:
-    """Write the staged snapshot (`staged_name` in `work`) through `parts` range partitions of the valid rows
-    of the temp table `normalized`, in DuckDB's spill folder (the build's local scratch space)."""
+def ranges_of(work: Storage) -> Storage:
+    """The folder of `work` where a ranged stage hands its ranges over."""
+    return work.child(STAGE_RANGES_NAME)
+
+
+def clear_ranges(work: Storage) -> None:
+    """Delete what a ranged stage wrote into `work` (only files named as it names them), and the folder when
+    it is then empty: before a stage (an earlier attempt's ranges) and once the snapshot is assembled."""
+    ranges = ranges_of(work)
+    ranges.delete_many([name for name in ranges.list_details() if re.fullmatch(STAGE_RANGE_FILE, name)])
+    if ranges.is_local:
+        with contextlib.suppress(OSError):  # absent, or something else lives there, and stays
+            os.rmdir(ranges.root)
+
+
+def write_ranges(con: duckdb.DuckDBPyConnection, parts: int, work: Storage, progress: Progress) -> list[int]:
+    """Write the valid rows of the temp table `normalized`, and the temp tables page_ext and news_ext, in about
+    `parts` URL ranges into the ranges folder of `work`; each range's row count, in range order.
+
+    DuckDB writes them partitioned into its spill folder (the build's local scratch space); they then move
+    into the work folder (a rename when that is local), flat: <kind>-<range>-<n>.parquet."""
     sample = sorted({loc for (loc,) in con.execute(read_sql("stage_part_sample")).fetchall()})
     bounds = [sample[i * len(sample) // parts] for i in range(1, parts)] if sample else []
     bounds = sorted(set(bounds))  # repeated sample values make empty ranges: fewer partitions
     parts = len(bounds) + 1
     set_variables(con, {"part_bounds": bounds or [""]})
     expression = part_expression(parts)
-    folder = os.path.join(scratch_folder(con), "stage-partitions")
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
+    local = os.path.join(scratch_folder(con), STAGE_RANGES_NAME)
+    shutil.rmtree(local, ignore_errors=True)
+    os.makedirs(local)
+    ranges = ranges_of(work)
+    rows = [0] * parts
     try:
         with progress.working(f"stage: writing the rows in {parts} URL ranges", con.query_progress):
-            con.sql(read_sql("stage_partition").format(part=expression)).write_parquet(
-                os.path.join(folder, "rows"), partition_by=["part"]
-            )
-        sorted_files = []
-        progress.start("stage: deduplicating and sorting by range", parts)
-        for part in range(parts):
-            rows = os.path.join(folder, "rows", f"part={part}")
-            if os.path.isdir(rows):
-                out = os.path.join(folder, f"sorted-{part:05d}.parquet")
-                _dedupe_part(con, part, os.path.join(rows, "*.parquet"), expression, out)
-                sorted_files.append(out)
-            progress.advance()
-        with progress.working("stage: writing the snapshot", con.query_progress):
-            _assemble(con, sorted_files, work, staged_name)
+            for kind, sql in _RANGE_KINDS:
+                query = read_sql(sql).format(part=expression, table=kind)
+                con.sql(query).write_parquet(os.path.join(local, kind), partition_by=["part"])
+        for kind, _ in _RANGE_KINDS:
+            folder = os.path.join(local, kind)
+            for entry in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+                part = int(entry.removeprefix("part="))
+                for index, name in enumerate(sorted(os.listdir(os.path.join(folder, entry)))):
+                    path = os.path.join(folder, entry, name)
+                    if kind == "rows":
+                        rows[part] += pq.read_metadata(path).num_rows
+                    ranges.move_in(path, f"{kind}-{part:05d}-{index}.parquet")
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+    return rows
+
+
+def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows: int) -> None:
+    """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its
+    sorted-<range>.parquet there."""
+    ranges = ranges_of(work)
+    names = sorted(ranges.list_details())
+
+    def files(kind: str) -> list[str]:
+        return [storage_path(con, ranges, n) for n in names if n.startswith(f"{kind}-{part:05d}-")]
+
+    found = files("rows")
+    if found:
+        create_parquet_view(con, "dedupe_rows", found)
+        ((read,),) = con.execute("SELECT count(*) FROM dedupe_rows").fetchall()
+    else:
+        read = 0
+    if read != rows:
+        raise StageError(
+            f"URL range {part} of this build has {read:,} row(s) in {ranges.url}, not the {rows:,} stage wrote: "
+            "its files were changed or removed; run the stage again"
+        )
+    con.execute(read_sql("stage_ext_empty"))  # the ranges without extensions or news read these
+    for kind in ("page_ext", "news_ext"):
+        if files(kind):
+            create_parquet_view(con, f"dedupe_{kind}", files(kind))
+        else:
+            con.table(kind).create_view(f"dedupe_{kind}", replace=True)
+    con.execute(read_sql("stage_dedupe_part"))
+    try:
+        out = storage_path(con, ranges, f"sorted-{part:05d}.parquet")
+        con.sql(read_sql("stage_dedupe")).write_parquet(out, compression="snappy")
     finally:
         con.execute("DROP TABLE IF EXISTS part_dups")
-        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _dedupe_part(con: duckdb.DuckDBPyConnection, part: int, rows: str, expression: str, out: str) -> None:
-    """Deduplicate and sort one partition's rows (files `rows`) into the Parquet file `out`."""
-    create_parquet_view(con, "dedupe_rows", rows)
-    set_variables(con, {"part": part})
-    con.execute(read_sql("stage_dedupe_part").format(part=expression))
-    con.sql(read_sql("stage_dedupe")).write_parquet(out, compression="snappy")
-
-
-def _assemble(con: duckdb.DuckDBPyConnection, files: list[str], work: Storage, staged_name: str) -> None:
-    """The snapshot: each section's rows from each partition in URL order (the partitions are URL ranges), so
-    the file is sorted by (section, URL) without a sort of all rows."""
+def merge_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int], staged_name: str) -> None:
+    """The snapshot (`staged_name` in `work`) from the sorted ranges: each section's rows from each range in URL
+    order (the ranges are URL ranges), so the file is sorted by (section, URL) without a sort of all rows."""
+    ranges = ranges_of(work)
+    present = ranges.list_details()
+    names = {part: f"sorted-{part:05d}.parquet" for part, count in enumerate(rows) if count}
+    missing = [str(part) for part, name in names.items() if name not in present]
+    if missing:
+        raise StageError(
+            f"URL range(s) {', '.join(missing)} of this build were not deduplicated (no sorted file in {ranges.url})"
+        )
+    files = [storage_path(con, ranges, name) for name in names.values()]
     for index, path in enumerate(files):
         create_parquet_view(con, f"sorted_{index}", path)
     create_parquet_view(con, "sorted_all", files)
@@ -105,11 +175,16 @@ def _assemble(con: duckdb.DuckDBPyConnection, files: list[str], work: Storage, s
     schema = con.sql(read_sql("stage_assemble").format(view="sorted_0")).to_arrow_reader(1).schema
     # dictionaries only for the few-valued columns (trying one for the unique URLs cost a fifth of the time)
     options = {"compression": "snappy", "use_dictionary": ["section", "changefreq"]}
+    ((expected,),) = con.execute("SELECT count(*) FROM sorted_all").fetchall()
+    written = 0
     with work.fs.open(work.path(staged_name), "wb") as fh, pq.ParquetWriter(fh, schema, **options) as out:
         for section in sections:
             set_variables(con, {"assemble_section": section})
             for index in range(len(files)):
                 # this range's rows of the section, in file order
-                rows = con.sql(read_sql("stage_assemble").format(view=f"sorted_{index}"))
-                for batch in rows.to_arrow_reader(STAGED_ROW_GROUP):
+                batches = con.sql(read_sql("stage_assemble").format(view=f"sorted_{index}"))
+                for batch in batches.to_arrow_reader(STAGED_ROW_GROUP):
                     out.write_batch(batch, row_group_size=STAGED_ROW_GROUP)
+                    written += batch.num_rows
+    if written != expected:  # (a row whose section is NULL would be in no section)
+        raise StageError(f"the URL ranges hold {expected:,} row(s) but the snapshot got {written:,}")

@@ -28,6 +28,17 @@ class ExtensionResult:
 
 
 @dataclass
+class StageRanges:
+    """A ranged stage's hand-over to its range and merge steps (sitemap_ops.stage.partitions): the rows of each
+    URL range wait in the work folder's STAGE_RANGES_NAME folder to be deduplicated, then merged."""
+
+    rows: list[int]  # each range's valid rows (0: an empty range, which has no files)
+    valid: int  # the valid rows in all (the duplicates are those the merged snapshot does not keep)
+    # a multi-host site: each host's counts (sitemap_ops.stage.hosts.host_counts, the valid rows under "")
+    host_counts: list[dict[str, int]] = field(default_factory=list)
+
+
+@dataclass
 class StageResult:
     """What the stage step did; small and JSON-able (it travels in XCom and the manifest)."""
 
@@ -43,6 +54,8 @@ class StageResult:
     canonicals: int = 0
     # a multi-host site: each host's own result (its staged snapshot and counts), in the site's host order
     hosts: list[StageResult] = field(default_factory=list)
+    # a ranged stage until its ranges are merged (the snapshot is not written yet: staged_path is "")
+    ranges: StageRanges | None = None
 
     @property
     def excluded(self) -> dict[str, int]:
@@ -59,5 +72,7 @@ class StageResult:
         fields = {key: value for key, value in data.items() if key in names}
         if fields.get("extensions") is not None:
             fields["extensions"] = ExtensionResult(**fields["extensions"])
+        if fields.get("ranges") is not None:
+            fields["ranges"] = StageRanges(**fields["ranges"])
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         return cls(**fields)

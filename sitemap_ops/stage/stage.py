@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import duckdb
@@ -15,6 +16,7 @@ from sitemap_ops.constants import (
     MAX_HOST_LENGTH,
     MAX_LOC_LENGTH,
     MAX_SECTION_LENGTH,
+    MAX_STAGE_PARTITIONS,
     PRIORITY_MAX,
     PRIORITY_MIN,
     REJECTS_NAME,
@@ -28,8 +30,8 @@ from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
-from sitemap_ops.stage.partitions import dedupe_partitioned, part_count
-from sitemap_ops.stage.result import ExtensionResult, StageResult
+from sitemap_ops.stage.partitions import dedupe_range, merge_ranges, part_count, write_ranges
+from sitemap_ops.stage.result import ExtensionResult, StageRanges, StageResult
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
     create_inventory_view,
@@ -96,8 +98,13 @@ def run_stage(
     build_time: dt.datetime,
     progress: Progress | None = None,
     host_works: list[Storage] | None = None,
+    max_ranges: int = MAX_STAGE_PARTITIONS,
 ) -> StageResult:
     """Stage the inventory into `staged.parquet` and `rejects.csv` in the build's work storage.
+
+    When the valid rows would not fit DuckDB's memory in one query (or `config.partitions` says so), they are
+    written in at most `max_ranges` URL ranges instead, and the result's `ranges` says how many rows each
+    holds: `run_stage_range` then deduplicates each range and `run_stage_merge` writes the snapshot.
 
     A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
     folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
@@ -121,7 +128,9 @@ def run_stage(
     staged_path = storage_path(con, work, STAGED_NAME)
     (valid_rows, loc_bytes) = con.execute(read_sql("stage_valid_size")).fetchall()[0]
     # (with no valid row there is nothing to range: the one-pass query writes the empty snapshot)
-    parts = (config.partitions or part_count(con, int(valid_rows), int(loc_bytes or 0))) if valid_rows else 1
+    parts = 1
+    if valid_rows:
+        parts = min(max_ranges, config.partitions) or part_count(con, int(valid_rows), int(loc_bytes or 0), max_ranges)
     if parts == 1 or inventory.extensions:  # the extension checks read dup_locs too
         con.execute(read_sql("stage_duplicates"))
     extensions = None
@@ -140,21 +149,26 @@ def run_stage(
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
     # the rejects file names each row's source by its label (database URLs with *** for the password)
     set_variables(con, {"source_labels": inventory.labels})
+    result = StageResult(
+        rows_in=rows_in,
+        staged=0,
+        duplicates=0,
+        rejected=dict(sorted(rejected.items())),
+        fields_dropped=dict(sorted(dropped.items())),
+        rejects_path=work.url_of(REJECTS_NAME),
+        extensions=extensions,
+        canonicals=canonicals,
+    )
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
-        if parts == 1:
-            with progress.working("stage: deduplicating and sorting", con.query_progress):
-                con.execute(read_sql("stage_dedupe_inputs"))
-                con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
-        else:
-            dedupe_partitioned(con, parts, work, STAGED_NAME, progress)
-        set_variables(con, {"staged_file": staged_path})
-        (rows_staged,) = con.execute(read_sql("stage_staged_count")).fetchall()[0]
-        # the news series' rows repeat pages that are staged already
-        staged = rows_staged - (extensions.news if extensions else 0)
-        if extensions:
-            count_published(con, staged_path, extensions)
-        per_host = host_counts(con, config.sites) if host_works else {}
+        per_host = host_counts(con, config.sites) if host_works else []
+        if parts > 1:
+            result.ranges = StageRanges(write_ranges(con, parts, work, progress), valid, per_host)
+            progress.step(f"stage: {valid:,} valid rows in {len(result.ranges.rows)} URL ranges")
+            return result
+        with progress.working("stage: deduplicating and sorting", con.query_progress):
+            con.execute(read_sql("stage_dedupe_inputs"))
+            con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
@@ -162,18 +176,66 @@ def run_stage(
             con.execute(f"DROP VIEW IF EXISTS {view}")
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
+    return _finish(config, con, work, result, valid, per_host, progress, host_works)
+
+
+def run_stage_range(
+    config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int
+) -> None:
+    """Deduplicate and sort URL range `part` of a ranged stage (`staged.ranges`) in the work storage."""
+    assert staged.ranges is not None
+    set_variables(con, {"news_section": config.extensions.news_section})  # (sql/stage_dedupe.sql's one variable)
+    try:
+        dedupe_range(con, work, part, staged.ranges.rows[part])
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot deduplicate URL range {part} in {work.url}: {first_line(exc)}") from None
+
+
+def run_stage_merge(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    staged: StageResult,
+    progress: Progress | None = None,
+    host_works: list[Storage] | None = None,
+) -> StageResult:
+    """The staged snapshot from a ranged stage's deduplicated ranges; the finished result (as run_stage's)."""
+    progress = progress or Progress(enabled=False)
+    ranges = staged.ranges
+    assert ranges is not None
+    try:
+        with progress.working("stage: writing the snapshot", con.query_progress):
+            merge_ranges(con, work, ranges.rows, STAGED_NAME)
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
+        raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
+    result = dataclasses.replace(staged, ranges=None)
+    return _finish(config, con, work, result, ranges.valid, ranges.host_counts, progress, host_works)
+
+
+def _finish(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    result: StageResult,
+    valid: int,
+    per_host: list[dict[str, int]],
+    progress: Progress,
+    host_works: list[Storage] | None,
+) -> StageResult:
+    """The result of a written snapshot: its counts (and the extensions'), and a multi-host site's split."""
+    staged_path = storage_path(con, work, STAGED_NAME)
+    extensions = result.extensions
+    try:
+        set_variables(con, {"staged_file": staged_path})
+        (rows_staged,) = con.execute(read_sql("stage_staged_count")).fetchall()[0]
+        if extensions:
+            count_published(con, staged_path, extensions)
+    except duckdb.Error as exc:
+        raise StageError(f"cannot read the staged snapshot in {work.url}: {first_line(exc)}") from None
+    # the news series' rows repeat pages that are staged already
+    staged = rows_staged - (extensions.news if extensions else 0)
     progress.step(f"stage: {staged:,} URLs staged, {valid - staged:,} duplicates merged")
-    result = StageResult(
-        rows_in=rows_in,
-        staged=staged,
-        duplicates=valid - staged,
-        rejected=dict(sorted(rejected.items())),
-        fields_dropped=dict(sorted(dropped.items())),
-        staged_path=work.url_of(STAGED_NAME),
-        rejects_path=work.url_of(REJECTS_NAME),
-        extensions=extensions,
-        canonicals=canonicals,
-    )
+    result.staged, result.duplicates, result.staged_path = staged, valid - staged, work.url_of(STAGED_NAME)
     if host_works:
         with progress.working(f"stage: splitting the snapshot by host ({len(host_works)} hosts)", con.query_progress):
             result.hosts = split_hosts(

@@ -264,6 +264,31 @@ def test_render_groups_stay_within_the_max_map_length_read_at_run_time(site, mon
     assert sum(v["shards_written"] for v in values) == 3
 
 
+def test_a_ranged_stage_maps_one_task_per_url_range_within_the_max_map_length(site, monkeypatch) -> None:
+    folder, db, s3 = site
+    db.executemany(  # the same pages again in another spelling: merged within their range
+        f"INSERT INTO {db.table('pages')} VALUES (%s, now() - interval '2 days')",
+        [(f"HTTPS://WWW.EXAMPLE.COM/p/{i}",) for i in range(0, 100, 3)],
+    )
+    _site(folder, db, s3, "ranged", extra="[duckdb]\nstage_partitions = 4\n")
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "3")  # 4 ranges asked: 3 mapped tasks
+    run = _run(folder)
+    assert run.state == "success"
+    ranges = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_range")
+    assert ranges == ["URL range 0", "URL range 1", "URL range 2"]
+    locs = set()
+    for name, data in _objects(s3, "ranged").items():
+        if name.startswith("sitemap-pages-"):
+            locs |= {e.text for e in etree.fromstring(gzip.decompress(data)).iterfind("s:url/s:loc", NS)}
+    assert locs == {f"{SITE}/p/{i}" for i in range(100)}
+    tis = {ti.task_id: ti for ti in run.get_task_instances() if ti.map_index < 1}
+    assert tis["publish"].xcom_pull(task_ids="publish")["urls"] == 100
+    staged = tis["stage_merge"].xcom_pull(task_ids="stage_merge")
+    assert staged["staged"] == 100 and staged["duplicates"] == 34 and staged["ranges"] is None
+    # the ranges' files are gone from the work folder once merged
+    assert not list((folder / "work").rglob("stage-ranges"))
+
+
 def test_a_sitemap_build_task_group_runs_inside_a_dag_of_ones_own(site) -> None:
     import runpy
 

@@ -317,9 +317,16 @@ def test_a_refused_upload_is_one_storage_error(tmp_path: Path, s3) -> None:
 
 
 def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: Path, store) -> None:
-    """The ranges live in the local spill folder; the assembled snapshot goes to the work folder on the store."""
+    """The ranges go to the work folder on the store (where a range task on another machine finds them), and
+    are deleted from it once the snapshot is assembled there."""
     rows = _rows(900) + [{**row, "loc": row["loc"].replace(SITE, "HTTPS://WWW.EXAMPLE.COM:443")} for row in _rows(90)]
-    summary = _build(tmp_path, store, rows, duckdb={"stage_partitions": 4})
+    write_inventory(tmp_path / "inventory.parquet", rows)
+    config = _config(tmp_path, store, duckdb={"stage_partitions": 4})
+    summary = run_build(config, now=NOW)
     assert summary.stage.staged == 900 and summary.stage.duplicates == 90
+    if hasattr(store, "app"):  # (moto records the requests it served)
+        assert len(store.app.puts("/stage-ranges/rows-0000[0-3]-0.parquet")) == 4
+        assert len(store.app.puts("/stage-ranges/sorted-0000[0-3].parquet")) == 4
+    assert Storage.open(summary.work_dir, config.storage).child("stage-ranges").list_details() == {}
     assert summary.shards_written == 9
     assert validate(store.url("site/robots.txt"), now=NOW).urls == 900

@@ -12,14 +12,18 @@ from tests.publish.faults import run_sequence
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2])
-def test_random_builds_with_kills_and_faults_keep_exactly_one_build_live(tmp_path: Path, seed: int) -> None:
+# (seed 3 stages in URL ranges: its kills and faults also hit the ranges' hand-over in the work folder)
+@pytest.mark.parametrize(("seed", "stage_partitions"), [(1, 0), (2, 0), (3, 3)])
+def test_random_builds_with_kills_and_faults_keep_exactly_one_build_live(
+    tmp_path: Path, seed: int, stage_partitions: int
+) -> None:
     inventory = tmp_path / "inventory.parquet"
     config = site_config(
         tmp_path,
         str(inventory),
         shards={"max_urls": 8, "compact_below": 0.5},
         publish={"min_ratio": 0.0, "grace_period_days": 0.0},
+        duckdb={"stage_partitions": stage_partitions},
     )
     outcomes = run_sequence(config, str(inventory), Storage.open(config.output), steps=60, seed=seed, now=NOW)
     # the sequence really exercised every kind of step

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,12 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from sitemap_ops import pipeline
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan import assign
+from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.partitions import part_count, part_expression
+from sitemap_ops.stage.result import StageResult
 from tests.extensions.rich import SITE, alternates, write_rich
 from tests.helpers import NOW, assert_schema_valid, read_file, site_config, write_inventory
 
@@ -147,7 +151,46 @@ def test_a_ranged_stage_leaves_no_scratch_files(tmp_path: Path) -> None:
     source = write_inventory(tmp_path / "inventory.parquet", _plain_rows(3, 500))
     summary, _ = _build(tmp_path, "site", source, 4, NOW)
     work = Path(summary.stage.staged_path).parent
-    assert not [p for p in work.rglob("*") if "stage-partitions" in str(p) or "duckdb-spill" in str(p)]
+    assert not [p for p in work.rglob("*") if "stage-ranges" in str(p) or "duckdb-spill" in str(p)]
+
+
+def test_the_ranges_may_be_deduplicated_apart_in_any_order_and_merge_into_the_one_pass_snapshot(
+    tmp_path: Path,
+) -> None:
+    source = write_inventory(tmp_path / "inventory.parquet", _plain_rows(11, 900))
+    one = pipeline.stage(pipeline.BuildRun.new(site_config(tmp_path / "one", source), NOW))
+    run = pipeline.BuildRun.new(site_config(tmp_path / "ranged", source, duckdb={"stage_partitions": 6}), NOW)
+    # as the DAG's tasks would: each step in a session of its own, what it hands over through JSON
+    staged = StageResult.from_dict(json.loads(json.dumps(pipeline.stage_rows(run).to_dict())))
+    assert staged.ranges is not None and len(staged.ranges.rows) == 6 and not staged.staged_path
+    for part in reversed(range(6)):
+        pipeline.stage_range(run, staged, part)
+    pipeline.stage_range(run, staged, 2)  # a retried task rewrites its range
+    merged = pipeline.stage_merge(run, staged)
+    assert merged.ranges is None
+    assert (merged.staged, merged.duplicates, merged.rejected) == (one.staged, one.duplicates, one.rejected)
+    assert pq.read_table(merged.staged_path).equals(pq.read_table(one.staged_path))
+    assert not (Path(run.work.root) / "stage-ranges").exists()
+
+
+def test_a_range_whose_files_changed_or_were_not_deduplicated_stops_the_stage(tmp_path: Path) -> None:
+    source = write_inventory(tmp_path / "inventory.parquet", _plain_rows(5, 400))
+    run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_partitions": 3}), NOW)
+    staged = pipeline.stage_rows(run)
+    ranges = Path(run.work.root) / "stage-ranges"
+    foreign = ranges / "notes.txt"
+    foreign.write_text("someone else's")
+    pipeline.stage_range(run, staged, 0)
+    with pytest.raises(StageError, match=r"URL range\(s\) 1, 2 of this build were not deduplicated"):
+        pipeline.stage_merge(run, staged)
+    next(ranges.glob("rows-00001-*.parquet")).unlink()
+    with pytest.raises(StageError, match=r"URL range 1 of this build has 0 row\(s\) in .*, not the \d+ stage wrote"):
+        pipeline.stage_range(run, staged, 1)
+    assert not (Path(run.work.root) / "staged.parquet").exists()
+    # a new attempt of the stage starts over, and leaves the file it did not write
+    staged = pipeline.stage(run)
+    assert staged.staged > 0 and foreign.read_text() == "someone else's"
+    assert sorted(p.name for p in ranges.iterdir()) == ["notes.txt"]
 
 
 def test_the_range_count_follows_the_memory_limit() -> None:
