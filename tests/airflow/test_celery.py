@@ -2,8 +2,8 @@
 dag-processor and two Celery workers (their own temporary folders and host names) configured by the compose
 file's own environment, with Redis as broker, PostgreSQL as metadata database and content database (loaded by
 the stack's init script), and the S3 server in MinIO's place. The stack's example site is built from the
-content database when the CMS user posts an asset event; a second site's mapped render tasks run on both
-workers, and its published site is the one a single CLI build of the same inventory publishes."""
+content database when the CMS user posts an asset event; a second site's mapped stage_range and render tasks
+run on the workers, and its published site is the one a single CLI build of the same inventory publishes."""
 
 from __future__ import annotations
 
@@ -123,6 +123,9 @@ max_urls = 500
 [storage]
 endpoint_url = "{s3.endpoint}"
 
+[duckdb]
+stage_partitions = 4  # stage in URL ranges: a mapped stage_range task per range, on any worker
+
 [airflow]
 render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to share
 """
@@ -232,6 +235,10 @@ render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to s
         renders = [t for t in instances["sitemaps_shop"] if t["task_id"] == "render"]
         assert len(renders) == 12  # 6,000 URLs in shards of 500: a group each
         assert {t["hostname"] for t in renders} == set(WORKERS), "the render tasks ran on both workers"
+        # each URL range was deduplicated by a task of its own, on a worker that found its files on S3
+        ranges = [t for t in instances["sitemaps_shop"] if t["task_id"] == "stage_range"]
+        assert sorted(t["rendered_map_index"] for t in ranges) == [f"URL range {n}" for n in range(4)]
+        assert {t["state"] for t in ranges} == {"success"} and {t["hostname"] for t in ranges} <= set(WORKERS)
         # the example's 3 small shards (a section each) are one render group
         assert len([t for t in instances["sitemaps_example"] if t["task_id"] == "render"]) == 1
         durations = sorted(float(t["duration"] or 0) for t in renders)
