@@ -130,8 +130,7 @@ def stage_rows(run: BuildRun, progress: Progress | None = None, max_ranges: int 
     work = open_work(run.config, run.build_id)
     clear_ranges(work)  # an earlier attempt's
     with duckdb_session(run.config, work) as con:
-        staged = run_stage(run.config.stage_settings(), con, work, run.now, progress, _host_works(run), max_ranges)
-    return staged
+        return run_stage(run.config.stage_settings(), con, work, run.now, progress, _host_works(run), max_ranges)
 
 
 def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:

@@ -143,8 +143,8 @@ def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows:
         )
     con.execute(read_sql("stage_ext_empty"))  # the ranges without extensions or news read these
     for kind in ("page_ext", "news_ext"):
-        if files(kind):
-            create_parquet_view(con, f"dedupe_{kind}", files(kind))
+        if found := files(kind):
+            create_parquet_view(con, f"dedupe_{kind}", found)
         else:
             con.table(kind).create_view(f"dedupe_{kind}", replace=True)
     con.execute(read_sql("stage_dedupe_part"))
