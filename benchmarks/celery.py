@@ -1,0 +1,243 @@
+"""One Celery worker against two on the same build: a realistic inventory through the site's DAG with stage in
+URL ranges (a mapped stage_range task each) and render in groups (a mapped render task each).
+
+Run from the repository root with the project and its dev extras installed, with PostgreSQL (Airflow's metadata
+database) and Redis (the broker) running: `python benchmarks/celery.py`. It starts one api-server, scheduler
+and dag-processor for all runs, then for each run the workers it needs (each with its own host name and
+`--concurrency 1`, so N workers run at most N tasks at once), triggers the DAG, and reads the run's and each
+task's start and end from the metadata database. Runs alternate between worker counts; every run is a full
+build (the output and work folders are emptied before it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait(what: str, check: Any, seconds: float) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if found := check():
+                return found
+        time.sleep(1)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+class Stack:
+    """Airflow's api-server, scheduler and dag-processor with the CeleryExecutor; workers come and go."""
+
+    def __init__(self, root: Path, postgres: str, redis: str, site: str) -> None:
+        self.root = root
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.database = f"bench_{uuid.uuid4().hex[:10]}"
+        self.admin = psycopg.connect(postgres, autocommit=True)
+        self.admin.execute(f"CREATE DATABASE {self.database}")
+        self.metadata = postgres.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
+        self.metadata += f"/{self.database}"
+        home, sites = root / "home", root / "sites"
+        home.mkdir()
+        sites.mkdir()
+        (sites / "bench.toml").write_text(site)
+        port = _free_port()
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "false",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API_AUTH__JWT_SECRET": uuid.uuid4().hex,
+            "AIRFLOW__API__SECRET_KEY": uuid.uuid4().hex,
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.metadata,
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": self.metadata.replace("+psycopg://", "+psycopg_async://"),
+            "AIRFLOW__CELERY__BROKER_URL": redis,
+            "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + self.metadata.replace("+psycopg://", "://"),
+            "SITEMAP_OPS_SITES_DIR": str(sites),
+            "PYTHONPATH": str(home),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        # each worker's host name, as the task instances it runs record it
+        (home / "worker_names.py").write_text("".join(f"def w{n}():\n    return 'worker-{n}'\n" for n in range(8)))
+        subprocess.run(["airflow", "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=600)
+        for name in ("api-server", "scheduler", "dag-processor"):
+            self.procs.append(self._start(name, [name], {}))
+        _wait("the DAG sitemaps_bench", lambda: self.query("SELECT 1 FROM dag WHERE dag_id = 'sitemaps_bench'"), 300)
+
+    def _start(self, name: str, args: list[str], extra: dict[str, str]) -> subprocess.Popen[bytes]:
+        with (self.root / f"{name}.log").open("ab") as sink:
+            return subprocess.Popen(
+                ["airflow", *args], env={**self.env, **extra}, stdout=sink, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=extra.get("TMPDIR", str(self.root)),
+            )  # fmt: skip
+
+    def query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.metadata.replace("+psycopg://", "://")) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def start_workers(self, count: int) -> None:
+        for n in range(count):
+            folder = self.root / f"worker-{n}"
+            folder.mkdir(exist_ok=True)
+            log = self.root / f"worker-{n}.log"
+            log.unlink(missing_ok=True)
+            extra = {"TMPDIR": str(folder), "AIRFLOW__CORE__HOSTNAME_CALLABLE": f"worker_names.w{n}"}
+            args = ["celery", "worker", "--concurrency", "1", "--celery-hostname", f"worker-{n}@%h"]
+            self.workers.append(self._start(f"worker-{n}", args, extra))
+            _wait(f"worker-{n} to be ready", lambda log=log: b"ready" in log.read_bytes(), 300)
+
+    def stop_workers(self) -> None:
+        _stop(self.workers)
+        self.workers = []
+
+    def run(self) -> dict[str, Any]:
+        """Trigger the DAG and wait for its run; the run's seconds and each task's (start, end, host)."""
+        run_id = f"bench-{uuid.uuid4().hex[:8]}"
+        subprocess.run(
+            ["airflow", "dags", "trigger", "sitemaps_bench", "--run-id", run_id],
+            env=self.env, check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        finished = "SELECT state FROM dag_run WHERE run_id = %s AND state IN ('success', 'failed')"
+        ((state,),) = _wait(f"run {run_id}", lambda: self.query(finished, run_id), 7200)
+        tasks = self.query(
+            "SELECT task_id, map_index, start_date, end_date, hostname, state FROM task_instance WHERE run_id = %s",
+            run_id,
+        )
+        if state != "success":
+            raise SystemExit(f"run {run_id} {state}: {[(t[0], t[1], t[5]) for t in tasks]}")
+        (start, end) = self.query("SELECT start_date, end_date FROM dag_run WHERE run_id = %s", run_id)[0]
+        return {
+            "seconds": (end - start).total_seconds(),
+            "tasks": [
+                {"task": t, "map_index": m, "seconds": (e - s).total_seconds(), "host": h, "start": s, "end": e}
+                for t, m, s, e, h, _ in tasks
+                if s and e
+            ],
+        }
+
+    def close(self) -> None:
+        _stop(self.workers + self.procs)
+        self.admin.execute(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
+        self.admin.close()
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _summary(run: dict[str, Any]) -> dict[str, Any]:
+    """The run's seconds; each task's seconds (mapped ones as count, sum and max), and the hosts they ran on."""
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for task in run["tasks"]:
+        by_task.setdefault(task["task"], []).append(task)
+    steps = {}
+    for name, tasks in by_task.items():
+        first = min(t["start"] for t in tasks)
+        last = max(t["end"] for t in tasks)
+        steps[name] = {
+            "tasks": len(tasks),
+            "task_seconds_sum": round(sum(t["seconds"] for t in tasks), 1),
+            "wall_seconds": round((last - first).total_seconds(), 1),
+            "hosts": sorted({t["host"] for t in tasks}),
+        }
+    return {"seconds": round(run["seconds"], 1), "steps": steps}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=4_000_000, help="input rows (realistic shape)")
+    parser.add_argument("--inventory", type=Path, help="a folder of Parquet files to build instead of generating")
+    parser.add_argument("--workers", default="1,2", help="worker counts to compare, comma-separated")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each worker count, alternating")
+    parser.add_argument("--ranges", type=int, default=4, help="stage's URL ranges ([duckdb] stage_partitions)")
+    parser.add_argument("--render-group-bytes", type=int, default=64 * 2**20, help="[airflow] render_group_bytes")
+    parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit of each task")
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test", help="for the metadata")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/7", help="the Celery broker")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="sitemap-ops-celery-"))
+    inventory = args.inventory
+    if inventory is None:
+        inventory = root / "inventory"
+        cmd = [sys.executable, str(HERE / "generate.py"), str(inventory), "--rows", str(args.rows)]
+        subprocess.run([*cmd, "--shape", "realistic", "--copies", "4"], check=True)
+    output, work = root / "public", root / "work"
+    site = f"""name = "bench"
+base_url = "https://www.example.com"
+output = "{output}"
+work_dir = "{work}"
+
+[[sources]]
+path = "{inventory}/*.parquet"
+
+[duckdb]
+memory_limit = "{args.memory_limit}"
+stage_partitions = {args.ranges}
+
+[airflow]
+shared_filesystem = true  # every worker is on this machine
+render_group_bytes = {args.render_group_bytes}
+"""
+    counts = [int(n) for n in args.workers.split(",")]
+    results: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    stack = Stack(root, args.postgres, args.redis, site)
+    try:
+        for attempt in range(args.repeat):
+            for count in counts:
+                shutil.rmtree(output, ignore_errors=True)
+                shutil.rmtree(work, ignore_errors=True)
+                stack.start_workers(count)
+                try:
+                    results[count].append(_summary(stack.run()))
+                finally:
+                    stack.stop_workers()
+                print(f"{count} worker(s), run {attempt + 1}: {results[count][-1]['seconds']} s", flush=True)
+                print(json.dumps(results[count][-1]["steps"]), flush=True)
+    finally:
+        stack.close()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    for count in counts:
+        median = statistics.median(r["seconds"] for r in results[count])
+        print(f"{count} worker(s): runs {[r['seconds'] for r in results[count]]} s, median {median:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
