@@ -12,17 +12,13 @@ build (the output and work folders are emptied before it).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,22 +27,9 @@ import psycopg
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO))  # the tests' helpers for the processes of servers
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait(what: str, check: Any, seconds: float) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            if found := check():
-                return found
-        time.sleep(1)
-    raise SystemExit(f"timed out waiting for {what}")
+from tests.servers import free_port, stop_process_groups, wait_for  # noqa: E402
 
 
 class Stack:
@@ -65,7 +48,7 @@ class Stack:
         home.mkdir()
         sites.mkdir()
         (sites / "bench.toml").write_text(site)
-        port = _free_port()
+        port = free_port()
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
             "AIRFLOW_HOME": str(home),
@@ -90,7 +73,7 @@ class Stack:
         subprocess.run(["airflow", "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=600)
         for name in ("api-server", "scheduler", "dag-processor"):
             self.procs.append(self._start(name, [name], {}))
-        _wait("the DAG sitemaps_bench", lambda: self.query("SELECT 1 FROM dag WHERE dag_id = 'sitemaps_bench'"), 300)
+        wait_for("the DAG sitemaps_bench", lambda: self.query("SELECT 1 FROM dag WHERE dag_id = 'sitemaps_bench'"), 300)
 
     def _start(self, name: str, args: list[str], extra: dict[str, str]) -> subprocess.Popen[bytes]:
         with (self.root / f"{name}.log").open("ab") as sink:
@@ -112,10 +95,10 @@ class Stack:
             extra = {"TMPDIR": str(folder), "AIRFLOW__CORE__HOSTNAME_CALLABLE": f"worker_names.w{n}"}
             args = ["celery", "worker", "--concurrency", "1", "--celery-hostname", f"worker-{n}@%h"]
             self.workers.append(self._start(f"worker-{n}", args, extra))
-            _wait(f"worker-{n} to be ready", lambda log=log: b"ready" in log.read_bytes(), 300)
+            wait_for(f"worker-{n} to be ready", lambda log=log: b"ready" in log.read_bytes(), 300)
 
     def stop_workers(self) -> None:
-        _stop(self.workers)
+        stop_process_groups(self.workers)
         self.workers = []
 
     def run(self) -> dict[str, Any]:
@@ -126,7 +109,7 @@ class Stack:
             env=self.env, check=True, capture_output=True, timeout=300,
         )  # fmt: skip
         finished = "SELECT state FROM dag_run WHERE run_id = %s AND state IN ('success', 'failed')"
-        ((state,),) = _wait(f"run {run_id}", lambda: self.query(finished, run_id), 7200)
+        ((state,),) = wait_for(f"run {run_id}", lambda: self.query(finished, run_id), 7200)
         tasks = self.query(
             "SELECT task_id, map_index, start_date, end_date, hostname, state FROM task_instance WHERE run_id = %s",
             run_id,
@@ -144,20 +127,9 @@ class Stack:
         }
 
     def close(self) -> None:
-        _stop(self.workers + self.procs)
+        stop_process_groups(self.workers + self.procs)
         self.admin.execute(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
         self.admin.close()
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _summary(run: dict[str, Any]) -> dict[str, Any]:

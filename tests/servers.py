@@ -5,14 +5,22 @@ Loaded as a pytest plugin by tests/conftest.py; test modules import its classes,
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import socket
+import subprocess
 import threading
+import time
+import urllib.error
+import urllib.request
 import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -244,9 +252,7 @@ def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[GCSServer]:
         from gcp_storage_emulator.server import create_server
     except ImportError as exc:
         require_service("gcs", f"gcsfs and gcp-storage-emulator are not installed: {exc}")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     bucket = f"site-{uuid.uuid4().hex[:8]}"
     server = create_server("127.0.0.1", port, in_memory=True, default_bucket=bucket)
     server.start()
@@ -259,3 +265,57 @@ def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[GCSServer]:
     finally:
         server.stop()
         gcsfs.GCSFileSystem.clear_instance_cache()
+
+
+# Processes of servers the tests (and benchmarks/celery.py) start: Airflow's api-server, scheduler, workers.
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def api_call(base: str, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
+    """One JSON request to an HTTP API (Airflow's REST API); its decoded answer."""
+    request = urllib.request.Request(base + path, method=method)
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    data = json.dumps(body).encode() if body is not None else None
+    with urllib.request.urlopen(request, data=data, timeout=10) as response:
+        text = response.read()
+    return json.loads(text) if text else None
+
+
+def wait_for(what: str, check: Any, seconds: float, log: Path | None = None) -> Any:
+    """The first true value `check()` returns within `seconds` (a connection error counts as not yet); on
+    timeout an AssertionError that quotes the end of `log`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+        except (urllib.error.URLError, ConnectionError, OSError, KeyError, IndexError):
+            result = None
+        if result:
+            return result
+        time.sleep(1)
+    if log is None or not log.exists():
+        raise AssertionError(f"timed out waiting for {what}")
+    tail = log.read_text(errors="replace")[-4000:]
+    raise AssertionError(f"timed out waiting for {what}; {log.name} ends with:\n{tail}")
+
+
+def stop_process_groups(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each process's group (started with start_new_session), then SIGKILL what still runs after 60 s."""
+    for proc in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)

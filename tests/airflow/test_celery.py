@@ -7,14 +7,12 @@ run on the workers, and its published site is the one a single CLI build of the 
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
 import random
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -27,10 +25,18 @@ import pytest
 import yaml
 
 from sitemap_ops.storage import Storage, StorageConfig
-from tests.airflow.test_scheduler import _call, _free_port, _wait
 from tests.helpers import write_inventory
 from tests.publish.faults import read_live
-from tests.servers import POSTGRES_URL, S3Server, _postgres, require_service
+from tests.servers import (
+    POSTGRES_URL,
+    S3Server,
+    _postgres,
+    api_call,
+    free_port,
+    require_service,
+    stop_process_groups,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.service("airflow celery, redis, postgres, s3"), pytest.mark.slow]
 
@@ -132,7 +138,7 @@ render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to s
     (sites / "shop.toml").write_text(site)
     # each worker's host name, as Airflow records it on the task instances it runs
     (home / "worker_names.py").write_text("".join(f"def {w.replace('-', '_')}():\n    return {w!r}\n" for w in WORKERS))
-    port = _free_port()
+    port = free_port()
     server = urllib.parse.urlsplit(POSTGRES_URL).netloc.rsplit("@", 1)[-1]  # host:port
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     stack = _stack_environment(
@@ -190,41 +196,42 @@ render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to s
         base = f"http://127.0.0.1:{port}"
         for worker in WORKERS:
             log = logs / f"{worker}.log"
-            _wait(f"{worker} to be ready", lambda log=log: b"ready" in log.read_bytes(), 180, log)
-        token = _wait(
+            wait_for(f"{worker} to be ready", lambda log=log: b"ready" in log.read_bytes(), 180, log)
+        token = wait_for(
             "the api-server",
-            lambda: _call(base, "POST", "/auth/token", {"username": "admin", "password": passwords["admin"]})[
+            lambda: api_call(base, "POST", "/auth/token", {"username": "admin", "password": passwords["admin"]})[
                 "access_token"
             ],
             180,
             logs / "api-server.log",
         )
         for dag_id in ("sitemaps_example", "sitemaps_shop"):
-            _wait(
+            wait_for(
                 f"the DAG {dag_id}",
-                lambda dag_id=dag_id: _call(base, "GET", f"/api/v2/dags/{dag_id}", token=token),
+                lambda dag_id=dag_id: api_call(base, "GET", f"/api/v2/dags/{dag_id}", token=token),
                 180,
                 logs / "dag-processor.log",
             )
         # what the stack's CMS user (role op) does after publishing: an event on the example's content asset
-        cms = _call(base, "POST", "/auth/token", {"username": "cms", "password": passwords["cms"]})["access_token"]
-        assets = _call(base, "GET", "/api/v2/assets?name_pattern=content_published_example", token=cms)["assets"]
-        _call(base, "POST", "/api/v2/assets/events", {"asset_id": assets[0]["id"], "extra": {"from": "cms"}}, token=cms)
+        cms = api_call(base, "POST", "/auth/token", {"username": "cms", "password": passwords["cms"]})["access_token"]
+        assets = api_call(base, "GET", "/api/v2/assets?name_pattern=content_published_example", token=cms)["assets"]
+        event = {"asset_id": assets[0]["id"], "extra": {"from": "cms"}}
+        api_call(base, "POST", "/api/v2/assets/events", event, token=cms)
         started = time.monotonic()
-        shop_run = _call(base, "POST", "/api/v2/dags/sitemaps_shop/dagRuns", {"logical_date": None}, token=token)
+        shop_run = api_call(base, "POST", "/api/v2/dags/sitemaps_shop/dagRuns", {"logical_date": None}, token=token)
 
         def finished(dag_id: str, run_type: str) -> dict[str, Any] | None:
-            runs = _call(base, "GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)["dag_runs"]
+            runs = api_call(base, "GET", f"/api/v2/dags/{dag_id}/dagRuns", token=token)["dag_runs"]
             return next((r for r in runs if r["state"] in ("success", "failed") and r["run_type"] == run_type), None)
 
         # (the example also has a cron schedule: unpaused at creation, it runs its latest interval at once too)
         wanted = {"sitemaps_shop": "manual", "sitemaps_example": "asset_triggered"}
-        runs = {dag_id: _wait(f"{dag_id} to finish", lambda d=dag_id, t=run_type: finished(d, t), RUN_SECONDS,
+        runs = {dag_id: wait_for(f"{dag_id} to finish", lambda d=dag_id, t=run_type: finished(d, t), RUN_SECONDS,
                               logs / "scheduler.log")
                 for dag_id, run_type in wanted.items()}  # fmt: skip
         seconds = time.monotonic() - started
         instances = {
-            dag_id: _call(
+            dag_id: api_call(
                 base, "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances?limit=100", token=token
             )["task_instances"]
             for dag_id, run in runs.items()
@@ -245,14 +252,7 @@ render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to s
         # (figures for the README: each render task writes 500 URLs, so its duration is Airflow's overhead)
         print(f"\n2 Celery workers: runs {seconds:.1f} s, render task median {durations[len(durations) // 2]:.2f} s")
     finally:
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_groups(procs)
 
     # the example's live sitemaps (in the stack's bucket) list exactly the content database's pages, and validate
     import psycopg

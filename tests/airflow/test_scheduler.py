@@ -9,57 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.helpers import read_file, sitemap_files
-from tests.servers import require_service
+from tests.servers import api_call, free_port, require_service, stop_process_groups, wait_for
 
 pytestmark = [pytest.mark.service("airflow scheduler"), pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 240
 RUN_SECONDS = 240
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _call(base: str, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
-    request = urllib.request.Request(base + path, method=method)
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    data = json.dumps(body).encode() if body is not None else None
-    with urllib.request.urlopen(request, data=data, timeout=10) as response:
-        text = response.read()
-    return json.loads(text) if text else None
-
-
-def _wait(what: str, check: Any, seconds: float, log: Path) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-        except (urllib.error.URLError, ConnectionError, OSError, KeyError, IndexError):
-            result = None
-        if result:
-            return result
-        time.sleep(2)
-    tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
-    raise AssertionError(f"timed out waiting for {what}; airflow standalone's log ends with:\n{tail}")
 
 
 def test_a_content_published_event_triggers_a_build(tmp_path: Path) -> None:
@@ -81,7 +44,7 @@ columns = {{ loc = "url", lastmod = "updated", section = "kind" }}
 """
     )
     (home / "passwords.json").write_text(json.dumps({"cms": "cms-secret"}))
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
@@ -105,29 +68,28 @@ columns = {{ loc = "url", lastmod = "updated", section = "kind" }}
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait(
+        wait_for(
             "the scheduler to be healthy",
-            lambda: _call(base, "GET", "/api/v2/monitor/health")["scheduler"]["status"] == "healthy",
+            lambda: api_call(base, "GET", "/api/v2/monitor/health")["scheduler"]["status"] == "healthy",
             STARTUP_SECONDS,
             log,
         )
         # what a CMS does after publishing: a token, then an event on the site's content asset
-        token = _call(base, "POST", "/auth/token", {"username": "cms", "password": "cms-secret"})["access_token"]
-        asset_id = _wait(
+        token = api_call(base, "POST", "/auth/token", {"username": "cms", "password": "cms-secret"})["access_token"]
+        asset = "content_published_shop"
+        asset_id = wait_for(
             "the content asset to be registered",
-            lambda: _call(base, "GET", "/api/v2/assets?name_pattern=content_published_shop", token=token)["assets"][0][
-                "id"
-            ],
+            lambda: api_call(base, "GET", f"/api/v2/assets?name_pattern={asset}", token=token)["assets"][0]["id"],
             STARTUP_SECONDS,
             log,
         )
-        _call(base, "POST", "/api/v2/assets/events", {"asset_id": asset_id, "extra": {"from": "cms"}}, token=token)
-        run = _wait(
+        api_call(base, "POST", "/api/v2/assets/events", {"asset_id": asset_id, "extra": {"from": "cms"}}, token=token)
+        run = wait_for(
             "the triggered run to finish",
             lambda: next(
                 (
                     r
-                    for r in _call(base, "GET", "/api/v2/dags/sitemaps_shop/dagRuns", token=token)["dag_runs"]
+                    for r in api_call(base, "GET", "/api/v2/dags/sitemaps_shop/dagRuns", token=token)["dag_runs"]
                     if r["state"] in ("success", "failed")
                 ),
                 None,
@@ -140,13 +102,8 @@ columns = {{ loc = "url", lastmod = "updated", section = "kind" }}
         names = [p.name for p in sitemap_files(out)]
         assert "sitemap.xml" in names and len(names) > 1
         assert b"<urlset" in read_file(out / next(n for n in names if n.startswith("sitemap-")))
-        published = _call(base, "GET", "/api/v2/assets?name_pattern=sitemaps_published_shop", token=token)["assets"]
-        events = _call(base, "GET", f"/api/v2/assets/events?asset_id={published[0]['id']}", token=token)
+        published = api_call(base, "GET", "/api/v2/assets?name_pattern=sitemaps_published_shop", token=token)["assets"]
+        events = api_call(base, "GET", f"/api/v2/assets/events?asset_id={published[0]['id']}", token=token)
         assert events["asset_events"][0]["extra"]["urls"] == 558
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        stop_process_groups([proc])
