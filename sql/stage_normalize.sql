@@ -33,9 +33,9 @@ screened AS (
     SELECT
         *,
         lower(split_part(url_in, ':', 1)) AS scheme_in,
+        -- (a URL with control characters is rejected as such whatever else this says: see `judged`)
         CASE
             WHEN url_in IS NULL OR url_in = '' THEN 'empty'
-            WHEN regexp_matches(url_in, '[\x00-\x1f\x7f-\x9f]') THEN 'control_characters'
             WHEN lower(split_part(url_in, ':', 1)) IN ('http', 'https') THEN
                 CASE WHEN substr(url_in, strlen(split_part(url_in, ':', 1)) + 2, 2) = '//' THEN NULL ELSE 'unparseable' END
             WHEN contains(url_in, ':') AND regexp_matches(split_part(url_in, ':', 1), '^[A-Za-z][A-Za-z0-9+.-]*$')
@@ -111,6 +111,7 @@ host_parts AS (
         * EXCLUDE (authority_parts),
         CASE WHEN authority_parts IS NULL THEN '' ELSE authority_parts.userinfo END AS userinfo,
         CASE WHEN authority_parts IS NULL THEN host_no_port ELSE authority_parts.host END AS host_checked,
+        authority_parts IS NULL AS plain_authority,
         authority_parts.reason AS host_reason
     FROM authority_judged
 ),
@@ -146,19 +147,21 @@ site_form AS (
             ELSE scheme_cased
         END AS scheme_out,
         -- the Python path handles IRI characters, malformed or lower-case escapes and dot segments
-        CASE
-            WHEN getvariable('rule_target') AND regexp_matches(target, getvariable('target_needs_work'))
-                THEN so_normalize_target(target)
-            ELSE target
-        END AS target_out
+        -- (NULL when the rule is off: nothing is known about the target's characters then)
+        CASE WHEN getvariable('rule_target') THEN regexp_matches(target, getvariable('target_needs_work')) END
+            AS target_work
     FROM host_matched
+),
+target_done AS (
+    SELECT *, CASE WHEN target_work THEN so_normalize_target(target) ELSE target END AS target_out
+    FROM site_form
 ),
 path_query AS (
     SELECT
         *,
         split_part(target_out, '?', 1) AS path_raw,
         CASE WHEN contains(target_out, '?') THEN substr(target_out, position('?' IN target_out) + 1) END AS query_raw
-    FROM site_form
+    FROM target_done
 ),
 cleaned AS (
     SELECT
@@ -204,6 +207,15 @@ judged AS (
     SELECT
         *,
         coalesce(
+            -- control characters, the first reason after 'empty' (which has none). Scanning every URL for them
+            -- costs as much as the rest of the screening, so a URL whose parts passed the cheap tests without
+            -- one is not scanned: an http(s) scheme, a site host or plain DNS name (with at most a default
+            -- port), a target of RFC 3986 characters only (TARGET_NEEDS_WORK's first class excludes them) and
+            -- no fragment.
+            CASE
+                WHEN early_reason IS NULL AND plain_authority AND target_work = false AND fragment = '' THEN NULL
+                WHEN regexp_matches(url_in, '[\x00-\x1f\x7f-\x9f]') THEN 'control_characters'
+            END,
             early_reason,
             CASE
                 WHEN host_reason IS NOT NULL THEN host_reason

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from sitemap_ops.config import load_config
+from sitemap_ops.stage.stage import normalize_urls
 from tests.helpers import build, published
 
 SITE = "https://www.example.com"
@@ -179,3 +181,38 @@ def test_a_section_too_long_for_a_file_name_rejects_its_row_not_the_build(tmp_pa
     assert sorted(r["loc"] for r in rejects) == [f"{SITE}/a", f"{SITE}/b"]
     assert {r["reason"] for r in rejects} == {"section_too_long"}
     assert {r["source"] for r in rejects} == {str(tmp_path / "inventory.parquet")}  # its label, not a number
+
+
+# A control character in each part of a URL (normalize skips its scan for URLs whose parts passed the cheap
+# tests: this checks no part escapes it), under each switch that changes those tests.
+CONTROL_IN_EACH_PART = [
+    "ht\x01tps://www.example.com/scheme",
+    "https:/\x01/slashes",
+    "https://www.exa\x7fmple.com/host",
+    "HTTPS://WWW.EXAMPLE.COM\x1f/host-end",
+    "https://www.example.com:4\x1f43/port",
+    "https://us\x01er@www.example.com/userinfo",
+    SITE + "/pa\x1fth",
+    SITE + "/c1-\u0085-control",
+    SITE + "/query?a=\x7f",
+    SITE + "/fragment#a\x01b",
+    SITE + "/after-fragment#\t",
+]
+
+
+@pytest.mark.parametrize(
+    "switches",
+    [
+        {},
+        {"encode_iri": False},
+        {"lowercase_scheme_host": False},
+        {"drop_default_ports": False},
+        {"drop_fragments": False},
+    ],
+    ids=lambda s: ",".join(s) or "defaults",
+)
+def test_control_characters_are_found_in_every_part(switches: dict[str, bool]) -> None:
+    config = load_config(
+        None, {"base_url": SITE, "output": "/tmp/unused", "sources": [{"path": "x.parquet"}], "normalize": switches}
+    )
+    assert normalize_urls(CONTROL_IN_EACH_PART, config) == [(None, "control_characters")] * len(CONTROL_IN_EACH_PART)
