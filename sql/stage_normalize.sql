@@ -167,7 +167,8 @@ cleaned AS (
     SELECT
         *,
         CASE
-            WHEN getvariable('rule_path_params') AND contains(lower(path_raw), ';jsessionid=')
+            -- (the cheap test for ";" first: lower-casing every path costs more)
+            WHEN getvariable('rule_path_params') AND contains(path_raw, ';') AND contains(lower(path_raw), ';jsessionid=')
                 THEN regexp_replace(path_raw, ';jsessionid=[^/;]*', '', 'gi')
             ELSE path_raw
         END AS path_clean,
