@@ -54,11 +54,17 @@ class Progress:
         done = threading.Event()
         interval = 0.5 if self.tty else self.HEARTBEAT_SECONDS
         drawn = [0]  # the longest line drawn on the terminal, which the last one must cover
+        shown: list[float] = []  # the highest share shown so far
 
         def beat() -> None:
             while not done.wait(interval):
                 seconds = time.monotonic() - began
                 share = _percent(percent)
+                # DuckDB's estimate can fall back when a query moves on to its next phase (a sort's merge):
+                # the bar holds its highest value rather than run backwards
+                if share is not None:
+                    share = max([share, *shown])
+                    shown[:] = [share]
                 if self.tty:
                     bar = f" [{_bar(share)}] {share:3.0f}%" if share is not None else ""
                     line = f"  {label}:{bar} {seconds:.0f} s"

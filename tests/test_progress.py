@@ -93,6 +93,19 @@ def test_long_work_with_a_percentage_shows_it() -> None:
                for line in stream.getvalue().splitlines())  # fmt: skip
 
 
+def test_a_share_that_falls_back_is_not_shown_going_backwards() -> None:
+    shares = iter([40.0, 15.0, -1.0, 70.0])
+    stream = io.StringIO()
+    progress = Progress(stream=stream)
+    progress.HEARTBEAT_SECONDS = 0.2
+    with progress.working("stage: writing the snapshot", lambda: next(shares, 70.0)):
+        time.sleep(0.9)  # four lines or more, 0.2 s apart
+    lines = stream.getvalue().splitlines()
+    shown = [int(m.group(1)) for line in lines if (m := re.search(r": (\d+)% after", line))]
+    assert shown[:3] == [40, 40, 70]  # (the -1 line tells the time only)
+    assert any(line.endswith(" s so far") for line in lines)
+
+
 def test_a_duckdb_querys_progress_is_shown_while_it_runs() -> None:
     from sitemap_ops.duck import connect
 
