@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sitemap_ops.constants import DEFAULT_PROFILE, MANIFEST_NAME, MAX_STAGE_PARTITIONS, PROFILES, RENDER_GROUP_BYTES
+from sitemap_ops.constants import (
+    DEFAULT_PROFILE,
+    MANIFEST_NAME,
+    MAX_PLAN_CHUNKS,
+    MAX_STAGE_PARTITIONS,
+    PROFILES,
+    RENDER_GROUP_BYTES,
+)
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.notify.config import IndexNowConfig, NotifySettings
 from sitemap_ops.plan.config import PlanSettings, ShardConfig
@@ -36,6 +43,9 @@ class DuckDBConfig:
     # URL ranges stage deduplicates and sorts one at a time; 0: as many as the memory limit needs
     # (sitemap_ops.stage.partitions)
     stage_partitions: int = 0
+    # chunks of rows plan joins the staged URLs with the last assignment in; 0: as many as the memory limit
+    # needs (sitemap_ops.plan.assign.write_rows)
+    plan_chunks: int = 0
 
     def __post_init__(self) -> None:
         if self.threads < 0:
@@ -44,6 +54,10 @@ class DuckDBConfig:
             raise ConfigError(
                 f"duckdb.stage_partitions must be 0 (as memory needs) to {MAX_STAGE_PARTITIONS}, "
                 f"not {self.stage_partitions}"
+            )
+        if not 0 <= self.plan_chunks <= MAX_PLAN_CHUNKS:
+            raise ConfigError(
+                f"duckdb.plan_chunks must be 0 (as memory needs) to {MAX_PLAN_CHUNKS}, not {self.plan_chunks}"
             )
         if not _MEMORY_LIMIT.fullmatch(self.memory_limit.strip()):
             raise ConfigError(
@@ -269,6 +283,7 @@ class SiteConfig:
             news_max_urls=self.extensions.news_max_urls,
             storage=self.storage,
             feed=self.feed,
+            chunks=self.duckdb.plan_chunks,
         )
 
     def publish_settings(self) -> PublishSettings:

@@ -1,7 +1,8 @@
 """Plan's shard assignment, streamed: every staged URL keeps its shard or is placed, a chunk of rows at a time.
 
 Plan writes each staged row's entry size and kept shard and position (sql/plan_rows.sql) to a local file in
-file order, which is (section, URL) order. Two passes over it follow, each holding one chunk of rows:
+file order, which is (section, URL) order, joining the staged rows with the last assignment a chunk of rows
+at a time (`write_rows`). Two passes over that file follow, each holding one chunk of rows:
 1. the kept shards of each section (URLs, bytes, highest position); a shard over the limits (limits
    lowered, entries grown) releases its tail in position order (sql/plan_release.sql, for those shards
    only); a section whose kept shards are too sparse is compacted (placed anew);
@@ -15,7 +16,8 @@ Plan's memory is one chunk of rows and a few numbers per shard, whatever the sit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import duckdb
@@ -23,11 +25,68 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sitemap_ops.duck import create_parquet_view, numpy_of, read_sql, set_variables
+from sitemap_ops.constants import PLAN_CHUNK_SHARE, PLAN_ROW_OVERHEAD
+from sitemap_ops.duck import create_parquet_view, memory_limit_bytes, numpy_of, read_sql, set_variables
 from sitemap_ops.plan.exceptions import PlanError
 
 # Rows per chunk: 4M rows of three int32 columns, about 50 MB with the chunk's temporaries.
 CHUNK_ROWS = 1 << 22
+
+
+def chunk_count(con: duckdb.DuckDBPyConnection, rows: int) -> int:
+    """How many chunks of rows the join of the view `staged` (`rows` rows) with the last assignment takes: its
+    two sides (URL bytes, estimated from the first rows, plus PLAN_ROW_OVERHEAD per row) against DuckDB's
+    memory limit (see constants)."""
+    ((sampled, loc_bytes),) = con.execute(read_sql("plan_loc_size")).fetchall()
+    per_row = (int(loc_bytes or 0) / max(1, int(sampled)) + PLAN_ROW_OVERHEAD) * 2
+    return max(1, math.ceil(rows * per_row / (memory_limit_bytes(con) * PLAN_CHUNK_SHARE)))
+
+
+def _row_key(con: duckdb.DuckDBPyConnection, row: int) -> tuple[str, str]:
+    set_variables(con, {"key_row": row})
+    ((section, loc),) = con.execute(read_sql("plan_row_key")).fetchall()
+    return str(section), str(loc)
+
+
+def write_rows(
+    con: duckdb.DuckDBPyConnection, rows_file: str, rows: int, chunks: int, share: Callable[[float], None]
+) -> None:
+    """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for the view `staged` (`rows` rows,
+    sorted by (section, loc)) to the local Parquet file `rows_file`, in file order, in `chunks` chunks of
+    consecutive rows. A chunk joins its rows with only the previous rows between its first and last
+    (section, loc), which DuckDB finds by the assignment's row group statistics; so no query holds more
+    than a chunk of either side. `share` is told the share of the rows done (0-1) as each chunk starts."""
+    writer: pq.ParquetWriter | None = None
+    try:
+        for index in range(chunks):
+            share(index / chunks)
+            first, end = rows * index // chunks, rows * (index + 1) // chunks
+            if first == end and writer is not None:
+                continue
+            # (no rows at all: one empty chunk, which still writes the file with its columns)
+            low, high = (_row_key(con, first), _row_key(con, end - 1)) if first < end else (("", ""), ("", ""))
+            same = low[0] == high[0]
+            set_variables(
+                con,
+                {
+                    "chunk_first": first,
+                    "chunk_end": end,
+                    "low_section": low[0],
+                    "low_loc": low[1],
+                    "high_section": high[0],
+                    "high_loc": high[1],
+                    "floor_loc": low[1] if same else "",
+                    "ceiling_loc": high[1] if same else None,
+                },
+            )
+            batches = con.sql(read_sql("plan_rows")).to_arrow_reader(CHUNK_ROWS)
+            if writer is None:
+                writer = pq.ParquetWriter(rows_file, batches.schema, compression="none")
+            for batch in batches:
+                writer.write_batch(batch)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 @dataclass

@@ -52,3 +52,4 @@ class PlanSettings:
     news_max_urls: int
     storage: StorageConfig
     feed: FeedConfig = field(default_factory=lambda: FeedConfig(enabled=False))
+    chunks: int = 0  # [duckdb] plan_chunks: chunks of rows to join with the last assignment in; 0: as memory needs

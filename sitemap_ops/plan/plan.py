@@ -23,7 +23,7 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
-from sitemap_ops.plan.assign import SectionRows, compact, kept_shards, place, release_tails
+from sitemap_ops.plan.assign import SectionRows, chunk_count, compact, kept_shards, place, release_tails, write_rows
 from sitemap_ops.plan.changes import change_set, create_live_view, date_snapshot
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
@@ -219,11 +219,14 @@ def run_plan(
         # the rows plan places, in file order, to a local file that the assignment passes stream
         scratch = tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con))
         rows_file = os.path.join(scratch.name, "rows.parquet")
+        chunks = (config.chunks or chunk_count(con, total)) if previous_assignment else 1
+        label = "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
+        done = [0.0]  # the share of the rows before the running chunk
         with progress.working(
-            "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else ""),
-            con.query_progress,
+            label + (f" in {chunks} chunks of rows" if chunks > 1 else ""),
+            lambda: 100 * done[0] + max(0.0, con.query_progress()) / chunks,
         ):
-            con.sql(read_sql("plan_rows")).write_parquet(rows_file, compression="uncompressed")
+            write_rows(con, rows_file, total, chunks, lambda share: done.__setitem__(0, share))
     except duckdb.Error as exc:
         _raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None

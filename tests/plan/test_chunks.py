@@ -1,0 +1,140 @@
+"""Plan joins the staged URLs with the last assignment in chunks of rows (plan.assign.write_rows): the same
+rows, kept shards and published files as one join, whatever the chunks, sections and previous order."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sitemap_ops.duck import connect, create_parquet_view, set_variables
+from sitemap_ops.errors import ConfigError
+from sitemap_ops.plan.assign import chunk_count, write_rows
+from tests.helpers import NOW, build, read_file, site_config
+
+SITE = "https://www.example.com"
+SECTIONS = ("alpha", "beta", "gamma")
+
+
+def _inventory(rng: random.Random, pages: dict[int, str]) -> list[dict]:
+    return [
+        {"loc": f"{SITE}/{section}/page-{page:05d}", "section": section, "lastmod": dt.datetime(2026, 1, 1)}
+        for page, section in pages.items()
+    ]
+
+
+def _change(rng: random.Random, pages: dict[int, str], step: int) -> dict[int, str]:
+    """Drop a tenth of the pages, move a twentieth to another section, add new ones."""
+    kept = {p: s for p, s in pages.items() if rng.random() > 0.1}
+    for page in rng.sample(sorted(kept), len(kept) // 20):
+        kept[page] = rng.choice([s for s in SECTIONS if s != kept[page]])
+    for n in range(300):
+        kept[10_000 * step + n] = rng.choice(SECTIONS)
+    return kept
+
+
+def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    pages = {n: rng.choice(SECTIONS) for n in range(3000)}
+    sites = {chunks: tmp_path / f"chunks-{chunks}" for chunks in (1, 9)}
+    before: dict[tuple[str, str], int] = {}
+    for step in range(4):
+        rows = _inventory(rng, pages)
+        results = {}
+        for chunks, folder in sites.items():
+            folder.mkdir(exist_ok=True)
+            summary, out = build(
+                folder,
+                rows,
+                now=NOW + dt.timedelta(hours=step),
+                shards={"max_urls": 100},
+                duckdb={"plan_chunks": chunks},
+            )
+            files = {p.name: read_file(p) for p in sorted(out.iterdir()) if p.name != "manifest.json"}
+            results[chunks] = (files, pq.read_table(summary.plan.planned_path), summary)
+        one = results[1]
+        for chunks in (9,):
+            assert results[chunks][0] == one[0], f"plan_chunks = {chunks}, build {step}"
+            assert results[chunks][1].equals(one[1]), f"plan_chunks = {chunks}, build {step}"
+        shards = {(r["section"], r["loc"]): r["shard"] for r in one[1].select(["section", "loc", "shard"]).to_pylist()}
+        if step:
+            # the URLs still in their section kept their shard (none was over the limits); a chunk that missed
+            # its previous rows would have placed them anew, after the kept shards
+            stayed = shards.keys() & before.keys()
+            assert len(stayed) > 2000
+            assert all(shards[key] == before[key] for key in stayed)
+        before = shards
+        pages = _change(rng, pages, step + 1)
+
+
+def _rows_of(con: duckdb.DuckDBPyConnection, folder: Path, chunks: int) -> pa.Table:
+    path = folder / f"rows-{chunks}.parquet"
+    write_rows(con, str(path), int(con.execute("SELECT count(*) FROM staged").fetchall()[0][0]), chunks, lambda _: None)
+    return pq.read_table(path)
+
+
+@pytest.mark.parametrize("count", [0, 1, 5, 2000])
+def test_a_previous_assignment_in_any_order_is_joined_exactly(tmp_path: Path, count: int) -> None:
+    """An assignment that is not sorted by (section, loc) (an older version's, or one rebuilt from the live
+    files) only reads slower: each chunk's bounds are exact, whatever the row groups hold."""
+    rng = random.Random(count)
+    staged = sorted((rng.choice(SECTIONS), f"{SITE}/p/{rng.getrandbits(32):08x}") for _ in range(count))
+    staged_table = pa.table(
+        {
+            "section": [s for s, _ in staged],
+            "loc": [loc for _, loc in staged],
+            "lastmod": pa.array([None] * count, pa.timestamp("us")),
+            "changefreq": pa.array([None] * count, pa.string()),
+            "priority": pa.array([None] * count, pa.float64()),
+            "ext_bytes": pa.array([0] * count, pa.int64()),
+        }
+    )
+    # the previous build had most of these URLs, some in another section, and others; shuffled
+    previous = [
+        (rng.choice(SECTIONS) if rng.random() < 0.1 else s, loc, n // 50, n % 50 + 1)
+        for n, (s, loc) in enumerate(staged)
+        if rng.random() < 0.8
+    ] + [(rng.choice(SECTIONS), f"{SITE}/gone/{n}", 999, n + 1) for n in range(count // 3)]
+    rng.shuffle(previous)
+    previous_table = pa.table(
+        {
+            "section": [p[0] for p in previous],
+            "loc": [p[1] for p in previous],
+            "shard": pa.array([p[2] for p in previous], pa.int32()),
+            "pos": pa.array([p[3] for p in previous], pa.int64()),
+        }
+    )
+    pq.write_table(staged_table, tmp_path / "staged.parquet", row_group_size=64)
+    pq.write_table(previous_table, tmp_path / "previous.parquet", row_group_size=64)
+    con = connect(threads=2)
+    set_variables(con, {"format": "xml"})
+    create_parquet_view(con, "staged", str(tmp_path / "staged.parquet"), row_numbers=True)
+    create_parquet_view(con, "previous", str(tmp_path / "previous.parquet"))
+    expected = {(p[0], p[1]): (p[2], p[3]) for p in previous}
+    whole = _rows_of(con, tmp_path, 1)
+    assert whole.column("kept_shard").to_pylist() == [expected.get(key, (-1, -1))[0] for key in staged]
+    assert whole.column("kept_pos").to_pylist() == [expected.get(key, (-1, -1))[1] for key in staged]
+    for chunks in (2, 7, min(count + 3, 40)):
+        assert _rows_of(con, tmp_path, chunks).equals(whole), f"{chunks} chunks"
+
+
+def test_chunk_count_follows_the_memory_limit(tmp_path: Path) -> None:
+    rows = 20_000
+    pq.write_table(pa.table({"loc": [f"{SITE}/{'x' * 70}/{n}" for n in range(rows)]}), tmp_path / "s.parquet")
+    counts = {}
+    for limit in ("1GB", "10MB", "4MB"):
+        con = connect(memory_limit=limit)
+        create_parquet_view(con, "staged", str(tmp_path / "s.parquet"), row_numbers=True)
+        counts[limit] = chunk_count(con, rows)
+    # 20,000 rows of about 100-byte URLs: both sides need about 8.0 MB, a bit more than twice 4 MB (3.8 MiB)
+    assert counts == {"1GB": 1, "10MB": 1, "4MB": 3}
+
+
+def test_plan_chunks_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"duckdb\.plan_chunks must be 0"):
+        site_config(tmp_path, "x.parquet", duckdb={"plan_chunks": -1})
