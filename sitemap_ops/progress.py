@@ -110,6 +110,23 @@ class Progress:
             self.stream.flush()
 
 
+class Chunked:
+    """The progress of work done in `count` chunks of about one size, one query each: the share of the chunks
+    done (`start`, told as each chunk starts) plus the running query's share of its chunk (`percent`, for
+    Progress.working)."""
+
+    def __init__(self, count: int, query_progress: Callable[[], float]) -> None:
+        self.count = max(1, count)
+        self.query_progress = query_progress
+        self.done = 0.0
+
+    def start(self, share: float) -> None:
+        self.done = share
+
+    def percent(self) -> float:
+        return 100.0 * self.done + max(0.0, float(self.query_progress())) / self.count
+
+
 def _bar(percent: float, width: int = 30) -> str:
     filled = int(width * min(max(percent, 0.0), 100.0) / 100.0)
     return "#" * filled + "-" * (width - filled)

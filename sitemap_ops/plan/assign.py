@@ -42,7 +42,8 @@ def chunk_count(con: duckdb.DuckDBPyConnection, rows: int) -> int:
     return max(1, math.ceil(rows * per_row / (memory_limit_bytes(con) * PLAN_CHUNK_SHARE)))
 
 
-def _row_key(con: duckdb.DuckDBPyConnection, row: int) -> tuple[str, str]:
+def row_key(con: duckdb.DuckDBPyConnection, row: int) -> tuple[str, str]:
+    """The (section, loc) of the view `staged`'s row number `row` (read from its row group alone)."""
     set_variables(con, {"key_row": row})
     ((section, loc),) = con.execute(read_sql("plan_row_key")).fetchall()
     return str(section), str(loc)
@@ -64,7 +65,7 @@ def write_rows(
             if first == end and writer is not None:
                 continue
             # (no rows at all: one empty chunk, which still writes the file with its columns)
-            low, high = (_row_key(con, first), _row_key(con, end - 1)) if first < end else (("", ""), ("", ""))
+            low, high = (row_key(con, first), row_key(con, end - 1)) if first < end else (("", ""), ("", ""))
             same = low[0] == high[0]
             set_variables(
                 con,

@@ -4,18 +4,25 @@ from content hashes, both from the live build's assignment."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+from collections.abc import Callable
 
 import duckdb
+import pyarrow.parquet as pq
 
 from sitemap_ops.constants import CHANGE_KINDS, CHANGES_NAME, DATED_NAME
 from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
+from sitemap_ops.plan.assign import row_key
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.progress import Progress
 from sitemap_ops.storage import Storage, StorageConfig
 
 # The live assignment's columns the change set reads; an assignment an older version wrote, or one rebuilt
 # from the live files, lacks some: they read as NULL (its URLs then count as unchanged unless removed).
+# Rows per batch the change set is written in.
+CHANGE_BATCH_ROWS = 1 << 20
+
 LIVE_COLUMNS = {"loc": "VARCHAR", "section": "VARCHAR", "lastmod": "TIMESTAMP", "content_hash": "VARCHAR"}
 
 
@@ -55,13 +62,41 @@ def date_snapshot(
     return work.url_of(DATED_NAME)
 
 
-def write_changes(con: duckdb.DuckDBPyConnection, work: Storage, news_section: str) -> dict[str, int]:
-    """Write the change set (sql/plan_changes.sql) to the work folder; its counts by kind (every kind listed).
-    Reads the views `planned` and `live_urls`."""
+def change_bounds(con: duckdb.DuckDBPyConnection, rows: int, chunks: int) -> list[tuple[str | None, str | None]]:
+    """The URL ranges [low, high) (None: unbounded) of the change set's chunks: between the distinct URLs of
+    the view `staged`'s rows at every rows/chunks, a systematic sample of its URLs whatever the sections."""
+    bounds = sorted({row_key(con, rows * index // chunks)[1] for index in range(1, chunks)} if rows else set())
+    return list(itertools.pairwise([None, *bounds, None]))
+
+
+def write_changes(
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    news_section: str,
+    rows: int,
+    chunks: int,
+    share: Callable[[float], None] = lambda _: None,
+) -> dict[str, int]:
+    """Write the change set (sql/plan_changes.sql) to the work folder, in `chunks` URL ranges of the view
+    `staged` (`rows` rows); its counts by kind (every kind listed). `share` is told the share of the ranges
+    done (0-1) as each starts. Reads the views `planned` and `live_urls`."""
     set_variables(con, {"news_section": news_section})
     path = storage_path(con, work, CHANGES_NAME)
+    ranges = change_bounds(con, rows, chunks)
     try:
-        con.sql(read_sql("plan_changes")).write_parquet(path, compression="zstd")
+        with work.fs.open(work.path(CHANGES_NAME), "wb") as fh:
+            writer: pq.ParquetWriter | None = None
+            try:
+                for index, (low, high) in enumerate(ranges):
+                    share(index / len(ranges))
+                    set_variables(con, {"change_low": low, "change_high": high})
+                    batches = con.sql(read_sql("plan_changes")).to_arrow_reader(CHANGE_BATCH_ROWS)
+                    writer = writer or pq.ParquetWriter(fh, batches.schema, compression="zstd")
+                    for batch in batches:
+                        writer.write_batch(batch)
+            finally:
+                if writer is not None:
+                    writer.close()
         create_parquet_view(con, "changes", path)
         counts = dict.fromkeys(CHANGE_KINDS, 0)
         counts.update({kind: int(n) for kind, n in con.execute(read_sql("plan_change_counts")).fetchall()})
@@ -73,13 +108,21 @@ def write_changes(con: duckdb.DuckDBPyConnection, work: Storage, news_section: s
 
 
 def change_set(
-    con: duckdb.DuckDBPyConnection, work: Storage, news_section: str, live_assignment: str | None, urls: int
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    news_section: str,
+    live_assignment: str | None,
+    urls: int,
+    rows: int,
+    chunks: int,
+    share: Callable[[float], None] = lambda _: None,
 ) -> tuple[dict[str, int], str]:
-    """The change set's counts and file URL. On a site's first build (nothing live) every one of its `urls`
-    is added and no file is written: the assignment lists them already."""
+    """The change set's counts and file URL (written in `chunks` URL ranges of the view `staged`'s `rows`
+    rows, see write_changes). On a site's first build (nothing live) every one of its `urls` is added and no
+    file is written: the assignment lists them already."""
     if not live_assignment:
         return {"added": urls, "removed": 0, "updated": 0}, ""
-    return write_changes(con, work, news_section), work.url_of(CHANGES_NAME)
+    return write_changes(con, work, news_section, rows, chunks, share), work.url_of(CHANGES_NAME)
 
 
 def sample_changes(path: str, storage: StorageConfig, sample: int) -> list[dict[str, str | None]]:

@@ -28,7 +28,7 @@ from sitemap_ops.plan.changes import change_set, create_live_view, date_snapshot
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest, file_exists
-from sitemap_ops.progress import Progress
+from sitemap_ops.progress import Chunked, Progress
 from sitemap_ops.publish.exceptions import CircuitBreakerError
 from sitemap_ops.storage import Storage
 
@@ -219,14 +219,12 @@ def run_plan(
         # the rows plan places, in file order, to a local file that the assignment passes stream
         scratch = tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con))
         rows_file = os.path.join(scratch.name, "rows.parquet")
-        chunks = (config.chunks or chunk_count(con, total)) if previous_assignment else 1
+        # the joins with the live build's assignment, in chunks of rows as the memory limit needs
+        chunks = (config.chunks or chunk_count(con, total)) if live_assignment else 1
         label = "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
-        done = [0.0]  # the share of the rows before the running chunk
-        with progress.working(
-            label + (f" in {chunks} chunks of rows" if chunks > 1 else ""),
-            lambda: 100 * done[0] + max(0.0, con.query_progress()) / chunks,
-        ):
-            write_rows(con, rows_file, total, chunks, lambda share: done.__setitem__(0, share))
+        joined = Chunked(chunks, con.query_progress)
+        with progress.working(label + (f" in {chunks} chunks of rows" if chunks > 1 else ""), joined.percent):
+            write_rows(con, rows_file, total, chunks, joined.start)
     except duckdb.Error as exc:
         _raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
@@ -265,11 +263,17 @@ def run_plan(
 
     create_parquet_view(con, "planned", planned_path)
     news = sum(s.end - s.start for s in sections if s.name == config.news_section)
+    compared = Chunked(chunks, con.query_progress)
     with (
-        progress.working("plan: comparing with the live build", con.query_progress),
+        progress.working(
+            "plan: comparing with the live build" + (f" in {chunks} URL ranges" if chunks > 1 else ""),
+            compared.percent,
+        ),
         _live_guard(live_assignment, config),
     ):
-        changes, changes_path = change_set(con, work, config.news_section, live_assignment, total - news)
+        changes, changes_path = change_set(
+            con, work, config.news_section, live_assignment, total - news, total, chunks, compared.start
+        )
     feed = _feed_entries(con, config) if config.feed.enabled else {}
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""

@@ -21,30 +21,38 @@ SITE = "https://www.example.com"
 SECTIONS = ("alpha", "beta", "gamma")
 
 
-def _inventory(rng: random.Random, pages: dict[int, str]) -> list[dict]:
+def _inventory(pages: dict[int, tuple[str, int]]) -> list[dict]:
+    """Page n of section s lives at /s-or-not/page-n: its URL does not change when it moves section."""
     return [
-        {"loc": f"{SITE}/{section}/page-{page:05d}", "section": section, "lastmod": dt.datetime(2026, 1, 1)}
-        for page, section in pages.items()
+        {
+            "loc": f"{SITE}/{['a', 'b'][page % 2]}/page-{page:05d}",
+            "section": section,
+            "lastmod": dt.datetime(2026, 1, 1) + dt.timedelta(days=day),
+        }
+        for page, (section, day) in pages.items()
     ]
 
 
-def _change(rng: random.Random, pages: dict[int, str], step: int) -> dict[int, str]:
-    """Drop a tenth of the pages, move a twentieth to another section, add new ones."""
-    kept = {p: s for p, s in pages.items() if rng.random() > 0.1}
+def _change(rng: random.Random, pages: dict[int, tuple[str, int]], step: int) -> dict[int, tuple[str, int]]:
+    """Drop a tenth of the pages, move a twentieth to another section, update a twentieth, add new ones."""
+    kept = {p: v for p, v in pages.items() if rng.random() > 0.1}
     for page in rng.sample(sorted(kept), len(kept) // 20):
-        kept[page] = rng.choice([s for s in SECTIONS if s != kept[page]])
+        section, day = kept[page]
+        kept[page] = (rng.choice([s for s in SECTIONS if s != section]), day)
+    for page in rng.sample(sorted(kept), len(kept) // 20):
+        kept[page] = (kept[page][0], step)
     for n in range(300):
-        kept[10_000 * step + n] = rng.choice(SECTIONS)
+        kept[10_000 * step + n] = (rng.choice(SECTIONS), step)
     return kept
 
 
 def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> None:
     rng = random.Random(5)
-    pages = {n: rng.choice(SECTIONS) for n in range(3000)}
+    pages = {n: (rng.choice(SECTIONS), 0) for n in range(3000)}
     sites = {chunks: tmp_path / f"chunks-{chunks}" for chunks in (1, 9)}
     before: dict[tuple[str, str], int] = {}
     for step in range(4):
-        rows = _inventory(rng, pages)
+        rows = _inventory(pages)
         results = {}
         for chunks, folder in sites.items():
             folder.mkdir(exist_ok=True)
@@ -56,11 +64,16 @@ def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> Non
                 duckdb={"plan_chunks": chunks},
             )
             files = {p.name: read_file(p) for p in sorted(out.iterdir()) if p.name != "manifest.json"}
-            results[chunks] = (files, pq.read_table(summary.plan.planned_path), summary)
+            # the change set, in whatever order its URL ranges came
+            changes = sorted(pq.read_table(summary.plan.changes_path).to_pylist(), key=str) if step else []
+            results[chunks] = (files, pq.read_table(summary.plan.planned_path), changes, summary.plan.changes)
         one = results[1]
+        if step:
+            assert all(one[3][kind] > 50 for kind in ("added", "removed", "updated")), one[3]
         for chunks in (9,):
             assert results[chunks][0] == one[0], f"plan_chunks = {chunks}, build {step}"
             assert results[chunks][1].equals(one[1]), f"plan_chunks = {chunks}, build {step}"
+            assert results[chunks][2:] == one[2:], f"plan_chunks = {chunks}, build {step}"
         shards = {(r["section"], r["loc"]): r["shard"] for r in one[1].select(["section", "loc", "shard"]).to_pylist()}
         if step:
             # the URLs still in their section kept their shard (none was over the limits); a chunk that missed
