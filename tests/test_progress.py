@@ -6,7 +6,7 @@ import io
 import re
 import time
 
-from sitemap_ops.progress import Progress
+from sitemap_ops.progress import Chunked, Progress
 
 
 class Terminal(io.StringIO):
@@ -118,3 +118,13 @@ def test_a_duckdb_querys_progress_is_shown_while_it_runs() -> None:
     lines = stream.getvalue().splitlines()
     shown = [float(m.group(1)) for line in lines if (m := re.search(r": (\d+)% after \d+ s$", line))]
     assert shown and all(0 <= share <= 100 for share in shown), lines
+
+
+def test_work_in_chunks_adds_the_running_querys_share_of_its_chunk() -> None:
+    running = [50.0]
+    chunks = Chunked(4, lambda: running[0])
+    assert chunks.percent() == 12.5  # half of the first of four chunks
+    chunks.start(3 / 4)
+    assert chunks.percent() == 87.5
+    running[0] = -1.0  # DuckDB cannot tell (between two queries)
+    assert chunks.percent() == 75.0
