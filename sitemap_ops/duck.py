@@ -5,14 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import duckdb
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from sitemap_ops.constants import EXT_HREF_SEP, EXT_IMAGE_SEP, EXT_LINK_SEP
 from sitemap_ops.storage import Storage, StorageConfig, protocol_of
@@ -150,6 +151,32 @@ def sql_literal(value: object) -> str:
     if isinstance(value, list) and value:
         return "[" + ", ".join(sql_literal(v) for v in value) + "]"
     raise TypeError(f"no SQL literal for {value!r}")
+
+
+def write_relations(
+    relations: Iterable[duckdb.DuckDBPyRelation],
+    sink: str | BinaryIO,
+    *,
+    batch_rows: int,
+    compression: str,
+    row_group_size: int | None = None,
+) -> int:
+    """Write the rows of `relations`, one after the other, to one Parquet file (a local path or an open binary
+    file), a batch at a time: a query done in chunks (at least one) yields one relation per chunk. Returns the
+    rows written."""
+    writer: pq.ParquetWriter | None = None
+    written = 0
+    try:
+        for relation in relations:
+            batches = relation.to_arrow_reader(batch_rows)
+            writer = writer or pq.ParquetWriter(sink, batches.schema, compression=compression)
+            for batch in batches:
+                writer.write_batch(batch, row_group_size=row_group_size)
+                written += batch.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    return written
 
 
 def numpy_of(column: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.ndarray:

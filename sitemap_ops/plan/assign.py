@@ -26,7 +26,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sitemap_ops.constants import PLAN_CHUNK_SHARE, PLAN_ROW_OVERHEAD
-from sitemap_ops.duck import create_parquet_view, memory_limit_bytes, numpy_of, read_sql, set_variables
+from sitemap_ops.duck import (
+    create_parquet_view,
+    memory_limit_bytes,
+    numpy_of,
+    read_sql,
+    set_variables,
+    write_relations,
+)
 from sitemap_ops.plan.exceptions import PlanError
 
 # Rows per chunk: 4M rows of three int32 columns, about 50 MB with the chunk's temporaries.
@@ -49,45 +56,50 @@ def row_key(con: duckdb.DuckDBPyConnection, row: int) -> tuple[str, str]:
     return str(section), str(loc)
 
 
+def row_chunks(
+    con: duckdb.DuckDBPyConnection, rows: int, chunks: int, share: Callable[[float], None] = lambda _: None
+) -> Iterator[int]:
+    """Cut the view `staged` (`rows` rows, sorted by (section, loc)) into `chunks` chunks of consecutive rows
+    (at least one, empty when there are no rows) and set, for each in turn, the variables that
+    sql/plan_rows.sql and sql/plan_dated.sql read: its rows [chunk_first, chunk_end), its first and last
+    (section, loc), and floor_loc and ceiling_loc, the same bounds on loc alone when the chunk is in one
+    section ('' and NULL otherwise), which let a scan of a file sorted by (section, loc) skip the row
+    groups outside the chunk by their statistics. Yields each chunk's index once its variables are set;
+    `share` is told the share of the rows done (0-1) as each chunk starts. The queries read the chunk's rows
+    through the table macro staged_chunk() (sql/plan_chunk.sql)."""
+    con.execute(read_sql("plan_chunk"))
+    for index in range(chunks):
+        first, end = rows * index // chunks, rows * (index + 1) // chunks
+        if first == end and (rows or index):
+            continue
+        share(index / chunks)
+        low, high = (row_key(con, first), row_key(con, end - 1)) if first < end else (("", ""), ("", ""))
+        same = low[0] == high[0]
+        set_variables(
+            con,
+            {
+                "chunk_first": first,
+                "chunk_end": end,
+                "low_section": low[0],
+                "low_loc": low[1],
+                "high_section": high[0],
+                "high_loc": high[1],
+                "floor_loc": low[1] if same else "",
+                "ceiling_loc": high[1] if same else None,
+            },
+        )
+        yield index
+
+
 def write_rows(
     con: duckdb.DuckDBPyConnection, rows_file: str, rows: int, chunks: int, share: Callable[[float], None]
 ) -> None:
-    """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for the view `staged` (`rows` rows,
-    sorted by (section, loc)) to the local Parquet file `rows_file`, in file order, in `chunks` chunks of
-    consecutive rows. A chunk joins its rows with only the previous rows between its first and last
-    (section, loc), which DuckDB finds by the assignment's row group statistics; so no query holds more
-    than a chunk of either side. `share` is told the share of the rows done (0-1) as each chunk starts."""
-    writer: pq.ParquetWriter | None = None
-    try:
-        for index in range(chunks):
-            share(index / chunks)
-            first, end = rows * index // chunks, rows * (index + 1) // chunks
-            if first == end and writer is not None:
-                continue
-            # (no rows at all: one empty chunk, which still writes the file with its columns)
-            low, high = (row_key(con, first), row_key(con, end - 1)) if first < end else (("", ""), ("", ""))
-            same = low[0] == high[0]
-            set_variables(
-                con,
-                {
-                    "chunk_first": first,
-                    "chunk_end": end,
-                    "low_section": low[0],
-                    "low_loc": low[1],
-                    "high_section": high[0],
-                    "high_loc": high[1],
-                    "floor_loc": low[1] if same else "",
-                    "ceiling_loc": high[1] if same else None,
-                },
-            )
-            batches = con.sql(read_sql("plan_rows")).to_arrow_reader(CHUNK_ROWS)
-            if writer is None:
-                writer = pq.ParquetWriter(rows_file, batches.schema, compression="none")
-            for batch in batches:
-                writer.write_batch(batch)
-    finally:
-        if writer is not None:
-            writer.close()
+    """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for the view `staged` (`rows` rows)
+    to the local Parquet file `rows_file`, in file order, in `chunks` chunks of rows (`row_chunks`). A chunk
+    joins its rows with only the previous rows between its first and last (section, loc), which DuckDB finds
+    by the assignment's row group statistics; so no query holds more than a chunk of either side."""
+    chunked = (con.sql(read_sql("plan_rows")) for _ in row_chunks(con, rows, chunks, share))
+    write_relations(chunked, rows_file, batch_rows=CHUNK_ROWS, compression="none")
 
 
 @dataclass

@@ -5,23 +5,31 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import duckdb
-import pyarrow.parquet as pq
 
 from sitemap_ops.constants import CHANGE_KINDS, CHANGES_NAME, DATED_NAME
-from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables, storage_path
+from sitemap_ops.duck import (
+    create_parquet_view,
+    duckdb_path,
+    read_sql,
+    set_variables,
+    storage_path,
+    write_relations,
+)
 from sitemap_ops.errors import first_line
-from sitemap_ops.plan.assign import row_key
+from sitemap_ops.plan.assign import row_chunks, row_key
 from sitemap_ops.plan.exceptions import PlanError
-from sitemap_ops.progress import Progress
+from sitemap_ops.progress import Chunked, Progress
 from sitemap_ops.storage import Storage, StorageConfig
 
 # The live assignment's columns the change set reads; an assignment an older version wrote, or one rebuilt
 # from the live files, lacks some: they read as NULL (its URLs then count as unchanged unless removed).
 # Rows per batch the change set is written in.
 CHANGE_BATCH_ROWS = 1 << 20
+# Rows per row group of the dated snapshot, as in the assignment (planned.parquet).
+DATED_ROW_GROUP = 16384
 
 LIVE_COLUMNS = {"loc": "VARCHAR", "section": "VARCHAR", "lastmod": "TIMESTAMP", "content_hash": "VARCHAR"}
 
@@ -43,20 +51,34 @@ def build_time(created_at: str) -> dt.datetime:
 
 
 def date_snapshot(
-    con: duckdb.DuckDBPyConnection, work: Storage, created_at: str, news_section: str, progress: Progress
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    created_at: str,
+    news_section: str,
+    progress: Progress,
+    rows: int,
+    chunks: int,
 ) -> str | None:
-    """When staged rows have a content_hash and no lastmod: write the staged snapshot with their lastmods
-    derived (sql/plan_dated.sql) to the work folder and return its URL (the view `staged` then reads it);
-    else None. Reads the views `staged` and `live_urls`."""
+    """When staged rows have a content_hash and no lastmod: write the staged snapshot (`rows` rows) with their
+    lastmods derived (sql/plan_dated.sql, in `chunks` chunks of rows, see plan.assign.row_chunks) to the work
+    folder and return its URL (the view `staged` then reads it); else None. Reads the views `staged` and
+    `live_urls`."""
     ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()
     if not needed:
         return None
-    progress.step("plan: deriving lastmods from content hashes")
     set_variables(con, {"build_time": build_time(created_at), "news_section": news_section})
     path = storage_path(con, work, DATED_NAME)
+    dated = Chunked(chunks, con.query_progress)
     try:
-        con.sql(read_sql("plan_dated")).write_parquet(path, compression="snappy", row_group_size=16384)
-    except duckdb.Error as exc:
+        with (
+            progress.working("plan: deriving lastmods from content hashes", dated.percent),
+            work.fs.open(work.path(DATED_NAME), "wb") as fh,
+        ):
+            chunked = (con.sql(read_sql("plan_dated")) for _ in row_chunks(con, rows, chunks, dated.start))
+            write_relations(
+                chunked, fh, batch_rows=DATED_ROW_GROUP, compression="snappy", row_group_size=DATED_ROW_GROUP
+            )
+    except (duckdb.Error, OSError) as exc:
         raise PlanError(f"cannot write the dated snapshot to {work.url}: {first_line(exc)}") from None
     create_parquet_view(con, "staged", path, row_numbers=True)
     return work.url_of(DATED_NAME)
@@ -83,24 +105,20 @@ def write_changes(
     set_variables(con, {"news_section": news_section})
     path = storage_path(con, work, CHANGES_NAME)
     ranges = change_bounds(con, rows, chunks)
+
+    def chunked() -> Iterator[duckdb.DuckDBPyRelation]:
+        for index, (low, high) in enumerate(ranges):
+            share(index / len(ranges))
+            set_variables(con, {"change_low": low, "change_high": high})
+            yield con.sql(read_sql("plan_changes"))
+
     try:
         with work.fs.open(work.path(CHANGES_NAME), "wb") as fh:
-            writer: pq.ParquetWriter | None = None
-            try:
-                for index, (low, high) in enumerate(ranges):
-                    share(index / len(ranges))
-                    set_variables(con, {"change_low": low, "change_high": high})
-                    batches = con.sql(read_sql("plan_changes")).to_arrow_reader(CHANGE_BATCH_ROWS)
-                    writer = writer or pq.ParquetWriter(fh, batches.schema, compression="zstd")
-                    for batch in batches:
-                        writer.write_batch(batch)
-            finally:
-                if writer is not None:
-                    writer.close()
+            write_relations(chunked(), fh, batch_rows=CHANGE_BATCH_ROWS, compression="zstd")
         create_parquet_view(con, "changes", path)
         counts = dict.fromkeys(CHANGE_KINDS, 0)
         counts.update({kind: int(n) for kind, n in con.execute(read_sql("plan_change_counts")).fetchall()})
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError) as exc:
         raise PlanError(f"cannot write the change set to {work.url}: {first_line(exc)}") from None
     finally:
         con.execute("DROP VIEW IF EXISTS changes")

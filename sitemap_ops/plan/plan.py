@@ -196,11 +196,13 @@ def run_plan(
             con.execute(read_sql("plan_no_previous"))
         # the change set compares with the live build even in a full rebuild
         create_live_view(con, live_assignment, config.storage)
-        with _live_guard(live_assignment, config):
-            dated_path = date_snapshot(con, work, created_at, config.news_section, progress)
-        staged_path = dated_path or staged_path  # render reads the entries there
         section_rows = con.execute(read_sql("plan_sections")).fetchall()
         total = sum(int(count) for _, count in section_rows)
+        # the joins with the live build's assignment, in chunks of rows as the memory limit needs
+        chunks = (config.chunks or chunk_count(con, total)) if live_assignment else 1
+        with _live_guard(live_assignment, config):
+            dated_path = date_snapshot(con, work, created_at, config.news_section, progress, total, chunks)
+        staged_path = dated_path or staged_path  # render reads the entries there (the same rows and sections)
         previous_urls = previous.total_urls if previous else None
         # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
         previous_excluded = sum(
@@ -219,8 +221,6 @@ def run_plan(
         # the rows plan places, in file order, to a local file that the assignment passes stream
         scratch = tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con))
         rows_file = os.path.join(scratch.name, "rows.parquet")
-        # the joins with the live build's assignment, in chunks of rows as the memory limit needs
-        chunks = (config.chunks or chunk_count(con, total)) if live_assignment else 1
         label = "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
         joined = Chunked(chunks, con.query_progress)
         with progress.working(label + (f" in {chunks} chunks of rows" if chunks > 1 else ""), joined.percent):
