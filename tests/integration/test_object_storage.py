@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from usp.fetch_parse import SitemapFetcher
 
@@ -330,3 +331,30 @@ def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: 
     assert Storage.open(summary.work_dir, config.storage).child("stage-ranges").list_details() == {}
     assert summary.shards_written == 9
     assert validate(store.url("site/robots.txt"), now=NOW).urls == 900
+
+
+def test_a_rebuild_planned_in_chunks_writes_its_dated_snapshot_and_change_set_to_object_storage(
+    tmp_path: Path, store
+) -> None:
+    """Plan's chunked joins write the dated snapshot and the change set through the work folder's filesystem."""
+    pages = [{"loc": f"{SITE}/p/{i:05d}", "content_hash": f"h{i}"} for i in range(600)]
+    first = _build(tmp_path, store, pages, duckdb={"plan_chunks": 3})
+    # a day later: 30 pages changed content, 20 are new; the others keep the first build's lastmod
+    later = NOW + dt.timedelta(days=1)
+    changed = [{**p, "content_hash": p["content_hash"] + "-2"} if i < 30 else p for i, p in enumerate(pages)]
+    new = [{"loc": f"{SITE}/new/{i}", "content_hash": "n"} for i in range(20)]
+    summary = _build(tmp_path, store, changed + new, now=later, duckdb={"plan_chunks": 3})
+    assert first.plan.lastmods_derived and summary.plan.lastmods_derived
+    assert summary.plan.changes == {"added": 20, "removed": 0, "updated": 30}
+    work = Storage.open(summary.work_dir, _config(tmp_path, store).storage)
+    with work.fs.open(work.path("changes.parquet"), "rb") as fh:
+        changes = pq.read_table(fh).to_pylist()
+    assert sorted((c["change"], c["loc"]) for c in changes) == sorted(
+        [("added", p["loc"]) for p in new] + [("updated", p["loc"]) for p in changed[:30]]
+    )
+    # the assignment holds the lastmods the shards list: the first build's time where the content is the same
+    with work.fs.open(work.path("planned.parquet"), "rb") as fh:
+        lastmods = {row["loc"]: row["lastmod"] for row in pq.read_table(fh, columns=["loc", "lastmod"]).to_pylist()}
+    first_time, later_time = (when.astimezone(dt.UTC).replace(tzinfo=None) for when in (NOW, later))
+    assert {lastmods[p["loc"]] for p in pages[30:]} == {first_time}
+    assert {lastmods[p["loc"]] for p in changed[:30] + new} == {later_time}
