@@ -160,16 +160,19 @@ def write_relations(
     batch_rows: int,
     compression: str,
     row_group_size: int | None = None,
+    use_dictionary: bool | list[str] = True,
 ) -> int:
     """Write the rows of `relations`, one after the other, to one Parquet file (a local path or an open binary
     file), a batch at a time: a query done in chunks (at least one) yields one relation per chunk. Returns the
-    rows written."""
+    rows written; with no relation at all, no file is written."""
     writer: pq.ParquetWriter | None = None
     written = 0
     try:
         for relation in relations:
             batches = relation.to_arrow_reader(batch_rows)
-            writer = writer or pq.ParquetWriter(sink, batches.schema, compression=compression)
+            writer = writer or pq.ParquetWriter(
+                sink, batches.schema, compression=compression, use_dictionary=use_dictionary
+            )
             for batch in batches:
                 writer.write_batch(batch, row_group_size=row_group_size)
                 written += batch.num_rows

@@ -24,13 +24,12 @@ from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.progress import Chunked, Progress
 from sitemap_ops.storage import Storage, StorageConfig
 
-# The live assignment's columns the change set reads; an assignment an older version wrote, or one rebuilt
-# from the live files, lacks some: they read as NULL (its URLs then count as unchanged unless removed).
 # Rows per batch the change set is written in.
 CHANGE_BATCH_ROWS = 1 << 20
 # Rows per row group of the dated snapshot, as in the assignment (planned.parquet).
 DATED_ROW_GROUP = 16384
-
+# The live assignment's columns the change set reads; an assignment an older version wrote, or one rebuilt
+# from the live files, lacks some: they read as NULL (its URLs then count as unchanged unless removed).
 LIVE_COLUMNS = {"loc": "VARCHAR", "section": "VARCHAR", "lastmod": "TIMESTAMP", "content_hash": "VARCHAR"}
 
 

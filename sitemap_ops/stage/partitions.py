@@ -16,6 +16,7 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Iterator
 
 import duckdb
 import pyarrow.parquet as pq
@@ -36,6 +37,7 @@ from sitemap_ops.duck import (
     scratch_folder,
     set_variables,
     storage_path,
+    write_relations,
 )
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import StageError
@@ -171,20 +173,24 @@ def merge_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int],
         create_parquet_view(con, f"sorted_{index}", path)
     create_parquet_view(con, "sorted_all", files)
     sections = [name for (name,) in con.execute(read_sql("stage_assemble_sections")).fetchall()]
-    set_variables(con, {"assemble_section": ""})
-    schema = con.sql(read_sql("stage_assemble").format(view="sorted_0")).to_arrow_reader(1).schema
-    # dictionaries only for the few-valued columns (trying one for the unique URLs cost a fifth of the time)
-    options = {"compression": "snappy", "use_dictionary": ["section", "changefreq"]}
     ((expected,),) = con.execute("SELECT count(*) FROM sorted_all").fetchall()
-    written = 0
-    with work.fs.open(work.path(staged_name), "wb") as fh, pq.ParquetWriter(fh, schema, **options) as out:
+
+    def assembled() -> Iterator[duckdb.DuckDBPyRelation]:
         for section in sections:
             set_variables(con, {"assemble_section": section})
             for index in range(len(files)):
                 # this range's rows of the section, in file order
-                batches = con.sql(read_sql("stage_assemble").format(view=f"sorted_{index}"))
-                for batch in batches.to_arrow_reader(STAGED_ROW_GROUP):
-                    out.write_batch(batch, row_group_size=STAGED_ROW_GROUP)
-                    written += batch.num_rows
+                yield con.sql(read_sql("stage_assemble").format(view=f"sorted_{index}"))
+
+    with work.fs.open(work.path(staged_name), "wb") as fh:
+        written = write_relations(
+            assembled(),
+            fh,
+            batch_rows=STAGED_ROW_GROUP,
+            compression="snappy",
+            row_group_size=STAGED_ROW_GROUP,
+            # dictionaries only for the few-valued columns (trying one for the unique URLs cost a fifth of the time)
+            use_dictionary=["section", "changefreq"],
+        )
     if written != expected:  # (a row whose section is NULL would be in no section)
         raise StageError(f"the URL ranges hold {expected:,} row(s) but the snapshot got {written:,}")
