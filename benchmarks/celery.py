@@ -1,5 +1,6 @@
 """One Celery worker against two on the same build: a realistic inventory through the site's DAG with stage in
-URL ranges (a mapped stage_range task each) and render in groups (a mapped render task each).
+input splits (a mapped stage_split task each) and URL ranges (a mapped stage_range task each) and render in
+groups (a mapped render task each).
 
 Run from the repository root with the project and its dev extras installed, with PostgreSQL (Airflow's metadata
 database) and Redis (the broker) running: `python benchmarks/celery.py`. It starts one api-server, scheduler
@@ -156,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inventory", type=Path, help="a folder of Parquet files to build instead of generating")
     parser.add_argument("--workers", default="1,2", help="worker counts to compare, comma-separated")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each worker count, alternating")
+    parser.add_argument("--splits", type=int, default=4, help="stage's input splits ([duckdb] stage_splits)")
     parser.add_argument("--ranges", type=int, default=4, help="stage's URL ranges ([duckdb] stage_partitions)")
     parser.add_argument("--render-group-bytes", type=int, default=64 * 2**20, help="[airflow] render_group_bytes")
     parser.add_argument("--memory-limit", default="2GB", help="DuckDB memory limit of each task")
@@ -180,6 +182,7 @@ path = "{inventory}/*.parquet"
 
 [duckdb]
 memory_limit = "{args.memory_limit}"
+stage_splits = {args.splits}
 stage_partitions = {args.ranges}
 
 [airflow]

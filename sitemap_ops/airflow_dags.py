@@ -38,7 +38,7 @@ from sitemap_ops.config import AirflowConfig, SiteConfig, load_config
 from sitemap_ops.constants import MAX_RENDER_GROUPS, REPORT_NAME
 from sitemap_ops.errors import ConfigError, SitemapOpsError, first_line
 from sitemap_ops.stage.config import SERVER_FORMATS
-from sitemap_ops.stage.result import StageResult
+from sitemap_ops.stage.result import SplitResult, StageResult
 from sitemap_ops.storage import StorageConfig
 
 if TYPE_CHECKING:
@@ -264,10 +264,17 @@ def _max_render_groups() -> int:
 
 
 def _stage_rows(config: SiteConfig) -> dict[str, Any]:
-    """The stage task's work: stage_rows, with at most as many URL ranges as a task may map."""
+    """The stage task's work: stage_rows, with at most as many URL ranges and input splits as a task may map."""
     started = time.monotonic()
-    result = _step(lambda: _pipeline().stage_rows(_build_run(config), max_ranges=_max_mapped()))
-    if result.ranges is None:
+    result = _step(
+        lambda: _pipeline().stage_rows(_build_run(config), max_ranges=_max_mapped(), max_splits=_max_mapped())
+    )
+    if result.splits is not None:
+        log.info(
+            "stage: %d input split(s), %d URL range(s), in %.1f s",
+            len(result.splits.splits), len(result.splits.bounds) + 1, time.monotonic() - started,
+        )  # fmt: skip
+    elif result.ranges is None:
         _log_staged(result, started)
     else:
         log.info(
@@ -276,6 +283,29 @@ def _stage_rows(config: SiteConfig) -> dict[str, Any]:
             len(result.ranges.rows), time.monotonic() - started,
         )  # fmt: skip
     return result.to_dict()
+
+
+def _split_numbers(staged: dict[str, Any]) -> list[int]:
+    """The input splits a stage task's result leaves to read (none when it read the inventory itself)."""
+    splits = staged.get("splits")
+    return list(range(len(splits["splits"]))) if splits else []
+
+
+def _stage_split(config: SiteConfig, staged: dict[str, Any], number: int) -> dict[str, Any]:
+    """The stage_split task's work: one input split read and normalized; its counts (a small summary)."""
+    get_current_context()["input_split"] = f"input split {number}"  # type: ignore[typeddict-unknown-key]
+    result = _step(lambda: _pipeline().stage_split(_build_run(config), StageResult.from_dict(staged), number))
+    log.info("stage: input split %d: %s row(s) in, %s valid", number, f"{result.rows_in:,}", f"{result.valid:,}")
+    return result.to_dict()
+
+
+def _stage_gather(config: SiteConfig, staged: dict[str, Any], splits: Any) -> dict[str, Any]:
+    """The stage_gather task's work: the split stage's ranged result (stage's own result when it did not split)."""
+    result = StageResult.from_dict(staged)
+    if result.splits is None:
+        return staged
+    read = [SplitResult.from_dict(split) for split in splits]
+    return _step(lambda: _pipeline().stage_gather(_build_run(config), result, read)).to_dict()
 
 
 def _range_parts(staged: dict[str, Any]) -> list[int]:
@@ -577,8 +607,9 @@ def _render_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
 
 
 def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_params: bool) -> Any:
-    """The stage's tasks (stage -> stage_range, mapped over the URL ranges stage left, if any -> stage_merge);
-    the XComArg of the finished stage result."""
+    """The stage's tasks (stage -> stage_split, mapped over the input splits stage left, if any ->
+    stage_gather -> stage_range, mapped over the URL ranges, if any -> stage_merge); the XComArg of the
+    finished stage result."""
     af = config.airflow
 
     @task(**io_retries, **_task_args(af, "stage", af.source_pool))
@@ -588,6 +619,27 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
         if check_params:
             _check_run_params(get_current_context())
         return _stage_rows(config)
+
+    @task
+    def stage_splits(staged: dict[str, Any]) -> list[int]:
+        """The input splits stage left to read (none when it read the inventory itself)."""
+        return _split_numbers(staged)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_split", af.source_pool),
+        doc_md="Read and normalize one input split of the inventory into the URL ranges.",
+        map_index_template="{{ input_split }}",
+    )
+    def stage_split(staged: dict[str, Any], number: int) -> dict[str, Any]:
+        """Read and normalize one input split of a split stage into the work folder's URL ranges."""
+        return _stage_split(config, staged, number)
+
+    # runs when stage_split was skipped (no splits: mapped over nothing), never when a split failed
+    @task(**io_retries, **_task_args(af, "stage_gather"), trigger_rule="none_failed")
+    def stage_gather(staged: dict[str, Any], splits: Any = None) -> dict[str, Any]:
+        """The splits' counts summed and their rejects in one file (stage's own result when it did not split)."""
+        return _stage_gather(config, staged, splits)
 
     @task
     def stage_ranges(staged: dict[str, Any]) -> list[int]:
@@ -611,8 +663,10 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
         return _stage_merge(config, staged)
 
     prepared = stage()
-    ranged = stage_range.partial(staged=prepared).expand(part=stage_ranges(prepared))
-    return stage_merge(prepared, ranged)
+    read = stage_split.partial(staged=prepared).expand(number=stage_splits(prepared))
+    gathered: Any = stage_gather(prepared, read)  # (an XComArg that stands for the dict)
+    ranged = stage_range.partial(staged=gathered).expand(part=stage_ranges(gathered))
+    return stage_merge(gathered, ranged)
 
 
 def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:

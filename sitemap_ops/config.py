@@ -18,6 +18,7 @@ from sitemap_ops.constants import (
     MANIFEST_NAME,
     MAX_PLAN_CHUNKS,
     MAX_STAGE_PARTITIONS,
+    MAX_STAGE_SPLITS,
     PROFILES,
     RENDER_GROUP_BYTES,
 )
@@ -43,6 +44,9 @@ class DuckDBConfig:
     # URL ranges stage deduplicates and sorts one at a time; 0: as many as the memory limit needs
     # (sitemap_ops.stage.partitions)
     stage_partitions: int = 0
+    # input splits stage reads and normalizes the page sources in (each a mapped task in Airflow; in the CLI
+    # one after another); 1: in one piece (sitemap_ops.stage.splits)
+    stage_splits: int = 1
     # chunks of rows plan joins the staged URLs with the last assignment in; 0: as many as the memory limit
     # needs (sitemap_ops.plan.assign.write_rows)
     plan_chunks: int = 0
@@ -55,6 +59,10 @@ class DuckDBConfig:
                 f"duckdb.stage_partitions must be 0 (as memory needs) to {MAX_STAGE_PARTITIONS}, "
                 f"not {self.stage_partitions}"
             )
+        if not 1 <= self.stage_splits <= MAX_STAGE_SPLITS:
+            raise ConfigError(
+                f"duckdb.stage_splits must be 1 (in one piece) to {MAX_STAGE_SPLITS}, not {self.stage_splits}"
+            )
         if not 0 <= self.plan_chunks <= MAX_PLAN_CHUNKS:
             raise ConfigError(
                 f"duckdb.plan_chunks must be 0 (as memory needs) to {MAX_PLAN_CHUNKS}, not {self.plan_chunks}"
@@ -66,7 +74,10 @@ class DuckDBConfig:
 
 
 # The Airflow DAG's tasks (sitemap_ops.airflow_dags), and what [airflow.steps.<name>] may set for each.
-AIRFLOW_STEPS = ("stage", "stage_range", "stage_merge", "plan", "render", "publish", "retire", "notify", "report")
+AIRFLOW_STEPS = (
+    "stage", "stage_split", "stage_gather", "stage_range", "stage_merge",
+    "plan", "render", "publish", "retire", "notify", "report",
+)  # fmt: skip
 _STEP_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "queue": str,
     "pool": str,
@@ -269,6 +280,7 @@ class SiteConfig:
             text_format=self.render.format == "txt",
             storage=self.storage,
             partitions=self.duckdb.stage_partitions,
+            splits=self.duckdb.stage_splits,
         )
 
     def plan_settings(self) -> PlanSettings:

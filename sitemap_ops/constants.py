@@ -291,6 +291,10 @@ PLAN_CHUNK_SHARE = 1.0
 MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
 # At most this many ranges: the partitioned write keeps one file open per range.
 MAX_STAGE_PARTITIONS = 1000
+# Stage may read and normalize the page sources in input splits, each a task of its own in Airflow
+# (sitemap_ops.stage.splits): at most this many ([duckdb] stage_splits' upper bound). A Parquet file splits
+# between row groups; any other source is one split.
+MAX_STAGE_SPLITS = 1000
 # Rows per row group of the staged snapshot when stage assembles it from partitions (DuckDB's own default).
 STAGED_ROW_GROUP = 122_880
 # The folder of a build's work folder where a ranged stage hands its ranges over (each range's rows, checked
@@ -298,4 +302,5 @@ STAGED_ROW_GROUP = 122_880
 # by a task of its own on any machine; emptied once the snapshot is assembled. Only files whose names
 # match STAGE_RANGE_FILE are ever deleted from it.
 STAGE_RANGES_NAME = "stage-ranges"
-STAGE_RANGE_FILE = r"(rows|page_ext|news_ext)-\d{5}-\d+\.parquet|sorted-\d{5}\.parquet"
+# (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits)
+STAGE_RANGE_FILE = r"(rows|page_ext|news_ext)-\d{5}(-\d{5})?-\d+\.parquet|sorted-\d{5}\.parquet|rejects-\d{5}\.csv"

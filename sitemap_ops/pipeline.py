@@ -32,6 +32,7 @@ from sitemap_ops.constants import (
     LIVE_MANIFEST_NAME,
     MAX_RENDER_GROUPS,
     MAX_STAGE_PARTITIONS,
+    MAX_STAGE_SPLITS,
     PLAN_NAME,
     RENDER_GROUP_BYTES,
 )
@@ -47,8 +48,8 @@ from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
 from sitemap_ops.report.report import config_digest, gather, write_report
 from sitemap_ops.stage.partitions import clear_ranges
-from sitemap_ops.stage.result import StageResult
-from sitemap_ops.stage.stage import run_stage, run_stage_merge, run_stage_range
+from sitemap_ops.stage.result import SplitResult, StageResult
+from sitemap_ops.stage.stage import run_stage, run_stage_gather, run_stage_merge, run_stage_range, run_stage_split
 from sitemap_ops.storage import Storage
 from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, prune_work, work_root
 
@@ -107,8 +108,18 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
 
 def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file):
-    stage_rows, then stage_range for each URL range it left, then stage_merge, in this process."""
+    stage_rows, then stage_split for each input split it left and stage_gather, then stage_range for each URL
+    range, then stage_merge, in this process."""
     staged = stage_rows(run, progress)
+    if staged.splits is not None:
+        if progress is not None:
+            progress.start("stage: reading and normalizing by input split", len(staged.splits.splits))
+        results = []
+        for number in range(len(staged.splits.splits)):
+            results.append(stage_split(run, staged, number))
+            if progress is not None:
+                progress.advance()
+        staged = stage_gather(run, staged, results, progress)
     if staged.ranges is None:
         return staged
     if progress is not None:
@@ -120,17 +131,40 @@ def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     return stage_merge(run, staged, progress)
 
 
-def stage_rows(run: BuildRun, progress: Progress | None = None, max_ranges: int = MAX_STAGE_PARTITIONS) -> StageResult:
+def stage_rows(
+    run: BuildRun,
+    progress: Progress | None = None,
+    max_ranges: int = MAX_STAGE_PARTITIONS,
+    max_splits: int = MAX_STAGE_SPLITS,
+) -> StageResult:
     """Read and normalize the inventory, write the rejects file, and either deduplicate it into the staged
     snapshot or, when it is too big for one query, hand it over in at most `max_ranges` URL ranges
-    (`StageResult.ranges`) to stage_range and stage_merge.
+    (`StageResult.ranges`) to stage_range and stage_merge. With `[duckdb] stage_splits` above 1 it reads
+    nothing yet: it hands the page sources over in at most `max_splits` input splits (`StageResult.splits`)
+    to stage_split, and stage_gather gives the ranged result.
 
     A multi-host site's stage also writes each host's staged snapshot to that host's work folder, and gives
     each host's result in `StageResult.hosts` (in the order of `host_runs`)."""
     work = open_work(run.config, run.build_id)
     clear_ranges(work)  # an earlier attempt's
     with duckdb_session(run.config, work) as con:
-        return run_stage(run.config.stage_settings(), con, work, run.now, progress, _host_works(run), max_ranges)
+        return run_stage(
+            run.config.stage_settings(), con, work, run.now, progress, _host_works(run), max_ranges, max_splits
+        )
+
+
+def stage_split(run: BuildRun, staged: StageResult, number: int) -> SplitResult:
+    """Read and normalize one input split of a split stage (`staged.splits`) into the work folder's URL ranges."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        return run_stage_split(run.config.stage_settings(), con, work, run.now, staged, number)
+
+
+def stage_gather(
+    run: BuildRun, staged: StageResult, splits: list[SplitResult], progress: Progress | None = None
+) -> StageResult:
+    """A split stage's ranged result from its splits' (`splits`, in split order): counts, rejects file, ranges."""
+    return run_stage_gather(open_work(run.config, run.build_id), staged, splits, progress)
 
 
 def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:

@@ -100,6 +100,9 @@ class SourceConfig:
     header: bool = True
     delimiter: str = ""
     encoding: str = "utf-8"
+    # database page sources: an integer column whose ranges cut the source into input splits when
+    # [duckdb] stage_splits is above 1 (without it, a database source is one split)
+    split_key: str = ""
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -137,10 +140,16 @@ class SourceConfig:
                 f"source {self.label}: unknown inventory column(s) {sorted(unknown)} in `columns` "
                 f"for kind {self.kind}; known: {', '.join(known)}"
             )
+        self._check_page_options()
+
+    def _check_page_options(self) -> None:
+        """The options only a page source takes: a fixed section, a split key (a database source's)."""
         if self.section and self.kind != "pages":
             raise ConfigError(f"source {self.label}: `section` applies to page sources only")
         if self.section and not _SECTION_NAME.match(self.section):
             raise ConfigError(f"source {self.label}: section {self.section!r} must match [a-z0-9][a-z0-9_-]*")
+        if self.split_key and (self.format not in DATABASE_FORMATS or self.kind != "pages"):
+            raise ConfigError(f"source {self.label}: `split_key` applies to database page sources only")
 
     @property
     def label(self) -> str:
@@ -264,3 +273,4 @@ class StageSettings:
     text_format: bool  # render.format = "txt": the sitemaps cannot carry extensions
     storage: StorageConfig
     partitions: int = 0  # [duckdb] stage_partitions: URL ranges to dedupe and sort in; 0: as memory needs
+    splits: int = 1  # [duckdb] stage_splits: input splits to read and normalize the page sources in

@@ -87,15 +87,26 @@ def clear_ranges(work: Storage) -> None:
             os.rmdir(ranges.root)
 
 
-def write_ranges(con: duckdb.DuckDBPyConnection, parts: int, work: Storage, progress: Progress) -> list[int]:
+def range_bounds(sample: list[str], parts: int) -> list[str]:
+    """The lower bounds of ranges 1 .. parts-1 from a sample of the valid URLs (equal shares of it); fewer
+    when the sample repeats itself (a repeated bound would make an empty range)."""
+    ordered = sorted(set(sample))
+    return sorted({ordered[i * len(ordered) // parts] for i in range(1, parts)}) if ordered else []
+
+
+def write_ranges(
+    con: duckdb.DuckDBPyConnection, parts: int, work: Storage, progress: Progress, bounds: list[str] | None = None,
+    split: int | None = None,
+) -> list[int]:  # fmt: skip
     """Write the valid rows of the temp table `normalized`, and the temp tables page_ext and news_ext, in about
-    `parts` URL ranges into the ranges folder of `work`; each range's row count, in range order.
+    `parts` URL ranges (or in the ranges `bounds` gives) into the ranges folder of `work`; each range's row
+    count, in range order.
 
     DuckDB writes them partitioned into its spill folder (the build's local scratch space); they then move
-    into the work folder (a rename when that is local), flat: <kind>-<range>-<n>.parquet."""
-    sample = sorted({loc for (loc,) in con.execute(read_sql("stage_part_sample")).fetchall()})
-    bounds = [sample[i * len(sample) // parts] for i in range(1, parts)] if sample else []
-    bounds = sorted(set(bounds))  # repeated sample values make empty ranges: fewer partitions
+    into the work folder (a rename when that is local), flat: <kind>-<range>-<n>.parquet, or
+    <kind>-<range>-<split>-<n>.parquet for input split `split` (sitemap_ops.stage.splits)."""
+    if bounds is None:
+        bounds = range_bounds([loc for (loc,) in con.execute(read_sql("stage_part_sample")).fetchall()], parts)
     parts = len(bounds) + 1
     set_variables(con, {"part_bounds": bounds or [""]})
     expression = part_expression(parts)
@@ -103,6 +114,7 @@ def write_ranges(con: duckdb.DuckDBPyConnection, parts: int, work: Storage, prog
     shutil.rmtree(local, ignore_errors=True)
     os.makedirs(local)
     ranges = ranges_of(work)
+    tag = "" if split is None else f"-{split:05d}"
     rows = [0] * parts
     try:
         with progress.working(f"stage: writing the rows in {parts} URL ranges", con.query_progress):
@@ -117,7 +129,7 @@ def write_ranges(con: duckdb.DuckDBPyConnection, parts: int, work: Storage, prog
                     path = os.path.join(folder, entry, name)
                     if kind == "rows":
                         rows[part] += pq.read_metadata(path).num_rows
-                    ranges.move_in(path, f"{kind}-{part:05d}-{index}.parquet")
+                    ranges.move_in(path, f"{kind}-{part:05d}{tag}-{index}.parquet")
     finally:
         shutil.rmtree(local, ignore_errors=True)
     return rows

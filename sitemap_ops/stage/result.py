@@ -39,6 +39,51 @@ class StageRanges:
 
 
 @dataclass
+class InputSplit:
+    """One part of the page sources that a stage_split step reads and normalizes on its own: some Parquet
+    files of source `source` (rows [first_row, end_row) of the one file when end_row is set), a key range of
+    a database source (`keyed`), or the whole source."""
+
+    source: int  # the page source's position in the site's sources
+    files: list[str] = field(default_factory=list)  # Parquet files of it, as DuckDB names them
+    first_row: int = 0
+    end_row: int = 0  # 0: the files' rows
+    # a database source with a split_key: its rows whose key is in [key_low, key_high); None: unbounded on
+    # that side (the first split also takes the rows without a key)
+    keyed: bool = False
+    key_low: int | None = None
+    key_high: int | None = None
+
+
+@dataclass
+class StageSplits:
+    """A split stage's hand-over to its split steps (sitemap_ops.stage.splits): which rows each reads, and the
+    URL ranges' lower bounds they all write their valid rows by (range i > 0 starts at bounds[i - 1])."""
+
+    splits: list[InputSplit]
+    bounds: list[str]
+
+
+@dataclass
+class SplitResult:
+    """What one stage_split step read and wrote: its counts, and its valid rows in each URL range."""
+
+    rows_in: int
+    valid: int
+    rejected: dict[str, int] = field(default_factory=dict)
+    fields_dropped: dict[str, int] = field(default_factory=dict)
+    ranges: list[int] = field(default_factory=list)
+    host_counts: list[dict[str, int]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SplitResult:
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
+
+@dataclass
 class StageResult:
     """What the stage step did; small and JSON-able (it travels in XCom and the manifest)."""
 
@@ -56,6 +101,8 @@ class StageResult:
     hosts: list[StageResult] = field(default_factory=list)
     # a ranged stage until its ranges are merged (the snapshot is not written yet: staged_path is "")
     ranges: StageRanges | None = None
+    # a split stage until its splits are read (nothing is counted yet): the splits and the ranges' bounds
+    splits: StageSplits | None = None
 
     @property
     def excluded(self) -> dict[str, int]:
@@ -74,5 +121,8 @@ class StageResult:
             fields["extensions"] = ExtensionResult(**fields["extensions"])
         if fields.get("ranges") is not None:
             fields["ranges"] = StageRanges(**fields["ranges"])
+        if fields.get("splits") is not None:
+            splits = fields["splits"]
+            fields["splits"] = StageSplits([InputSplit(**split) for split in splits["splits"]], list(splits["bounds"]))
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         return cls(**fields)

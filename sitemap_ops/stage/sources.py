@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from sitemap_ops.duck import bind_variables, duckdb_path, quote_literal, read_sql
+from sitemap_ops.duck import bind_variables, duckdb_path, quote_literal, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.stage.config import (
     EXCLUDE_RULE_COLUMNS,
@@ -21,6 +21,7 @@ from sitemap_ops.stage.config import (
 )
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
+from sitemap_ops.stage.result import InputSplit
 from sitemap_ops.storage import StorageConfig
 
 if TYPE_CHECKING:
@@ -70,10 +71,17 @@ class Inventory:
     # The extension kinds the sources carry (images, videos, alternates, news), inline or in their own source.
     extensions: set[str] = field(default_factory=set)
     exclusions: bool = False  # some source has kind = "exclude" (the view exclude_src)
+    # each page source's rows as SQL ("<relation> WHERE <filter>"), by its position in the sources
+    rows_sql: dict[int, str] = field(default_factory=dict)
 
     def error(self, exc: BaseException) -> str:
         """A one-line message for a failure while reading the inventory, with every secret scrubbed."""
         return scrub(f"cannot read the inventory ({', '.join(self.labels)}): {first_line(exc)}", self.secrets)
+
+
+def _alias(index: int) -> str:
+    """The name a database source is attached under (by its position in the sources)."""
+    return f"src{index}" if index else "src"
 
 
 def quote_identifier(name: str) -> str:
@@ -316,30 +324,53 @@ def _empty_view(con: duckdb.DuckDBPyConnection, name: str, columns: tuple[tuple[
 
 
 def create_inventory_view(
-    con: duckdb.DuckDBPyConnection, sources: tuple[SourceConfig, ...], storage: StorageConfig | None = None
+    con: duckdb.DuckDBPyConnection,
+    sources: tuple[SourceConfig, ...],
+    storage: StorageConfig | None = None,
+    split: InputSplit | None = None,
 ) -> Inventory:
     """Create the temp view `inventory` over all page sources (combined before dedupe), and one view per
     extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
-    ext_news_src; empty when no source has that kind), and the view exclude_src over the exclusion sources."""
+    ext_news_src; empty when no source has that kind), and the view exclude_src over the exclusion sources.
+
+    With `split` (sitemap_ops.stage.splits), `inventory` holds only that split's rows: one page source, some of
+    its Parquet files, or the rows of one file between two row numbers (the scan skips the other row groups)."""
     inventory = Inventory(labels=[s.label for s in sources])
     parts: list[str] = []
     extension_parts: dict[str, list[str]] = {kind: [] for kind in _EXTENSION_VIEWS}
     exclude_parts: list[str] = []
     for index, source in enumerate(sources):
-        alias = f"src{index}" if index else "src"
+        if split is not None and (source.kind != "pages" or index != split.source):
+            continue
+        alias = _alias(index)
         try:
-            relation = _relation_sql(con, source, alias, inventory, storage)
+            if split is not None and split.files:
+                duckdb_path(con, source.path, storage)  # (registers the files' fsspec file system with DuckDB)
+                files = ", ".join(quote_literal(file) for file in split.files)
+                relation = f"read_parquet([{files}], file_row_number = true)"
+            else:
+                relation = _relation_sql(con, source, alias, inventory, storage)
             types = _column_types(con, relation)
         except duckdb.Error as exc:
             raise SourceError(
                 scrub(f"cannot read source {source.label}: {first_line(exc)}", inventory.secrets)
             ) from None
-        where = ""
+        conditions = []
         if source.filter:
             # Values are bound as variables (never formatted into SQL); DuckDB folds them into constants
             # and pushes the condition down to the database server.
             bind_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
-            where = f" WHERE {source.filter_sql(alias)}"
+            conditions.append(f"({source.filter_sql(alias)})")
+        if split is not None and split.end_row:
+            set_variables(con, {"split_first_row": split.first_row, "split_end_row": split.end_row})
+            conditions.append(
+                "file_row_number >= getvariable('split_first_row') AND file_row_number < getvariable('split_end_row')"
+            )
+        if split is not None and split.keyed:
+            conditions.append(_key_range_sql(con, source.split_key, split))
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        if source.kind == "pages":
+            inventory.rows_sql[index] = f"{relation}{where}"
         if source.kind == "pages":
             select = ", ".join(
                 [_select_list(source, index, types), *_inline_extensions(source, types, inventory.extensions)]
@@ -366,6 +397,45 @@ def create_inventory_view(
         else:
             _empty_view(con, view, (("source", "INTEGER"), ("page_raw", "VARCHAR"), *columns))
     return inventory
+
+
+def _key_range_sql(con: duckdb.DuckDBPyConnection, key: str, split: InputSplit) -> str:
+    """The condition that keeps a keyed split's rows (its bounds bound as variables), pushed down to the
+    database server: key_low <= key < key_high, either side open when None; the first split also takes the
+    rows without a key, and the last those past the key range the split stage saw."""
+    column = quote_identifier(key)
+    bounds = []
+    if split.key_low is not None:
+        set_variables(con, {"split_key_low": split.key_low})
+        bounds.append(f"{column} >= getvariable('split_key_low')")
+    if split.key_high is not None:
+        set_variables(con, {"split_key_high": split.key_high})
+        bounds.append(f"{column} < getvariable('split_key_high')")
+    condition = " AND ".join(bounds) or "true"
+    return f"({column} IS NULL OR {condition})" if split.key_low is None else f"({condition})"
+
+
+def key_range(
+    con: duckdb.DuckDBPyConnection, inventory: Inventory, source: SourceConfig, index: int
+) -> tuple[int, int, int]:
+    """The lowest and highest `split_key` of page source `index` (of those its filter keeps), and its rows;
+    (0, -1, rows) when no row has a key. Reads the source (a database server answers one aggregate)."""
+    column = quote_identifier(source.split_key)
+    if source.query:  # (a query runs with its database as the default catalog, as in _relation_sql)
+        con.execute(f"USE {_alias(index)}")
+    # the column quoted by quote_identifier; the relation and filter are the user's (see create_inventory_view)
+    sql = f"SELECT min({column}), max({column}), count(*) FROM {inventory.rows_sql[index]}"  # noqa: S608
+    try:
+        ((low, high, rows),) = con.execute(sql).fetchall()
+    except duckdb.Error as exc:
+        raise SourceError(scrub(f"cannot read source {source.label}: {first_line(exc)}", inventory.secrets)) from None
+    if low is None:
+        return 0, -1, int(rows)
+    if not isinstance(low, int) or not isinstance(high, int):
+        raise SourceError(
+            f"source {source.label}: split_key {source.split_key!r} must be an integer column, not {type(low).__name__}"
+        )
+    return low, high, int(rows)
 
 
 def create_url_inventory_view(con: duckdb.DuckDBPyConnection, relation: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -17,6 +18,7 @@ from sitemap_ops.constants import (
     MAX_LOC_LENGTH,
     MAX_SECTION_LENGTH,
     MAX_STAGE_PARTITIONS,
+    MAX_STAGE_SPLITS,
     PRIORITY_MAX,
     PRIORITY_MIN,
     REJECTS_NAME,
@@ -30,13 +32,14 @@ from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
-from sitemap_ops.stage.partitions import dedupe_range, merge_ranges, part_count, write_ranges
-from sitemap_ops.stage.result import ExtensionResult, StageRanges, StageResult
+from sitemap_ops.stage.partitions import dedupe_range, merge_ranges, part_count, ranges_of, write_ranges
+from sitemap_ops.stage.result import ExtensionResult, SplitResult, StageRanges, StageResult, StageSplits
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
     create_inventory_view,
     create_url_inventory_view,
 )
+from sitemap_ops.stage.splits import clear_split, gather_rejects, list_splits, split_bounds, split_rejects_name
 from sitemap_ops.storage import Storage
 from sitemap_ops.urls import PLAIN_HOST, TARGET_NEEDS_WORK
 
@@ -99,12 +102,18 @@ def run_stage(
     progress: Progress | None = None,
     host_works: list[Storage] | None = None,
     max_ranges: int = MAX_STAGE_PARTITIONS,
+    max_splits: int = MAX_STAGE_SPLITS,
 ) -> StageResult:
     """Stage the inventory into `staged.parquet` and `rejects.csv` in the build's work storage.
 
     When the valid rows would not fit DuckDB's memory in one query (or `config.partitions` says so), they are
     written in at most `max_ranges` URL ranges instead, and the result's `ranges` says how many rows each
     holds: `run_stage_range` then deduplicates each range and `run_stage_merge` writes the snapshot.
+
+    When `config.splits` (at most `max_splits`) cuts the page sources in several input splits, it reads
+    nothing but their row counts and a sample: the result's `splits` hands them to `run_stage_split`, one
+    each, and `run_stage_gather` sums them up into a ranged result. An inventory with extensions or exclusion
+    sources is read in one piece (their checks join across all its rows).
 
     A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
     folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
@@ -114,6 +123,20 @@ def run_stage(
     inventory = create_inventory_view(con, config.sources, config.storage)
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
+    if min(config.splits, max_splits) > 1:
+        if inventory.extensions or inventory.exclusions:
+            progress.step("stage: the inventory has extensions or exclusion sources: read in one piece, not split")
+        else:
+            try:
+                found = list_splits(con, config.sources, config.storage, inventory, min(config.splits, max_splits))
+                if len(found) > 1:
+                    bounds = split_bounds(con, min(max_ranges, config.partitions), max_ranges)
+                    progress.step(f"stage: {len(found)} input splits, {len(bounds) + 1} URL range(s)")
+                    return _read_result(work, 0, {}, {}, splits=StageSplits(found, bounds))
+            except duckdb.Error as exc:
+                raise SourceError(inventory.error(exc)) from None
+            finally:
+                con.execute("USE memory")
     canonicals = 0
     try:
         with progress.working("stage: reading and normalizing", con.query_progress):
@@ -140,25 +163,12 @@ def run_stage(
         con.execute(read_sql("stage_ext_empty"))
     if not inventory.exclusions:
         con.execute(read_sql("stage_exclusions_empty"))
-    counts = con.execute(read_sql("stage_counts")).fetchall()
-    # a canonical published in place of a page is a row of its own, not an input row
-    rows_in = next(n for kind, _, n in counts if kind == "rows") - canonicals
-    valid = next(n for kind, _, n in counts if kind == "valid")
-    rejected = {reason: n for kind, reason, n in counts if kind == "reject"}
-    dropped = {reason: n for kind, reason, n in counts if kind == "field"}
+    rows, valid, rejected, dropped = _counts(con)
+    rows_in = rows - canonicals  # a canonical published in place of a page is a row of its own, not an input row
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
     # the rejects file names each row's source by its label (database URLs with *** for the password)
     set_variables(con, {"source_labels": inventory.labels})
-    result = StageResult(
-        rows_in=rows_in,
-        staged=0,
-        duplicates=0,
-        rejected=dict(sorted(rejected.items())),
-        fields_dropped=dict(sorted(dropped.items())),
-        rejects_path=work.url_of(REJECTS_NAME),
-        extensions=extensions,
-        canonicals=canonicals,
-    )
+    result = _read_result(work, rows_in, rejected, dropped, extensions=extensions, canonicals=canonicals)
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         per_host = host_counts(con, config.sites) if host_works else []
@@ -177,6 +187,102 @@ def run_stage(
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     return _finish(config, con, work, result, valid, per_host, progress, host_works)
+
+
+def _read_result(
+    work: Storage, rows_in: int, rejected: dict[str, int], dropped: dict[str, int], **more: Any
+) -> StageResult:
+    """A stage's result as far as reading goes: its input counts (the staged ones come with the snapshot)."""
+    return StageResult(
+        rows_in=rows_in,
+        staged=0,
+        duplicates=0,
+        rejected=dict(sorted(rejected.items())),
+        fields_dropped=dict(sorted(dropped.items())),
+        rejects_path=work.url_of(REJECTS_NAME),
+        **more,
+    )
+
+
+def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, dict[str, int], dict[str, int]]:
+    """The normalized rows, the valid ones, the rejected by reason and the dropped fields by reason
+    (sql/stage_counts.sql)."""
+    counts = con.execute(read_sql("stage_counts")).fetchall()
+    rows = next(n for kind, _, n in counts if kind == "rows")
+    valid = next(n for kind, _, n in counts if kind == "valid")
+    rejected = {reason: n for kind, reason, n in counts if kind == "reject"}
+    dropped = {reason: n for kind, reason, n in counts if kind == "field"}
+    return rows, valid, rejected, dropped
+
+
+def run_stage_split(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    build_time: dt.datetime,
+    staged: StageResult,
+    number: int,
+    progress: Progress | None = None,
+) -> SplitResult:
+    """Read and normalize input split `number` of a split stage (`staged.splits`): its rejects file and its
+    valid rows in the URL ranges, in the work storage's ranges folder."""
+    assert staged.splits is not None
+    progress = progress or Progress(enabled=False)
+    clear_split(work, number)  # an earlier attempt's
+    ranges_of(work).makedirs()
+    inventory = create_inventory_view(con, config.sources, config.storage, staged.splits.splits[number])
+    set_variables(con, normalize_variables(config, build_time))
+    try:
+        _create_normalized(con, False)
+    except duckdb.Error as exc:
+        raise SourceError(inventory.error(exc)) from None
+    finally:
+        con.execute("USE memory")
+    con.execute(read_sql("stage_ext_empty"))
+    con.execute(read_sql("stage_exclusions_empty"))
+    rows, valid, rejected, dropped = _counts(con)
+    set_variables(con, {"source_labels": inventory.labels})
+    try:
+        rejects = storage_path(con, ranges_of(work), split_rejects_name(number))
+        con.sql(read_sql("stage_rejects")).write_csv(rejects, header=True)
+        per_host = host_counts(con, config.sites) if len(config.sites) > 1 else []
+        in_ranges = write_ranges(con, 0, work, progress, bounds=staged.splits.bounds, split=number)
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
+        raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
+    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host)
+
+
+def run_stage_gather(
+    work: Storage, staged: StageResult, splits: list[SplitResult], progress: Progress | None = None
+) -> StageResult:
+    """A split stage's result once every input split is read: their counts summed, their rejects files in one,
+    and their rows in the URL ranges handed to run_stage_range and run_stage_merge (`ranges`)."""
+    assert staged.splits is not None
+    progress = progress or Progress(enabled=False)
+    if len(splits) != len(staged.splits.splits):
+        raise StageError(f"{len(splits)} of this build's {len(staged.splits.splits)} input splits were read")
+    try:
+        gather_rejects(work, len(splits))
+    except OSError as exc:
+        raise StageError(f"cannot gather the input splits' rejects in {work.url}: {first_line(exc)}") from None
+    rejected: dict[str, int] = {}
+    dropped: dict[str, int] = {}
+    for split in splits:
+        for total, counts in ((rejected, split.rejected), (dropped, split.fields_dropped)):
+            for reason, n in counts.items():
+                total[reason] = total.get(reason, 0) + n
+    hosts = max((len(split.host_counts) for split in splits), default=0)
+    per_host: list[dict[str, int]] = [{} for _ in range(hosts)]
+    for split in splits:
+        for mine, theirs in zip(per_host, split.host_counts, strict=False):
+            for key, n in theirs.items():
+                mine[key] = mine.get(key, 0) + n
+    rows = [sum(column) for column in zip(*(split.ranges for split in splits), strict=True)]
+    valid = sum(split.valid for split in splits)
+    rows_in = sum(split.rows_in for split in splits)
+    progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; {valid:,} valid rows in "
+                  f"{len(rows)} URL ranges")  # fmt: skip
+    return _read_result(work, rows_in, rejected, dropped, ranges=StageRanges(rows, valid, per_host))
 
 
 def run_stage_range(

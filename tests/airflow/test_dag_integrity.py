@@ -68,18 +68,29 @@ def test_example_dag_is_built_as_specified() -> None:
         assert param.schema["type"] == "boolean" and param.value is False and param.description
     order = [t.task_id for t in dag.topological_sort()]
     assert order == [
-        "stage", "stage_ranges", "stage_range", "stage_merge", "plan", "render_groups", "render", "publish", "retire",
-        "report",
+        "stage", "stage_splits", "stage_split", "stage_gather", "stage_ranges", "stage_range", "stage_merge", "plan",
+        "render_groups", "render", "publish", "retire", "report",
     ]  # fmt: skip
     tasks = {t.task_id: t for t in dag.tasks}
     assert tasks["report"].is_teardown  # it runs after a failure too, and leaves the run's state alone
-    for name in ("stage", "stage_range", "stage_merge", "plan", "render", "publish", "retire"):
+    for name in (
+        "stage",
+        "stage_split",
+        "stage_gather",
+        "stage_range",
+        "stage_merge",
+        "plan",
+        "render",
+        "publish",
+        "retire",
+    ):
         assert tasks[name].retries == 3
         assert tasks[name].retry_exponential_backoff
         assert tasks[name].owner == "sitemap-ops"
         assert tasks[name].doc_md
     assert type(tasks["render"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["stage_range"]).__name__ == "DecoratedMappedOperator"
+    assert type(tasks["stage_split"]).__name__ == "DecoratedMappedOperator"
     assert [o.name for o in tasks["publish"].outlets] == ["sitemaps_published_example"]
 
 

@@ -81,6 +81,15 @@ def _objects(s3: S3Server, prefix: str) -> dict[str, bytes]:
     }
 
 
+def _published_locs(s3: S3Server, prefix: str) -> set[str]:
+    """The URLs of the pages' shards under `prefix`."""
+    locs: set[str] = set()
+    for name, data in _objects(s3, prefix).items():
+        if name.startswith("sitemap-pages-"):
+            locs |= {e.text for e in etree.fromstring(gzip.decompress(data)).iterfind("s:url/s:loc", NS)}
+    return locs
+
+
 def test_dag_builds_and_publishes_then_uploads_nothing_when_unchanged(site) -> None:
     folder, db, s3 = site
     _site(folder, db, s3, "live")
@@ -276,17 +285,70 @@ def test_a_ranged_stage_maps_one_task_per_url_range_within_the_max_map_length(si
     assert run.state == "success"
     ranges = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_range")
     assert ranges == ["URL range 0", "URL range 1", "URL range 2"]
-    locs = set()
-    for name, data in _objects(s3, "ranged").items():
-        if name.startswith("sitemap-pages-"):
-            locs |= {e.text for e in etree.fromstring(gzip.decompress(data)).iterfind("s:url/s:loc", NS)}
-    assert locs == {f"{SITE}/p/{i}" for i in range(100)}
+    assert _published_locs(s3, "ranged") == {f"{SITE}/p/{i}" for i in range(100)}
     tis = {ti.task_id: ti for ti in run.get_task_instances() if ti.map_index < 1}
     assert tis["publish"].xcom_pull(task_ids="publish")["urls"] == 100
     staged = tis["stage_merge"].xcom_pull(task_ids="stage_merge")
     assert staged["staged"] == 100 and staged["duplicates"] == 34 and staged["ranges"] is None
     # the ranges' files are gone from the work folder once merged
     assert not list((folder / "work").rglob("stage-ranges"))
+
+
+def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site, monkeypatch) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder, db, s3 = site
+    # 3 Parquet files on S3, read through the storage connection; each page also in another spelling
+    for number in range(3):
+        pages = range(number * 40, number * 40 + 40)
+        locs = [f"{SITE}/q/{i}" for i in pages] + [f"HTTPS://WWW.EXAMPLE.COM/q/{i}" for i in pages if i % 4 == 0]
+        buffer = io.BytesIO()
+        pq.write_table(pa.table({"loc": locs}), buffer, row_group_size=20)
+        s3.client.put_object(Bucket=s3.bucket, Key=f"inventory/part-{number}.parquet", Body=buffer.getvalue())
+    (folder / "shop.toml").write_text(
+        f"""name = "shop"
+base_url = "{SITE}"
+output = "{s3.url("split")}"
+work_dir = "{s3.url("split-work")}"
+
+[[sources]]
+path = "{s3.url("inventory/*.parquet")}"
+
+[shards]
+max_urls = 40
+
+[duckdb]
+stage_splits = 3
+stage_partitions = 2
+
+[airflow]
+storage_conn_id = "site_storage"
+retries = 1
+retry_delay_seconds = 1
+"""
+    )
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "2")  # 3 splits asked: 2 mapped tasks
+    run = _run(folder)
+    assert run.state == "success"
+    splits = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_split")
+    assert splits == ["input split 0", "input split 1"]
+    ranges = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_range")
+    assert ranges == ["URL range 0", "URL range 1"]
+    assert _published_locs(s3, "split") == {f"{SITE}/q/{i}" for i in range(120)}
+    tis = {ti.task_id: ti for ti in run.get_task_instances() if ti.map_index < 1}
+    staged = tis["stage_merge"].xcom_pull(task_ids="stage_merge")
+    assert (staged["rows_in"], staged["staged"], staged["duplicates"]) == (150, 120, 30)
+    assert staged["splits"] is None and staged["ranges"] is None
+    # each split's XCom is its counts; the work folder keeps no split or range file once merged
+    assert {
+        ti.xcom_pull(task_ids="stage_split", map_indexes=ti.map_index)["rows_in"]
+        for ti in run.get_task_instances()
+        if ti.task_id == "stage_split"
+    } == {100, 50}
+    assert not [n for n in _objects(s3, "split-work") if "/stage-ranges/" in n]
 
 
 def test_a_sitemap_build_task_group_runs_inside_a_dag_of_ones_own(site) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
 
+import pyarrow.parquet as pq
 import pytest
 from usp.tree import sitemap_tree_for_homepage
 
@@ -219,18 +220,23 @@ def test_host_lists_are_checked(tmp_path: Path) -> None:
     assert [s.robots for s in sites] == [str(tmp_path / "a" / "robots.txt"), str(tmp_path / "b" / "robots.txt")]
 
 
-def test_a_multi_host_site_staged_in_url_ranges_publishes_what_one_query_does(tmp_path: Path) -> None:
+def test_a_multi_host_site_staged_in_url_ranges_or_input_splits_publishes_what_one_query_does(
+    tmp_path: Path,
+) -> None:
     source, expected = _inventory(tmp_path)
-    files = {}
-    for partitions in (1, 4):
-        root = tmp_path / f"p{partitions}"
+    pq.write_table(pq.read_table(source), source, row_group_size=50)  # row groups to split by
+    files, counts = {}, {}
+    for name, duckdb in {"one": {}, "ranges": {"stage_partitions": 4}, "splits": {"stage_splits": 3}}.items():
+        root = tmp_path / name
         outputs = {host: str(root / "public" / host) for host in HOSTS}
-        summary = run_build(_site(root, source, outputs, duckdb={"stage_partitions": partitions}), now=NOW)
+        summary = run_build(_site(root, source, outputs, duckdb=duckdb), now=NOW)
         assert not summary.failed_hosts
-        files[partitions] = {
+        files[name] = {
             host: {p.name: read_file(p) for p in sorted(Path(outputs[host]).iterdir()) if p.name != "manifest.json"}
             for host in HOSTS
         }
+        counts[name] = [(h.stage.rows_in, h.stage.staged, h.stage.duplicates, h.stage.rejected) for h in summary.hosts]
         for host in HOSTS:
             assert set(published(Path(outputs[host]))) == expected[host], host
-    assert files[1] == files[4]
+    assert files["one"] == files["ranges"] == files["splits"]
+    assert counts["one"] == counts["ranges"] == counts["splits"]

@@ -355,3 +355,47 @@ def test_extension_loading_reports_every_attempt(monkeypatch: pytest.MonkeyPatch
     con = duckdb.connect()
     with pytest.raises(SourceError, match=r"cannot load DuckDB's no_such_ext extension .*LOAD: .*INSTALL: "):
         databases.load_extension(con, "no_such_ext")
+
+
+def test_a_database_source_with_a_split_key_is_read_in_key_ranges_as_it_is_read_whole(
+    tmp_path: Path, database: Database
+) -> None:
+    from sitemap_ops import pipeline
+
+    table = database.table("split_pages")
+    text = "TEXT" if database.kind == "postgres" else "VARCHAR(200)"
+    database.execute(f"CREATE TABLE {table} (id INT, url {text}, kind {text})")
+    rows = [(i, f"{SITE}/s/{i}", "odd" if i % 2 else "even") for i in range(1, 601)]
+    rows += [(1000 + i, f"HTTPS://WWW.EXAMPLE.COM/s/{i}", "even") for i in range(1, 601, 7)]  # merged by dedupe
+    rows += [(None, f"{SITE}/no-key/{i}", "odd") for i in range(3)] + [(10**6, "/relative", "odd")]
+    database.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s)", rows)
+    source = _source(database, table=table, columns={"loc": "url", "section": "kind"}, split_key="id")
+    whole = sources_config(tmp_path / "whole", [source])
+    split = sources_config(tmp_path / "split", [source], duckdb={"stage_splits": 4})
+    staged = pipeline.stage_rows(pipeline.BuildRun.new(split, NOW))
+    assert staged.splits is not None
+    # 4 equal key ranges of 1 .. 1,000,000; the first takes the rows without a key, the last is open above
+    bounds = [(s.key_low, s.key_high) for s in staged.splits.splits]
+    assert bounds == [(None, 250_001), (250_001, 500_001), (500_001, 750_001), (750_001, None)]
+    built = [run_build(config, now=NOW) for config in (whole, split)]
+    for summary in built:
+        assert (summary.stage.rows_in, summary.stage.staged, summary.stage.duplicates) == (690, 603, 86)
+        assert summary.stage.rejected == {"not_absolute": 1}
+    one, other = (
+        {p.name: gzip.decompress(p.read_bytes()) for p in Path(c.output).glob("sitemap-*.xml.gz")}
+        for c in (whole, split)
+    )
+    assert one == other and len(one) == 2
+
+
+def test_a_split_key_must_be_an_integer_column(tmp_path: Path, database: Database) -> None:
+    from sitemap_ops import pipeline
+
+    table = database.table("split_text")
+    text = "TEXT" if database.kind == "postgres" else "VARCHAR(200)"
+    database.execute(f"CREATE TABLE {table} (url {text})")
+    database.executemany(f"INSERT INTO {table} VALUES (%s)", [(f"{SITE}/t/{i}",) for i in range(3)])
+    source = _source(database, table=table, columns={"loc": "url"}, split_key="url")
+    config = sources_config(tmp_path, [source], duckdb={"stage_splits": 2})
+    with pytest.raises(SourceError, match=r"split_key 'url' must be an integer column, not str$"):
+        pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))

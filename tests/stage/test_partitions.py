@@ -1,4 +1,5 @@
-"""Stage in URL ranges (sitemap_ops.stage.partitions): the same snapshot, rejects and output as the one-pass query."""
+"""Stage in URL ranges (sitemap_ops.stage.partitions) and in input splits (sitemap_ops.stage.splits): the same
+snapshot, rejects and output as the one-pass query."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from sitemap_ops import pipeline
+from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan import assign
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.partitions import part_count, part_expression
-from sitemap_ops.stage.result import StageResult
+from sitemap_ops.stage.result import SplitResult, StageResult
+from sitemap_ops.stage.sources import Inventory
+from sitemap_ops.stage.splits import list_splits
 from tests.extensions.rich import SITE, alternates, write_rich
-from tests.helpers import NOW, assert_schema_valid, read_file, site_config, write_inventory
+from tests.helpers import NOW, assert_schema_valid, read_file, site_config, sources_config, write_inventory
 
 SECTIONS = ("alpha", "beta", "gamma", "delta")
 
@@ -217,3 +221,125 @@ def test_the_partition_expression_puts_each_url_in_its_range(parts: int) -> None
     got = con.execute(f"SELECT loc, {part_expression(parts)} FROM unnest(?::VARCHAR[]) AS t(loc)", [urls]).fetchall()
     for loc, part in got:
         assert part == sum(1 for b in bounds if b <= loc)
+
+
+def _split_inventory(folder: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as a site's sources: the pages named x-<n> (every spelling of them) in a CSV file of URLs,
+    dates and sections, the others in three Parquet files of row groups of 200 rows (one big, two of 250
+    and 150 rows); the [[sources]] tables."""
+    folder.mkdir(parents=True, exist_ok=True)
+    in_csv = [r for r in rows if "/x-" in r["loc"]]
+    table = pq.read_table(write_inventory(folder / "all.parquet", [r for r in rows if "/x-" not in r["loc"]]))
+    (folder / "all.parquet").unlink()
+    (folder / "pages").mkdir()
+    cuts = [(0, table.num_rows - 400), (table.num_rows - 400, 250), (table.num_rows - 150, 150)]
+    for number, (start, length) in enumerate(cuts):
+        pq.write_table(table.slice(start, length), folder / "pages" / f"part-{number}.parquet", row_group_size=200)
+    with (folder / "more.csv").open("w") as fh:
+        lines = (
+            f"{r['loc']},{r['lastmod'].isoformat() if r.get('lastmod') else ''},{r.get('section') or ''}\n"
+            for r in in_csv
+        )
+        fh.write("loc,lastmod,section\n" + "".join(lines))
+    return [{"path": str(folder / "pages" / "*.parquet")}, {"path": str(folder / "more.csv"), "format": "csv"}]
+
+
+def test_input_splits_build_what_one_piece_builds_and_rebuild_it_alike(tmp_path: Path) -> None:
+    inventories = (
+        _plain_rows(21, 3000),
+        [r for r in _plain_rows(21, 3000) if "-77" not in r["loc"]] + _plain_rows(22, 300),
+    )
+    for step, rows in enumerate(inventories):
+        pair = []
+        for splits in (1, 6):
+            # the rebuild's files replace the first build's, under the same paths (a site's sources stay put)
+            folder = tmp_path / f"s{splits}" / "inventory"
+            if folder.exists():
+                for path in sorted(folder.rglob("*"), reverse=True):
+                    path.unlink() if path.is_file() else path.rmdir()
+            sources = _split_inventory(folder, rows)
+            config = sources_config(
+                tmp_path / f"s{splits}", sources, duckdb={"stage_splits": splits}, shards={"max_urls": 150}
+            )
+            summary = run_build(config, now=NOW + dt.timedelta(hours=step))
+            assert not summary.failed_hosts
+            assert_schema_valid(Path(config.output))
+            pair.append((summary, Path(config.output)))
+        _assert_same_build(*pair)
+    summary = pair[1][0]
+    assert summary.stage.rows_in == len(inventories[1])
+    assert summary.stage.duplicates > 0 and summary.stage.rejected and summary.stage.fields_dropped
+    assert 0 < summary.shards_unchanged < len(summary.plan.shards)
+
+
+def test_input_splits_may_be_read_apart_in_any_order_and_merge_into_the_one_piece_snapshot(tmp_path: Path) -> None:
+    sources = _split_inventory(tmp_path / "inventory", _plain_rows(23, 1500))
+    one = pipeline.stage(pipeline.BuildRun.new(sources_config(tmp_path / "one", sources), NOW))
+    config = sources_config(tmp_path / "split", sources, duckdb={"stage_splits": 4, "stage_partitions": 3})
+    run = pipeline.BuildRun.new(config, NOW)
+    # as the DAG's tasks would: each step in a session of its own, what it hands over through JSON
+    staged = StageResult.from_dict(json.loads(json.dumps(pipeline.stage_rows(run).to_dict())))
+    assert staged.splits is not None and len(staged.splits.bounds) == 2 and staged.rows_in == 0
+    numbers = range(len(staged.splits.splits))
+    assert len(numbers) == 4
+    foreign = Path(run.work.root) / "stage-ranges" / "notes.txt"
+    foreign.parent.mkdir()
+    foreign.write_text("someone else's")
+    read = {n: pipeline.stage_split(run, staged, n).to_dict() for n in reversed(numbers)}
+    read[1] = pipeline.stage_split(run, staged, 1).to_dict()  # a retried task rewrites its split
+    results = [SplitResult.from_dict(json.loads(json.dumps(read[n]))) for n in numbers]
+    with pytest.raises(StageError, match="3 of this build's 4 input splits were read"):
+        pipeline.stage_gather(run, staged, results[:3])
+    gathered = pipeline.stage_gather(run, staged, results)
+    assert gathered.ranges is not None and gathered.splits is None
+    for part in range(len(gathered.ranges.rows)):
+        pipeline.stage_range(run, gathered, part)
+    merged = pipeline.stage_merge(run, gathered)
+    assert (merged.rows_in, merged.staged, merged.duplicates) == (one.rows_in, one.staged, one.duplicates)
+    assert (merged.rejected, merged.fields_dropped) == (one.rejected, one.fields_dropped)
+    merged_rows, one_rows = pq.read_table(merged.staged_path), pq.read_table(one.staged_path)
+    assert merged_rows.equals(one_rows.cast(merged_rows.schema))
+    rejects, one_rejects = (Path(s.rejects_path).read_text().splitlines() for s in (merged, one))
+    assert rejects[0] == one_rejects[0] and sorted(rejects) == sorted(one_rejects)
+    # the ranges folder keeps only what the build did not write
+    assert sorted(p.name for p in foreign.parent.iterdir()) == ["notes.txt"]
+
+
+def test_splits_cut_parquet_files_between_row_groups_and_keep_other_sources_whole(tmp_path: Path) -> None:
+    sources = _split_inventory(tmp_path / "inventory", _plain_rows(24, 3000))
+    config = sources_config(tmp_path, sources)
+    con = duckdb.connect()
+    settings = config.stage_settings()
+    splits = list_splits(con, settings.sources, None, Inventory(), 5)
+    assert len(splits) <= 5 and splits[-1].source == 1 and not splits[-1].files  # the CSV file: whole
+    parquet = [s for s in splits if s.source == 0]
+    big = [s for s in parquet if s.end_row]
+    # the big file in row ranges of whole row groups (200 rows), the two small files packed in one split
+    assert [s.first_row for s in big] == sorted(s.first_row for s in big) and big[0].first_row == 0
+    assert all(s.first_row % 200 == 0 and len(s.files) == 1 for s in big)
+    assert big[-1].end_row == pq.read_metadata(big[0].files[0]).num_rows
+    assert [len(s.files) for s in parquet if not s.end_row] == [2]
+    assert len(list_splits(con, settings.sources, None, Inventory(), 2)) == 2  # bigger splits when fewer are wanted
+    groups = sum(pq.read_metadata(path).num_row_groups for path in (tmp_path / "inventory" / "pages").iterdir())
+    assert (
+        len(list_splits(con, settings.sources, None, Inventory(), 1000)) == groups + 1
+    )  # one per row group, and the CSV file
+
+
+def test_an_inventory_with_extensions_is_read_in_one_piece(tmp_path: Path) -> None:
+    rows = [{"loc": f"{SITE}/en/page-{i}", "images": [f"{SITE}/img/{i}.jpg"]} for i in range(300)]
+    source = write_rich(tmp_path / "rich.parquet", rows)
+    run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_splits": 4}), NOW)
+    staged = pipeline.stage_rows(run)
+    assert staged.splits is None and staged.staged == 300
+
+
+@pytest.mark.parametrize("splits", [0, -1, 1001])
+def test_the_split_count_is_checked(tmp_path: Path, splits: int) -> None:
+    with pytest.raises(ConfigError, match=f"duckdb.stage_splits must be 1 \\(in one piece\\) to 1000, not {splits}"):
+        site_config(tmp_path, "inventory.parquet", duckdb={"stage_splits": splits})
+
+
+def test_a_split_key_is_for_database_page_sources(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"`split_key` applies to database page sources only$"):
+        sources_config(tmp_path, [{"path": "inventory.parquet", "split_key": "id"}])

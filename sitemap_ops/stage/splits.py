@@ -1,0 +1,161 @@
+"""Stage's input splits: the page sources cut into parts that are read and normalized one at a time (in Airflow,
+a mapped task each, on any worker), each writing its valid rows into the same URL ranges
+(sitemap_ops.stage.partitions), which are then deduplicated and merged as a ranged stage's are.
+
+A Parquet source splits between row groups: a split is a few whole files, or the rows of one file between two
+row numbers (the scan skips the other row groups by their statistics). A database source with a `split_key`
+(an integer column) splits in equal key ranges, each a condition the server applies. Any other source (CSV,
+text, a database source without a key) is one split. The ranges' bounds come from a sample of the raw URLs,
+normalized by the stage's own SQL: they decide only which range a URL is deduplicated in, and every spelling
+of a URL normalizes to the same URL, so all its rows meet in one range whichever splits read them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+
+import duckdb
+
+from sitemap_ops.constants import REJECTS_NAME
+from sitemap_ops.duck import duckdb_path, read_sql, set_variables
+from sitemap_ops.stage.config import SourceConfig
+from sitemap_ops.stage.partitions import part_count, range_bounds, ranges_of
+from sitemap_ops.stage.result import InputSplit
+from sitemap_ops.stage.sources import Inventory, create_url_inventory_view, key_range
+from sitemap_ops.storage import Storage, StorageConfig
+
+
+def list_splits(
+    con: duckdb.DuckDBPyConnection,
+    sources: tuple[SourceConfig, ...],
+    storage: StorageConfig | None,
+    inventory: Inventory,
+    most: int,
+) -> list[InputSplit]:
+    """The page sources cut into about `most` splits of similar row counts: Parquet sources by their files' row
+    groups, database sources with a `split_key` by key ranges; any other source is one split, and a split
+    never spans two sources. `inventory`: what create_inventory_view made of the sources."""
+    # each page source's Parquet files with their row groups' row counts (in file and row group order), or
+    # its key range and rows; None for a source that is one split
+    found: list[tuple[int, dict[str, list[int]] | tuple[int, int, int] | None]] = []
+    for index, source in enumerate(sources):
+        if source.kind != "pages":
+            continue
+        if source.format == "parquet":
+            set_variables(con, {"split_path": duckdb_path(con, source.path, storage)})
+            files: dict[str, list[int]] = {}
+            for file, rows in con.execute(read_sql("stage_split_row_groups")).fetchall():
+                files.setdefault(file, []).append(int(rows))
+            found.append((index, files))
+        elif source.split_key:
+            found.append((index, key_range(con, inventory, source, index)))
+        else:
+            found.append((index, None))
+    whole = sum(1 for _, kind in found if kind is None)
+    total = sum(_rows(kind) for _, kind in found)
+    target = max(1, math.ceil(total / max(1, most - whole)))
+    while True:
+        splits = [split for index, kind in found for split in _source_splits(index, kind, target)]
+        if len(splits) <= max(most, whole):
+            return splits
+        target *= 2  # (small files packed per source overshoot the count; bigger splits pack them tighter)
+
+
+def _rows(kind: dict[str, list[int]] | tuple[int, int, int] | None) -> int:
+    if isinstance(kind, dict):
+        return sum(sum(groups) for groups in kind.values())
+    return kind[2] if kind else 0
+
+
+def _source_splits(
+    index: int, kind: dict[str, list[int]] | tuple[int, int, int] | None, target: int
+) -> list[InputSplit]:
+    """One source's splits of about `target` rows."""
+    if kind is None:
+        return [InputSplit(index)]
+    if isinstance(kind, dict):
+        return _cut(index, kind, target)
+    low, high, rows = kind
+    count = max(1, min(math.ceil(rows / target), high - low + 1))
+    if count == 1:
+        return [InputSplit(index, keyed=True)]
+    # equal key ranges; the first is open below (and takes the rows without a key), the last open above
+    cuts = [low + (high - low + 1) * i // count for i in range(1, count)]
+    edges: list[int | None] = [None, *cuts, None]
+    return [InputSplit(index, keyed=True, key_low=edges[i], key_high=edges[i + 1]) for i in range(count)]
+
+
+def _cut(source: int, files: dict[str, list[int]], target: int) -> list[InputSplit]:
+    """One Parquet source's splits of about `target` rows: a file bigger than that in row ranges of whole row
+    groups, smaller files packed together."""
+    splits: list[InputSplit] = []
+    packed: list[str] = []
+    packed_rows = 0
+    for file, groups in files.items():
+        rows = sum(groups)
+        if rows == 0:
+            continue
+        if rows <= target:
+            packed.append(file)
+            packed_rows += rows
+            if packed_rows >= target:
+                splits.append(InputSplit(source, packed))
+                packed, packed_rows = [], 0
+            continue
+        first = end = 0
+        for group in groups:
+            end += group
+            if end - first >= target:
+                splits.append(InputSplit(source, [file], first, end))
+                first = end
+        if end > first:
+            splits.append(InputSplit(source, [file], first, end))
+    if packed:
+        splits.append(InputSplit(source, packed))
+    return splits
+
+
+def split_bounds(con: duckdb.DuckDBPyConnection, partitions: int, max_ranges: int) -> list[str]:
+    """The URL ranges' lower bounds every input split writes its valid rows by: as many ranges as `partitions`
+    says, or as the valid rows' memory needs (estimated from a normalized sample), at most `max_ranges`.
+
+    Reads the view `inventory` over all the page sources, with the normalization variables set; replaces it
+    with a view over the sample's URLs (the table split_sample, sql/stage_split_sample.sql)."""
+    ((rows,),) = con.execute(read_sql("stage_split_count")).fetchall()
+    con.execute(read_sql("stage_split_sample"))
+    ((sampled,),) = con.execute("SELECT count(*) FROM split_sample").fetchall()
+    create_url_inventory_view(con, "split_sample")
+    con.execute(read_sql("stage_normalize"))
+    valid = [loc for (loc,) in con.execute(read_sql("stage_split_sample_valid")).fetchall()]
+    share = len(valid) / max(1, sampled)
+    loc_bytes = sum(len(loc.encode()) for loc in valid) / max(1, len(valid))
+    parts = partitions or part_count(con, int(rows * share), int(rows * share * loc_bytes), max_ranges)
+    return range_bounds(valid, min(parts, max_ranges))
+
+
+def split_rejects_name(split: int) -> str:
+    """The rejects file of input split `split`, in the ranges folder until the splits are gathered."""
+    return f"rejects-{split:05d}.csv"
+
+
+def clear_split(work: Storage, split: int) -> None:
+    """Delete what an earlier attempt of input split `split` wrote (its range files and rejects file)."""
+    ranges = ranges_of(work)
+    mine = re.compile(rf"(rows|page_ext|news_ext)-\d{{5}}-{split:05d}-\d+\.parquet|{split_rejects_name(split)}")
+    ranges.delete_many([name for name in ranges.list_details() if mine.fullmatch(name)])
+
+
+def gather_rejects(work: Storage, splits: int) -> None:
+    """The rejects file of `work`: the splits' rejects files one after another (one header), then deleted."""
+    ranges = ranges_of(work)
+    names = [split_rejects_name(split) for split in range(splits)]
+    with work.fs.open(work.path(REJECTS_NAME), "wb") as out:
+        for number, name in enumerate(names):
+            with ranges.fs.open(ranges.path(name), "rb") as part:
+                header = part.readline()
+                if number == 0:
+                    out.write(header)
+                shutil.copyfileobj(part, out, 1 << 20)
+    ranges.delete_many(names)
