@@ -58,9 +58,11 @@ def list_splits(
     target = max(1, math.ceil(total / max(1, most - whole)))
     while True:
         splits = [split for index, kind in found for split in _source_splits(index, kind, target)]
-        if len(splits) <= max(most, whole):
+        # (small files packed per source overshoot the count: bigger splits pack them tighter, down to one
+        # split per source)
+        if len(splits) <= most or target >= total:
             return splits
-        target *= 2  # (small files packed per source overshoot the count; bigger splits pack them tighter)
+        target *= 2
 
 
 def _rows(kind: dict[str, list[int]] | tuple[int, int, int] | None) -> int:

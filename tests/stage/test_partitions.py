@@ -320,6 +320,9 @@ def test_splits_cut_parquet_files_between_row_groups_and_keep_other_sources_whol
     assert big[-1].end_row == pq.read_metadata(big[0].files[0]).num_rows
     assert [len(s.files) for s in parquet if not s.end_row] == [2]
     assert len(list_splits(con, settings.sources, None, Inventory(), 2)) == 2  # bigger splits when fewer are wanted
+    # never fewer than one split per source
+    parquet_twice = (settings.sources[0], settings.sources[0], settings.sources[1])
+    assert [s.source for s in list_splits(con, parquet_twice, None, Inventory(), 2)] == [0, 1, 2]
     groups = sum(pq.read_metadata(path).num_row_groups for path in (tmp_path / "inventory" / "pages").iterdir())
     assert (
         len(list_splits(con, settings.sources, None, Inventory(), 1000)) == groups + 1
