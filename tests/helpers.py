@@ -23,8 +23,11 @@ NS = {"s": SITEMAP_NS}
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 
 
-def write_inventory(path: Path, rows: list[dict[str, Any]], schema_: pa.Schema | None = None) -> str:
-    """Write rows (dicts with loc and optional lastmod, changefreq, priority, section, content_hash) as Parquet."""
+def write_inventory(
+    path: Path, rows: list[dict[str, Any]], schema_: pa.Schema | None = None, row_group_size: int | None = None
+) -> str:
+    """Write rows (dicts with loc and optional lastmod, changefreq, priority, section, content_hash) as Parquet
+    (in row groups of `row_group_size` rows, or pyarrow's default)."""
     if schema_ is None:
         fields = [pa.field("loc", pa.string())]
         keys = {k for row in rows for k in row} - {"loc"}
@@ -40,7 +43,7 @@ def write_inventory(path: Path, rows: list[dict[str, Any]], schema_: pa.Schema |
                 fields.append(pa.field(key, kind))
         schema_ = pa.schema(fields)
     table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema_} for r in rows], schema=schema_)
-    pq.write_table(table, path)
+    pq.write_table(table, path, row_group_size=row_group_size)
     return str(path)
 
 

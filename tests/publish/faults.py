@@ -94,6 +94,7 @@ class Inventory:
                 {"loc": loc, "section": section, "lastmod": dt.datetime(2024, 1, 1) + dt.timedelta(days=day)}
                 for loc, (section, day) in sorted(self.rows.items())
             ],
+            row_group_size=16,  # (row groups for a site in input splits to cut the file by)
         )
 
 
