@@ -333,6 +333,36 @@ def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: 
     assert validate(store.url("site/robots.txt"), now=NOW).urls == 900
 
 
+def test_an_inventory_on_object_storage_is_read_in_input_splits_through_the_work_folder(tmp_path: Path, store) -> None:
+    """Input splits of Parquet files on the store: each split reads its files' row groups there, and hands its
+    rows and rejects over in the work folder on the store, deleted once the snapshot is assembled."""
+    rows = _rows(900) + [{**row, "loc": row["loc"].replace(SITE, "HTTPS://WWW.EXAMPLE.COM:443")} for row in _rows(90)]
+    rows += [{"loc": "/relative", "lastmod": dt.datetime(2024, 1, 1)}]
+    inventory = Storage.open(store.url("inventory"), _config(tmp_path, store).storage)
+    for number, part in enumerate((rows[:600], rows[600:])):
+        write_inventory(tmp_path / "part.parquet", part, row_group_size=100)
+        inventory.write_bytes(f"part-{number}.parquet", (tmp_path / "part.parquet").read_bytes())
+    config = _config(
+        tmp_path,
+        store,
+        sources=[{"path": store.url("inventory/*.parquet")}],
+        duckdb={"stage_splits": 3, "stage_partitions": 2},
+    )
+    summary = run_build(config, now=NOW)
+    assert (summary.stage.rows_in, summary.stage.staged, summary.stage.duplicates) == (991, 900, 90)
+    assert summary.stage.rejected == {"not_absolute": 1}
+    if hasattr(store, "app"):  # (moto records the requests it served)
+        # every split wrote its rows into the ranges they fall in (a split of neighbouring URLs may fill one)
+        written = store.app.puts("/stage-ranges/rows-0000[0-1]-0000[0-2]-0.parquet")
+        assert {name.rsplit("-", 2)[1] for name in written} == {"00000", "00001", "00002"}
+        assert len(store.app.puts("/stage-ranges/rejects-0000[0-2].csv")) == 3
+    assert Storage.open(summary.work_dir, config.storage).child("stage-ranges").list_details() == {}
+    rejects = Storage.open(summary.work_dir, config.storage).read_bytes("rejects.csv")
+    assert rejects is not None and rejects.decode().splitlines()[0] == "source,loc,reason,field,value"
+    assert rejects.decode().count("/relative") == 1
+    assert validate(store.url("site/robots.txt"), now=NOW).urls == 900
+
+
 def test_a_rebuild_planned_in_chunks_writes_its_dated_snapshot_and_change_set_to_object_storage(
     tmp_path: Path, store
 ) -> None:
