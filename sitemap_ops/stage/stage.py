@@ -38,6 +38,7 @@ from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
     create_inventory_view,
     create_url_inventory_view,
+    quote_identifier,
 )
 from sitemap_ops.stage.splits import clear_split, gather_rejects, list_splits, split_bounds, split_rejects_name
 from sitemap_ops.storage import Storage
@@ -127,6 +128,8 @@ def run_stage(
         if inventory.extensions or inventory.exclusions:
             progress.step("stage: the inventory has extensions or exclusion sources: read in one piece, not split")
         else:
+            # (a query source reads with its database as the default catalog: kept for the one-piece path)
+            ((catalog,),) = con.execute("SELECT current_database()").fetchall()
             try:
                 found = list_splits(con, config.sources, config.storage, inventory, min(config.splits, max_splits))
                 if len(found) > 1:
@@ -136,7 +139,7 @@ def run_stage(
             except duckdb.Error as exc:
                 raise SourceError(inventory.error(exc)) from None
             finally:
-                con.execute("USE memory")
+                con.execute(f"USE {quote_identifier(catalog)}")
     canonicals = 0
     try:
         with progress.working("stage: reading and normalizing", con.query_progress):

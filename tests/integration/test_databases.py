@@ -399,3 +399,16 @@ def test_a_split_key_must_be_an_integer_column(tmp_path: Path, database: Databas
     config = sources_config(tmp_path, [source], duckdb={"stage_splits": 2})
     with pytest.raises(SourceError, match=r"split_key 'url' must be an integer column, not str$"):
         pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
+
+
+def test_a_query_source_without_a_split_key_is_read_in_one_piece_when_splits_are_asked(
+    tmp_path: Path, database: Database
+) -> None:
+    table = database.table("one_piece")
+    text = "TEXT" if database.kind == "postgres" else "VARCHAR(200)"
+    database.execute(f"CREATE TABLE {table} (url {text})")
+    database.executemany(f"INSERT INTO {table} VALUES (%s)", [(f"{SITE}/o/{i}",) for i in range(50)])
+    # (the query names the table without its database: it runs with the database as the default catalog)
+    source = _source(database, query=f"SELECT url AS loc FROM {table}")
+    summary, locs = build_sources(tmp_path, [source], duckdb={"stage_splits": 4})
+    assert summary.stage.staged == 50 and set(locs) == {f"{SITE}/o/{i}" for i in range(50)}
