@@ -295,6 +295,12 @@ MAX_STAGE_PARTITIONS = 1000
 # (sitemap_ops.stage.splits): at most this many ([duckdb] stage_splits' upper bound). A Parquet file splits
 # between row groups; any other source is one split.
 MAX_STAGE_SPLITS = 1000
+# The URL ranges' bounds of a split stage come from a sample of SPLIT_SAMPLE_ROWS raw URLs, drawn from about
+# SPLIT_SAMPLE_PIECES windows of SPLIT_SAMPLE_WINDOW consecutive rows spread over the sources
+# (sitemap_ops.stage.splits.sample_pieces): about a million rows read, however big the inventory.
+SPLIT_SAMPLE_ROWS = 100_000
+SPLIT_SAMPLE_PIECES = 100
+SPLIT_SAMPLE_WINDOW = 10_000
 # Rows per row group of the staged snapshot when stage assembles it from partitions (DuckDB's own default).
 STAGED_ROW_GROUP = 122_880
 # The folder of a build's work folder where a ranged stage hands its ranges over (each range's rows, checked

@@ -1,6 +1,7 @@
--- Stage, input splits: the table `split_sample`, a sample of the page sources' raw URLs, which
--- sitemap_ops.stage.splits normalizes for the URL ranges' bounds. Reads the view `inventory`.
-CREATE OR REPLACE TEMP TABLE split_sample AS
+-- Stage, input splits: {take} raw URLs of one piece of the page sources added to the table `split_sample`, which
+-- sitemap_ops.stage.splits normalizes for the URL ranges' bounds. A template: {rows} is
+-- sitemap_ops.stage.sources.piece_sql's query, {take} an integer of this project's.
+INSERT INTO split_sample
 SELECT loc
-FROM (SELECT loc FROM inventory)
-USING SAMPLE reservoir(100000 ROWS) REPEATABLE (7)
+FROM ({rows})
+USING SAMPLE reservoir({take} ROWS) REPEATABLE (7)

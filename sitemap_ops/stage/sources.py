@@ -73,6 +73,10 @@ class Inventory:
     exclusions: bool = False  # some source has kind = "exclude" (the view exclude_src)
     # each page source's rows as SQL ("<relation> WHERE <filter>"), by its position in the sources
     rows_sql: dict[int, str] = field(default_factory=dict)
+    # each page source's relation, its filter (a condition, or none) and its raw URL expression, by position
+    relations: dict[int, str] = field(default_factory=dict)
+    filters: dict[int, list[str]] = field(default_factory=dict)
+    locs: dict[int, str] = field(default_factory=dict)
 
     def error(self, exc: BaseException) -> str:
         """A one-line message for a failure while reading the inventory, with every secret scrubbed."""
@@ -344,34 +348,26 @@ def create_inventory_view(
             continue
         alias = _alias(index)
         try:
-            if split is not None and split.files:
-                duckdb_path(con, source.path, storage)  # (registers the files' fsspec file system with DuckDB)
-                files = ", ".join(quote_literal(file) for file in split.files)
-                relation = f"read_parquet([{files}], file_row_number = true)"
-            else:
-                relation = _relation_sql(con, source, alias, inventory, storage)
+            relation = _split_relation(con, source, storage, split) or _relation_sql(
+                con, source, alias, inventory, storage
+            )
             types = _column_types(con, relation)
         except duckdb.Error as exc:
             raise SourceError(
                 scrub(f"cannot read source {source.label}: {first_line(exc)}", inventory.secrets)
             ) from None
-        conditions = []
+        filters = []
         if source.filter:
             # Values are bound as variables (never formatted into SQL); DuckDB folds them into constants
             # and pushes the condition down to the database server.
             bind_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
-            conditions.append(f"({source.filter_sql(alias)})")
-        if split is not None and split.end_row:
-            set_variables(con, {"split_first_row": split.first_row, "split_end_row": split.end_row})
-            conditions.append(
-                "file_row_number >= getvariable('split_first_row') AND file_row_number < getvariable('split_end_row')"
-            )
-        if split is not None and split.keyed:
-            conditions.append(_key_range_sql(con, source.split_key, split))
+            filters.append(f"({source.filter_sql(alias)})")
+        conditions = filters + _split_conditions(con, source, split)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         if source.kind == "pages":
             inventory.rows_sql[index] = f"{relation}{where}"
-        if source.kind == "pages":
+            inventory.relations[index], inventory.filters[index] = relation, filters
+            inventory.locs[index] = f"CAST({quote_identifier(_required(source, types, 'loc'))} AS VARCHAR)"
             select = ", ".join(
                 [_select_list(source, index, types), *_inline_extensions(source, types, inventory.extensions)]
             )
@@ -397,6 +393,51 @@ def create_inventory_view(
         else:
             _empty_view(con, view, (("source", "INTEGER"), ("page_raw", "VARCHAR"), *columns))
     return inventory
+
+
+def _split_relation(
+    con: duckdb.DuckDBPyConnection, source: SourceConfig, storage: StorageConfig | None, split: InputSplit | None
+) -> str | None:
+    """The relation of a split that names some of its Parquet source's files (with their row numbers, for
+    `_split_conditions`); None for any other split, which reads its source's own relation."""
+    if split is None or not split.files:
+        return None
+    duckdb_path(con, source.path, storage)  # (registers the files' fsspec file system with DuckDB)
+    files = ", ".join(quote_literal(file) for file in split.files)
+    return f"read_parquet([{files}], file_row_number = true)"
+
+
+def _split_conditions(con: duckdb.DuckDBPyConnection, source: SourceConfig, split: InputSplit | None) -> list[str]:
+    """The conditions that keep a split's rows of its source: its row numbers (the scan skips the other row
+    groups) or its key range; none for a whole source. Bound as variables, so one split's SQL at a time."""
+    if split is None:
+        return []
+    if split.end_row:
+        set_variables(con, {"split_first_row": split.first_row, "split_end_row": split.end_row})
+        return ["file_row_number >= getvariable('split_first_row') AND file_row_number < getvariable('split_end_row')"]
+    if split.keyed:
+        return [_key_range_sql(con, source.split_key, split)]
+    return []
+
+
+def piece_sql(
+    con: duckdb.DuckDBPyConnection,
+    inventory: Inventory,
+    sources: tuple[SourceConfig, ...],
+    storage: StorageConfig | None,
+    piece: InputSplit,
+) -> str:
+    """A query of the raw URLs (column `loc`) of `piece`, a part of a page source, over the relations that
+    create_inventory_view (without a split) set up; each call rebinds the split variables, so run it before
+    the next call. A query source's database becomes the default catalog."""
+    source = sources[piece.source]
+    relation = _split_relation(con, source, storage, piece) or inventory.relations[piece.source]
+    conditions = inventory.filters[piece.source] + _split_conditions(con, source, piece)
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    if source.query:  # (as in _relation_sql)
+        con.execute(f"USE {_alias(piece.source)}")
+    # the relation and filter are the user's, bound as in create_inventory_view; the rest is this module's
+    return f"SELECT {inventory.locs[piece.source]} AS loc FROM {relation}{where}"  # noqa: S608
 
 
 def _key_range_sql(con: duckdb.DuckDBPyConnection, key: str, split: InputSplit) -> str:

@@ -12,34 +12,37 @@ of a URL normalizes to the same URL, so all its rows meet in one range whichever
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import shutil
 
 import duckdb
 
-from sitemap_ops.constants import REJECTS_NAME
+from sitemap_ops.constants import REJECTS_NAME, SPLIT_SAMPLE_PIECES, SPLIT_SAMPLE_ROWS, SPLIT_SAMPLE_WINDOW
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.partitions import part_count, range_bounds, ranges_of
 from sitemap_ops.stage.result import InputSplit
-from sitemap_ops.stage.sources import Inventory, create_url_inventory_view, key_range
+from sitemap_ops.stage.sources import Inventory, create_url_inventory_view, key_range, piece_sql
 from sitemap_ops.storage import Storage, StorageConfig
 
+# What survey() found of each page source (by its position in the sources): its Parquet files with their row
+# groups' row counts (in file and row group order), its key range and rows (a database source with a
+# split_key), or None: a source that is one split.
+Found = dict[str, list[int]] | tuple[int, int, int] | None
+Survey = list[tuple[int, Found]]
 
-def list_splits(
+
+def survey(
     con: duckdb.DuckDBPyConnection,
     sources: tuple[SourceConfig, ...],
     storage: StorageConfig | None,
     inventory: Inventory,
-    most: int,
-) -> list[InputSplit]:
-    """The page sources cut into about `most` splits of similar row counts: Parquet sources by their files' row
-    groups, database sources with a `split_key` by key ranges; any other source is one split, and a split
-    never spans two sources. `inventory`: what create_inventory_view made of the sources."""
-    # each page source's Parquet files with their row groups' row counts (in file and row group order), or
-    # its key range and rows; None for a source that is one split
-    found: list[tuple[int, dict[str, list[int]] | tuple[int, int, int] | None]] = []
+) -> Survey:
+    """What the page sources can be cut by: the Parquet files' footers, a keyed database source's lowest and
+    highest key. `inventory`: what create_inventory_view made of the sources."""
+    found: Survey = []
     for index, source in enumerate(sources):
         if source.kind != "pages":
             continue
@@ -53,6 +56,13 @@ def list_splits(
             found.append((index, key_range(con, inventory, source, index)))
         else:
             found.append((index, None))
+    return found
+
+
+def list_splits(found: Survey, most: int) -> list[InputSplit]:
+    """The page sources cut into about `most` splits of similar row counts: Parquet sources by their files' row
+    groups, database sources with a `split_key` by key ranges; any other source is one split, and a split
+    never spans two sources."""
     whole = sum(1 for _, kind in found if kind is None)
     total = sum(_rows(kind) for _, kind in found)
     target = max(1, math.ceil(total / max(1, most - whole)))
@@ -65,15 +75,13 @@ def list_splits(
         target *= 2
 
 
-def _rows(kind: dict[str, list[int]] | tuple[int, int, int] | None) -> int:
+def _rows(kind: Found) -> int:
     if isinstance(kind, dict):
         return sum(sum(groups) for groups in kind.values())
     return kind[2] if kind else 0
 
 
-def _source_splits(
-    index: int, kind: dict[str, list[int]] | tuple[int, int, int] | None, target: int
-) -> list[InputSplit]:
+def _source_splits(index: int, kind: Found, target: int) -> list[InputSplit]:
     """One source's splits of about `target` rows."""
     if kind is None:
         return [InputSplit(index)]
@@ -119,14 +127,72 @@ def _cut(source: int, files: dict[str, list[int]], target: int) -> list[InputSpl
     return splits
 
 
-def split_bounds(con: duckdb.DuckDBPyConnection, partitions: int, max_ranges: int) -> list[str]:
+def sample_pieces(found: Survey, whole_rows: dict[int, int]) -> list[tuple[InputSplit, int]]:
+    """The parts of the page sources the ranges' sample is drawn from, each with the rows it stands for: about
+    SPLIT_SAMPLE_PIECES windows of SPLIT_SAMPLE_WINDOW consecutive rows (or keys) spread evenly over the
+    sources by their rows, so the sample reads about a million rows whatever the inventory's size. A source
+    that is one split, or too small for its windows, is read whole; `whole_rows`: the former's row counts."""
+    rows_of = {index: whole_rows.get(index, 0) if kind is None else _rows(kind) for index, kind in found}
+    total = sum(rows_of.values())
+    pieces: list[tuple[InputSplit, int]] = []
+    for index, kind in found:
+        rows = rows_of[index]
+        if not rows:
+            continue
+        count = max(1, round(SPLIT_SAMPLE_PIECES * rows / total))
+        if kind is None or rows <= count * SPLIT_SAMPLE_WINDOW:
+            pieces.append((InputSplit(index), rows))
+            continue
+        # window i is centred on the source's row (or key) (2i + 1) / 2count of the way through
+        stands_for = [rows * (i + 1) // count - rows * i // count for i in range(count)]
+        if isinstance(kind, dict):
+            offsets, file_rows = [0], list(kind.items())
+            for _, groups in file_rows:
+                offsets.append(offsets[-1] + sum(groups))
+            for i in range(count):
+                start = min(max(0, (2 * i + 1) * rows // (2 * count) - SPLIT_SAMPLE_WINDOW // 2), rows - 1)
+                number = bisect.bisect_right(offsets, start) - 1
+                file_start, file_end = offsets[number], offsets[number + 1]
+                end = min(start + SPLIT_SAMPLE_WINDOW, file_end)
+                window = InputSplit(index, [file_rows[number][0]], start - file_start, end - file_start)
+                pieces.append((window, stands_for[i]))
+        else:
+            low, high, _ = kind
+            span = high - low + 1
+            width = max(1, span * SPLIT_SAMPLE_WINDOW // rows)
+            for i in range(count):
+                key_low = low + (2 * i + 1) * span // (2 * count) - width // 2
+                pieces.append((InputSplit(index, keyed=True, key_low=key_low, key_high=key_low + width), stands_for[i]))
+    return pieces
+
+
+def split_bounds(
+    con: duckdb.DuckDBPyConnection,
+    sources: tuple[SourceConfig, ...],
+    storage: StorageConfig | None,
+    inventory: Inventory,
+    found: Survey,
+    partitions: int,
+    max_ranges: int,
+) -> list[str]:
     """The URL ranges' lower bounds every input split writes its valid rows by: as many ranges as `partitions`
     says, or as the valid rows' memory needs (estimated from a normalized sample), at most `max_ranges`.
 
-    Reads the view `inventory` over all the page sources, with the normalization variables set; replaces it
-    with a view over the sample's URLs (the table split_sample, sql/stage_split_sample.sql)."""
-    ((rows,),) = con.execute(read_sql("stage_split_count")).fetchall()
-    con.execute(read_sql("stage_split_sample"))
+    The sample (the table split_sample) takes from each of `sample_pieces` a share of SPLIT_SAMPLE_ROWS raw
+    URLs by the rows it stands for; the sources read whole are counted first. Replaces the view `inventory`
+    with a view over the sample's URLs, with the normalization variables set."""
+    whole = {}
+    for index, kind in found:
+        if kind is None:
+            source_rows = piece_sql(con, inventory, sources, storage, InputSplit(index))
+            ((whole[index],),) = con.execute(read_sql("stage_split_count").format(rows=source_rows)).fetchall()
+    pieces = sample_pieces(found, whole)
+    rows = sum(stands_for for _, stands_for in pieces)
+    con.execute("CREATE OR REPLACE TEMP TABLE split_sample (loc VARCHAR)")
+    for piece, stands_for in pieces:
+        take = math.ceil(SPLIT_SAMPLE_ROWS * stands_for / rows)
+        piece_rows = piece_sql(con, inventory, sources, storage, piece)
+        con.execute(read_sql("stage_split_sample").format(rows=piece_rows, take=int(take)))
     ((sampled,),) = con.execute("SELECT count(*) FROM split_sample").fetchall()
     create_url_inventory_view(con, "split_sample")
     con.execute(read_sql("stage_normalize"))

@@ -40,7 +40,14 @@ from sitemap_ops.stage.sources import (
     create_url_inventory_view,
     quote_identifier,
 )
-from sitemap_ops.stage.splits import clear_split, gather_rejects, list_splits, split_bounds, split_rejects_name
+from sitemap_ops.stage.splits import (
+    clear_split,
+    gather_rejects,
+    list_splits,
+    split_bounds,
+    split_rejects_name,
+    survey,
+)
 from sitemap_ops.storage import Storage
 from sitemap_ops.urls import PLAIN_HOST, TARGET_NEEDS_WORK
 
@@ -131,11 +138,15 @@ def run_stage(
             # (a query source reads with its database as the default catalog: kept for the one-piece path)
             ((catalog,),) = con.execute("SELECT current_database()").fetchall()
             try:
-                found = list_splits(con, config.sources, config.storage, inventory, min(config.splits, max_splits))
-                if len(found) > 1:
-                    bounds = split_bounds(con, min(max_ranges, config.partitions), max_ranges)
-                    progress.step(f"stage: {len(found)} input splits, {len(bounds) + 1} URL range(s)")
-                    return _read_result(work, 0, {}, {}, splits=StageSplits(found, bounds))
+                found = survey(con, config.sources, config.storage, inventory)
+                splits = list_splits(found, min(config.splits, max_splits))
+                if len(splits) > 1:
+                    bounds = split_bounds(
+                        con, config.sources, config.storage, inventory, found, min(max_ranges, config.partitions),
+                        max_ranges,
+                    )  # fmt: skip
+                    progress.step(f"stage: {len(splits)} input splits, {len(bounds) + 1} URL range(s)")
+                    return _read_result(work, 0, {}, {}, splits=StageSplits(splits, bounds))
             except duckdb.Error as exc:
                 raise SourceError(inventory.error(exc)) from None
             finally:

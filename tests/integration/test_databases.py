@@ -388,6 +388,38 @@ def test_a_database_source_with_a_split_key_is_read_in_key_ranges_as_it_is_read_
     assert one == other and len(one) == 2
 
 
+def test_the_ranges_sample_of_a_keyed_source_reads_its_key_windows_on_the_server(
+    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sitemap_ops.stage import splits
+    from sitemap_ops.stage.stage import normalize_variables
+
+    # 4 windows of 50 keys of 1 .. 1,000, every row of each taken (a small table stands in for a big one)
+    monkeypatch.setattr(splits, "SPLIT_SAMPLE_WINDOW", 50)
+    monkeypatch.setattr(splits, "SPLIT_SAMPLE_PIECES", 4)
+    table = database.table("sample_pages")
+    text = "TEXT" if database.kind == "postgres" else "VARCHAR(200)"
+    database.execute(f"CREATE TABLE {table} (id INT, url {text})")
+    database.executemany(f"INSERT INTO {table} VALUES (%s, %s)", [(i, f"{SITE}/s/{i}") for i in range(1, 1001)])
+    source = _source(database, table=table, columns={"loc": "url"}, split_key="id", filter="id <> 120")
+    config = sources_config(tmp_path, [source], duckdb={"stage_splits": 4})
+    settings = config.stage_settings()
+    con = duck.connect(threads=1, normalize=config.normalize)
+    try:
+        inventory = create_inventory_view(con, settings.sources)
+        duck.set_variables(con, normalize_variables(settings, NOW))
+        found = splits.survey(con, settings.sources, None, inventory)
+        assert found == [(0, (1, 1000, 999))]
+        bounds = splits.split_bounds(con, settings.sources, None, inventory, found, 2, 10)
+        sampled = sorted(loc for (loc,) in con.execute("SELECT loc FROM split_sample").fetchall())
+    finally:
+        con.close()
+    # keys [101, 151), [351, 401), [601, 651) and [851, 901), less the one the source's filter leaves out
+    windows = [k for low in (101, 351, 601, 851) for k in range(low, low + 50) if k != 120]
+    assert sampled == sorted(f"{SITE}/s/{k}" for k in windows)
+    assert len(bounds) == 1 and bounds[0] in sampled
+
+
 def test_a_split_key_must_be_an_integer_column(tmp_path: Path, database: Database) -> None:
     from sitemap_ops import pipeline
 

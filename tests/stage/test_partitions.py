@@ -13,15 +13,19 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from sitemap_ops import pipeline
+from sitemap_ops import duck, pipeline
+from sitemap_ops.constants import SPLIT_SAMPLE_WINDOW
+from sitemap_ops.duck import set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan import assign
+from sitemap_ops.stage import splits as stage_splits
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.partitions import part_count, part_expression
-from sitemap_ops.stage.result import SplitResult, StageResult
-from sitemap_ops.stage.sources import Inventory
-from sitemap_ops.stage.splits import list_splits
+from sitemap_ops.stage.result import InputSplit, SplitResult, StageResult
+from sitemap_ops.stage.sources import Inventory, create_inventory_view
+from sitemap_ops.stage.splits import list_splits, sample_pieces, split_bounds, survey
+from sitemap_ops.stage.stage import normalize_variables
 from tests.extensions.rich import SITE, alternates, write_rich
 from tests.helpers import NOW, assert_schema_valid, read_file, site_config, sources_config, write_inventory
 
@@ -310,7 +314,7 @@ def test_splits_cut_parquet_files_between_row_groups_and_keep_other_sources_whol
     config = sources_config(tmp_path, sources)
     con = duckdb.connect()
     settings = config.stage_settings()
-    splits = list_splits(con, settings.sources, None, Inventory(), 5)
+    splits = list_splits(survey(con, settings.sources, None, Inventory()), 5)
     assert len(splits) <= 5 and splits[-1].source == 1 and not splits[-1].files  # the CSV file: whole
     parquet = [s for s in splits if s.source == 0]
     big = [s for s in parquet if s.end_row]
@@ -319,14 +323,72 @@ def test_splits_cut_parquet_files_between_row_groups_and_keep_other_sources_whol
     assert all(s.first_row % 200 == 0 and len(s.files) == 1 for s in big)
     assert big[-1].end_row == pq.read_metadata(big[0].files[0]).num_rows
     assert [len(s.files) for s in parquet if not s.end_row] == [2]
-    assert len(list_splits(con, settings.sources, None, Inventory(), 2)) == 2  # bigger splits when fewer are wanted
+    # bigger splits when fewer are wanted
+    assert len(list_splits(survey(con, settings.sources, None, Inventory()), 2)) == 2
     # never fewer than one split per source
     parquet_twice = (settings.sources[0], settings.sources[0], settings.sources[1])
-    assert [s.source for s in list_splits(con, parquet_twice, None, Inventory(), 2)] == [0, 1, 2]
+    assert [s.source for s in list_splits(survey(con, parquet_twice, None, Inventory()), 2)] == [0, 1, 2]
     groups = sum(pq.read_metadata(path).num_row_groups for path in (tmp_path / "inventory" / "pages").iterdir())
     assert (
-        len(list_splits(con, settings.sources, None, Inventory(), 1000)) == groups + 1
+        len(list_splits(survey(con, settings.sources, None, Inventory()), 1000)) == groups + 1
     )  # one per row group, and the CSV file
+
+
+def test_the_ranges_sample_reads_windows_spread_over_the_sources_by_their_rows() -> None:
+    # 4.5M rows of Parquet in three files (row groups of 122,880 and the rest), 0.5M keyed rows in keys
+    # 1 .. 10M, a CSV source of 20,000 rows that is one split, and an empty file
+    groups = [122_880] * 12 + [25_440]
+    files = {"a.parquet": groups, "b.parquet": groups, "c.parquet": [1_500_000], "empty.parquet": []}
+    found: list[Any] = [(0, files), (1, (1, 10_000_000, 500_000)), (2, None)]
+    pieces = sample_pieces(found, {2: 20_000})
+    assert sum(stands_for for _, stands_for in pieces) == 5_020_000
+    parquet = [(p, n) for p, n in pieces if p.source == 0]
+    keyed = [(p, n) for p, n in pieces if p.source == 1]
+    # windows by each source's share of the rows: 90 of 4.5M rows (50,000 each) and 10 of 0.5M keyed rows
+    assert len(parquet) == 90 and {n for _, n in parquet} == {50_000}
+    assert all(len(p.files) == 1 and p.end_row - p.first_row == SPLIT_SAMPLE_WINDOW for p, _ in parquet)
+    # centred on every 50,000th row: rows 20,000 .. 30,000 of a.parquet first, the last in c.parquet
+    assert (parquet[0][0].files, parquet[0][0].first_row) == (["a.parquet"], 20_000)
+    assert [p.files[0] for p, _ in parquet].count("c.parquet") == 30
+    assert parquet[-1][0].first_row == 1_500_000 - 30_000
+    # key windows of 200,000 keys (as many keys as 10,000 rows take), centred on every 1,000,000th key
+    assert [(p.key_low, p.key_high) for p, _ in keyed][:2] == [(400_001, 600_001), (1_400_001, 1_600_001)]
+    assert all(p.keyed for p, _ in keyed) and {n for _, n in keyed} == {50_000}
+    # the source that is one split is read whole, and so is a source too small for its windows
+    assert [(p, n) for p, n in pieces if p.source == 2] == [(InputSplit(2), 20_000)]
+    small = sample_pieces([(0, {"small.parquet": [5_000]}), (1, {"big.parquet": [9_000_000]})], {})
+    assert small[0] == (InputSplit(0), 5_000) and len(small) == 1 + 100
+
+
+def test_the_ranges_sample_holds_the_rows_of_its_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # windows of 50 rows, 6 in all, every row of each taken (a small inventory stands in for a big one)
+    monkeypatch.setattr(stage_splits, "SPLIT_SAMPLE_WINDOW", 50)
+    monkeypatch.setattr(stage_splits, "SPLIT_SAMPLE_PIECES", 6)
+    rows = _plain_rows(25, 3000)
+    sources = _split_inventory(tmp_path / "inventory", rows)
+    config = sources_config(tmp_path, sources)
+    settings = config.stage_settings()
+    con = duck.connect(threads=1, normalize=config.normalize)
+    inventory = create_inventory_view(con, settings.sources)
+    set_variables(con, normalize_variables(settings, NOW))
+    found = survey(con, settings.sources, None, inventory)
+    bounds = split_bounds(con, settings.sources, None, inventory, found, 3, 10)
+    assert len(bounds) == 2 and bounds == sorted(bounds)
+    sampled = sorted(loc for (loc,) in con.execute("SELECT loc FROM split_sample").fetchall())
+    expected: list[str] = []
+    in_csv = [r["loc"] for r in rows if "/x-" in r["loc"]]
+    pieces = sample_pieces(found, {1: len(in_csv)})
+    for piece, _ in pieces:
+        if piece.source == 1:
+            assert not piece.files  # the CSV file, whole
+            expected += in_csv
+        else:
+            assert piece.end_row - piece.first_row <= 50
+            locs = pq.read_table(piece.files[0], columns=["loc"]).column("loc").to_pylist()
+            expected += locs[piece.first_row : piece.end_row]
+    windows = [p for p, _ in pieces if p.files]
+    assert len(windows) == 4 and len({p.files[0] for p in windows}) == 2  # (the big file and the next)
+    assert sampled == sorted(expected)
 
 
 def test_an_inventory_with_extensions_is_read_in_one_piece(tmp_path: Path) -> None:
