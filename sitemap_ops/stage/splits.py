@@ -13,6 +13,7 @@ of a URL normalizes to the same URL, so all its rows meet in one range whichever
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 import shutil
@@ -68,11 +69,11 @@ def list_splits(found: Survey, most: int) -> list[InputSplit]:
     target = max(1, math.ceil(total / max(1, most - whole)))
     while True:
         splits = [split for index, kind in found for split in _source_splits(index, kind, target)]
-        # (small files packed per source overshoot the count: bigger splits pack them tighter, down to one
+        # (files cut or packed per source overshoot the count: bigger splits pack them tighter, down to one
         # split per source)
         if len(splits) <= most or target >= total:
             return splits
-        target *= 2
+        target = math.ceil(target * 1.25)
 
 
 def _rows(kind: Found) -> int:
@@ -98,8 +99,8 @@ def _source_splits(index: int, kind: Found, target: int) -> list[InputSplit]:
 
 
 def _cut(source: int, files: dict[str, list[int]], target: int) -> list[InputSplit]:
-    """One Parquet source's splits of about `target` rows: a file bigger than that in row ranges of whole row
-    groups, smaller files packed together."""
+    """One Parquet source's splits of about `target` rows: a file of at least 1.5 times that in about equal row
+    ranges of whole row groups, a smaller one whole, and files up to `target` rows packed together up to it."""
     splits: list[InputSplit] = []
     packed: list[str] = []
     packed_rows = 0
@@ -107,21 +108,24 @@ def _cut(source: int, files: dict[str, list[int]], target: int) -> list[InputSpl
         rows = sum(groups)
         if rows == 0:
             continue
+        parts = max(1, round(rows / target))
         if rows <= target:
-            packed.append(file)
-            packed_rows += rows
-            if packed_rows >= target:
+            if packed and packed_rows + rows > target:
                 splits.append(InputSplit(source, packed))
                 packed, packed_rows = [], 0
-            continue
-        first = end = 0
-        for group in groups:
-            end += group
-            if end - first >= target:
-                splits.append(InputSplit(source, [file], first, end))
-                first = end
-        if end > first:
-            splits.append(InputSplit(source, [file], first, end))
+            packed.append(file)
+            packed_rows += rows
+        elif parts == 1:
+            splits.append(InputSplit(source, [file]))
+        else:
+            # each part ends at the first row group end at or past its share of the rows
+            ends = list(itertools.accumulate(groups))
+            first = 0
+            for part in range(1, parts + 1):
+                end = ends[bisect.bisect_left(ends, rows * part // parts)]
+                if end > first:
+                    splits.append(InputSplit(source, [file], first, end))
+                    first = end
     if packed:
         splits.append(InputSplit(source, packed))
     return splits
