@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -71,12 +71,16 @@ class Inventory:
     # The extension kinds the sources carry (images, videos, alternates, news), inline or in their own source.
     extensions: set[str] = field(default_factory=set)
     exclusions: bool = False  # some source has kind = "exclude" (the view exclude_src)
-    # each page source's rows as SQL ("<relation> WHERE <filter>"), by its position in the sources
-    rows_sql: dict[int, str] = field(default_factory=dict)
     # each page source's relation, its filter (a condition, or none) and its raw URL expression, by position
     relations: dict[int, str] = field(default_factory=dict)
     filters: dict[int, list[str]] = field(default_factory=dict)
     locs: dict[int, str] = field(default_factory=dict)
+
+    def rows(self, index: int, relation: str | None = None, conditions: Sequence[str] = ()) -> str:
+        """Page source `index`'s rows as SQL: "<relation> WHERE <its filter and `conditions`>", over its own
+        relation unless `relation` names another (some of its Parquet files)."""
+        kept = [*self.filters[index], *conditions]
+        return (relation or self.relations[index]) + (f" WHERE {' AND '.join(kept)}" if kept else "")
 
     def error(self, exc: BaseException) -> str:
         """A one-line message for a failure while reading the inventory, with every secret scrubbed."""
@@ -365,7 +369,6 @@ def create_inventory_view(
         conditions = filters + _split_conditions(con, source, split)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         if source.kind == "pages":
-            inventory.rows_sql[index] = f"{relation}{where}"
             inventory.relations[index], inventory.filters[index] = relation, filters
             inventory.locs[index] = f"CAST({quote_identifier(_required(source, types, 'loc'))} AS VARCHAR)"
             select = ", ".join(
@@ -431,13 +434,13 @@ def piece_sql(
     create_inventory_view (without a split) set up; each call rebinds the split variables, so run it before
     the next call. A query source's database becomes the default catalog."""
     source = sources[piece.source]
-    relation = _split_relation(con, source, storage, piece) or inventory.relations[piece.source]
-    conditions = inventory.filters[piece.source] + _split_conditions(con, source, piece)
-    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    rows = inventory.rows(
+        piece.source, _split_relation(con, source, storage, piece), _split_conditions(con, source, piece)
+    )
     if source.query:  # (as in _relation_sql)
         con.execute(f"USE {_alias(piece.source)}")
     # the relation and filter are the user's, bound as in create_inventory_view; the rest is this module's
-    return f"SELECT {inventory.locs[piece.source]} AS loc FROM {relation}{where}"  # noqa: S608
+    return f"SELECT {inventory.locs[piece.source]} AS loc FROM {rows}"  # noqa: S608
 
 
 def _key_range_sql(con: duckdb.DuckDBPyConnection, key: str, split: InputSplit) -> str:
@@ -465,7 +468,7 @@ def key_range(
     if source.query:  # (a query runs with its database as the default catalog, as in _relation_sql)
         con.execute(f"USE {_alias(index)}")
     # the column quoted by quote_identifier; the relation and filter are the user's (see create_inventory_view)
-    sql = f"SELECT min({column}), max({column}), count(*) FROM {inventory.rows_sql[index]}"  # noqa: S608
+    sql = f"SELECT min({column}), max({column}), count(*) FROM {inventory.rows(index)}"  # noqa: S608
     try:
         ((low, high, rows),) = con.execute(sql).fetchall()
     except duckdb.Error as exc:

@@ -108,14 +108,13 @@ def _cut(source: int, files: dict[str, list[int]], target: int) -> list[InputSpl
         rows = sum(groups)
         if rows == 0:
             continue
-        parts = max(1, round(rows / target))
         if rows <= target:
             if packed and packed_rows + rows > target:
                 splits.append(InputSplit(source, packed))
                 packed, packed_rows = [], 0
             packed.append(file)
             packed_rows += rows
-        elif parts == 1:
+        elif (parts := round(rows / target)) == 1:
             splits.append(InputSplit(source, [file]))
         else:
             # each part ends at the first row group end at or past its share of the rows
@@ -196,7 +195,7 @@ def split_bounds(
     for piece, stands_for in pieces:
         take = math.ceil(SPLIT_SAMPLE_ROWS * stands_for / rows)
         piece_rows = piece_sql(con, inventory, sources, storage, piece)
-        con.execute(read_sql("stage_split_sample").format(rows=piece_rows, take=int(take)))
+        con.execute(read_sql("stage_split_sample").format(rows=piece_rows, take=take))
     ((sampled,),) = con.execute("SELECT count(*) FROM split_sample").fetchall()
     create_url_inventory_view(con, "split_sample")
     con.execute(read_sql("stage_normalize"))
