@@ -444,22 +444,69 @@ def _each_host(
     return done, failed
 
 
-def _plan_hosts(config: SiteConfig, staged: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan task: each host's plan; the render groups of all hosts ([host index, first, last]) within
-    max_map_length, each host's counts, and the hosts whose plan failed (a single-host site's failure
-    fails the task)."""
+def _plan_prepare_hosts(config: SiteConfig, staged: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan_prepare task: each host's prepared plan (in its work folder); the groups of plan chunks of all
+    hosts ([host index, first chunk, last chunk]) within max_map_length, and the hosts whose prepare failed (a
+    single-host site's failure fails the task)."""
     pipeline = _pipeline()
-    af = config.airflow
     builds = _host_builds(config, staged)
     stage_of = {run.config.site.host: result for run, result in builds}
 
-    def plan_one(run: BuildRun) -> Any:
-        return pipeline.plan(
+    def prepare_one(run: BuildRun) -> Any:
+        return pipeline.plan_prepare(
             run, stage_of[run.config.site.host], full_rebuild=params.get("full_rebuild", False),
             force=params.get("force", False),
         )  # fmt: skip
 
-    plans, failed = _each_host(config, "plan", [run for run, _ in builds], plan_one)
+    prepared, failed = _each_host(config, "plan_prepare", [run for run, _ in builds], prepare_one)
+    most = max(1, _max_mapped() // len(builds))
+    groups: list[list[int]] = []
+    for index, (run, _) in enumerate(builds):
+        if (found := prepared.get(run.config.site.host)) is None:
+            continue
+        count = min(found.tasks, most)
+        groups += [[index, found.tasks * g // count, found.tasks * (g + 1) // count - 1] for g in range(count)]
+        log.info(
+            "plan_prepare%s: %s URL(s) in %d chunk(s)%s",
+            f" {run.config.site.host}" if config.hosts else "", f"{found.total:,}", found.tasks,
+            f", {count} task(s)" if count < found.tasks else "",
+        )  # fmt: skip
+    return {"groups": groups, "hosts": sorted(prepared), "failed": failed}
+
+
+def _plan_chunk_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
+    """The plan_chunk task's work: chunks [first, last] of one host's plan ([host index, first, last]); {} or,
+    for a multi-host site's host that failed, {"failed_host": ..., "error": ...} (plan leaves that host out)."""
+    index, first, last = group
+    run = _host_builds(config)[index][0]
+    label = f"chunk {first}" if first == last else f"chunks {first}-{last}"
+    get_current_context()["plan_chunks"] = f"{run.config.site.host}: {label}" if config.hosts else label  # type: ignore[typeddict-unknown-key]
+    pipeline = _pipeline()
+
+    def chunks(r: BuildRun) -> None:
+        prepared = pipeline.load_prepared(r)
+        for number in range(first, last + 1):
+            pipeline.plan_chunk(r, prepared, number)
+
+    _, failed = _each_host(config, "plan_chunk", [run], chunks)
+    if failed:
+        ((host, error),) = failed.items()
+        return {"failed_host": host, "error": error}
+    return {}
+
+
+def _plan_hosts(config: SiteConfig, prepared: dict[str, Any], chunked: list[Any] | None) -> dict[str, Any]:
+    """The plan task: each prepared host's placement; the render groups of all hosts ([host index, first,
+    last]) within max_map_length, each host's counts, and the hosts whose plan failed (a single-host site's
+    failure fails the task)."""
+    pipeline = _pipeline()
+    af = config.airflow
+    builds = _host_builds(config)
+    chunk_failed = {r["failed_host"]: r["error"] for r in chunked or [] if r and "failed_host" in r}
+    hosts_left = set(prepared["hosts"]) - chunk_failed.keys()
+    todo = [run for run, _ in builds if run.config.site.host in hosts_left]
+    plans, failed = _each_host(config, "plan", todo, lambda r: pipeline.plan_place(r, pipeline.load_prepared(r)))
+    failed = {**prepared["failed"], **chunk_failed, **failed}
     max_groups = max(1, _max_render_groups() // len(builds))
     groups: list[list[int]] = []
     hosts: dict[str, dict[str, Any]] = {}
@@ -683,11 +730,34 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         "max_retry_delay": dt.timedelta(minutes=30),
     }
 
-    @task(**io_retries, **_task_args(af, "plan"))
-    def plan(staged: dict[str, Any]) -> dict[str, Any]:
+    @task(**io_retries, **_task_args(af, "plan_prepare"))
+    def plan_prepare(staged: dict[str, Any]) -> dict[str, Any]:
+        """Read what is live, apply the circuit breaker and cut the staged URLs in chunks of rows; returns the
+        groups of chunks to plan ([host, first, last])."""
+        return _plan_prepare_hosts(config, staged, get_current_context()["params"])
+
+    @task
+    def plan_chunk_groups(prepared: dict[str, Any]) -> list[list[int]]:
+        """The groups of plan chunks to run."""
+        groups: list[list[int]] = prepared["groups"]
+        return groups
+
+    @task(
+        **io_retries,
+        **_task_args(af, "plan_chunk"),
+        doc_md="Join chunks of the staged URLs with the last assignment; write their part of the change set.",
+        map_index_template="{{ plan_chunks }}",
+    )
+    def plan_chunk(group: list[int]) -> dict[str, Any]:
+        """Plan one group of chunks of one host (a retry rewrites the same files)."""
+        return _plan_chunk_group(config, group)
+
+    # runs when plan_chunk was skipped (every host's prepare failed: mapped over nothing), never when one failed
+    @task(**io_retries, **_task_args(af, "plan"), trigger_rule="none_failed")
+    def plan(prepared: dict[str, Any], chunked: Any = None) -> dict[str, Any]:
         """Place every URL in its shard; returns the groups of shards to render ([host, first, last])."""
         started = time.monotonic()
-        result = _plan_hosts(config, staged, get_current_context()["params"])
+        result = _plan_hosts(config, prepared, chunked)
         log.info("plan: %d host(s) planned in %.1f s", len(result["hosts"]), time.monotonic() - started)
         return result
 
@@ -750,7 +820,8 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         return _report_hosts(config, staged, bool(get_current_context()["params"].get("dry_run")))
 
     staged = _add_stage_tasks(config, io_retries, check_params=check_params)
-    planned = plan(staged)
+    prepared: Any = plan_prepare(staged)  # (an XComArg that stands for the dict)
+    planned: Any = plan(prepared, plan_chunk.expand(group=plan_chunk_groups(prepared)))
     rendered = render.expand(group=render_groups(planned))
     # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
     retired = retire(publish(staged, planned, rendered))  # type: ignore[arg-type]

@@ -191,11 +191,12 @@ PLAN_NAME = "plan.json"  # plan: shards, names, fingerprints, index files
 LIVE_MANIFEST_NAME = "live-manifest.json"  # plan: the live manifest it planned against (publish builds on it)
 DATED_NAME = "dated.parquet"  # plan: the staged snapshot with lastmods derived from content hashes
 CHANGES_NAME = "changes.parquet"  # plan: the URLs added, removed and updated since the live build
+PLAN_PREPARED_NAME = "plan-prepared.json"  # plan: its chunks of rows and the breaker's verdict, for the chunk tasks
 REPORT_NAME = "report.html"  # report: the build's page for people
 REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later reports reads them)
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
-    LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, REPORT_NAME, REPORT_DATA_NAME,
+    LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, REPORT_NAME, REPORT_DATA_NAME,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts
@@ -289,6 +290,11 @@ STAGE_PART_SHARE = 1.0
 PLAN_ROW_OVERHEAD = 100
 PLAN_CHUNK_SHARE = 1.0
 MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
+# The folder of a build's work folder where plan's chunk tasks (sitemap_ops.plan.chunks) hand their rows and
+# change set files to placement, which may run on another machine; emptied once placement gathered them. Only
+# files whose names match PLAN_CHUNK_FILE are ever deleted from it.
+PLAN_CHUNKS_NAME = "plan-chunks"
+PLAN_CHUNK_FILE = r"(rows|changes)-\d{5}\.parquet"
 # At most this many ranges: the partitioned write keeps one file open per range.
 MAX_STAGE_PARTITIONS = 1000
 # Stage may read and normalize the page sources in input splits, each a task of its own in Airflow

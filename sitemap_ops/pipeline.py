@@ -39,8 +39,10 @@ from sitemap_ops.constants import (
 from sitemap_ops.errors import SitemapOpsError, StorageError, first_line
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.notify.notify import NotifyResult, run_notify
+from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk
+from sitemap_ops.plan.chunks import load_prepared as load_prepared_plan
 from sitemap_ops.plan.plan import Plan, run_plan
-from sitemap_ops.plan.state import load_live_state
+from sitemap_ops.plan.state import LiveState, load_live_state
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish, run_retire
@@ -205,12 +207,49 @@ def plan(
     lease: PublishLease | None = None,
     progress: Progress | None = None,
 ) -> Plan:
-    """Read what is live and place every staged URL in its shard (plan.json in the work folder).
+    """Read what is live and place every staged URL in its shard (plan.json in the work folder): plan_prepare,
+    then plan_chunk for each of its chunks, then plan_place, in this process.
 
     `full_rebuild` ignores the last build's assignment (every shard is written again); `preview` reports a
-    build the circuit breaker would stop instead of failing. The live manifest read is kept in the work
-    folder: publish builds the new one on it.
+    build the circuit breaker would stop instead of failing.
     """
+    prepared, live = _prepare(run, staged, full_rebuild, force, preview, lease, progress)
+    if progress is not None:
+        what = "the staged URLs" + (" and the last assignment" if prepared.previous_assignment else "")
+        progress.start(f"plan: reading {what} in chunks of rows", prepared.tasks)
+    for index in range(prepared.tasks):
+        plan_chunk(run, prepared, index)
+        if progress is not None:
+            progress.advance()
+    return plan_place(run, prepared, lease=lease, progress=progress, live=live)
+
+
+def plan_prepare(
+    run: BuildRun,
+    staged: StageResult,
+    *,
+    full_rebuild: bool = False,
+    force: bool = False,
+    preview: bool = False,
+    lease: PublishLease | None = None,
+    progress: Progress | None = None,
+) -> PreparedPlan:
+    """Plan's first step: what is live, the circuit breaker, the chunks of rows the plan_chunk steps read
+    (plan-prepared.json in the work folder). The live manifest read is kept in the work folder: publish
+    builds the new one on it."""
+    return _prepare(run, staged, full_rebuild, force, preview, lease, progress)[0]
+
+
+def _prepare(
+    run: BuildRun,
+    staged: StageResult,
+    full_rebuild: bool,
+    force: bool,
+    preview: bool,
+    lease: PublishLease | None,
+    progress: Progress | None,
+) -> tuple[PreparedPlan, LiveState]:
+    """plan_prepare's work; also the live state it read."""
     if lease is not None:
         lease.check()
     work, output = open_work(run.config, run.build_id), run.output
@@ -221,14 +260,13 @@ def plan(
     else:
         work.delete(LIVE_MANIFEST_NAME)
     with duckdb_session(run.config, work) as con:
-        return run_plan(
+        prepared = prepare_plan(
             settings,
             con,
             build_id=run.build_id,
             created_at=run.now.isoformat(),
             staged_path=staged.staged_path,
             work=work,
-            output=output,
             live=live,
             full_rebuild=full_rebuild,
             force=force,
@@ -236,6 +274,48 @@ def plan(
             excluded=sum(staged.excluded.values()),
             progress=progress,
         )
+    return prepared, live
+
+
+def plan_chunk(run: BuildRun, prepared: PreparedPlan, index: int) -> None:
+    """One chunk of the plan (its rows joined with the last assignment, its URL range of the change set), into
+    the work folder; any chunk, in any order, in any process."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_plan_chunk(run.config.plan_settings(), con, work, prepared, index)
+
+
+def plan_place(
+    run: BuildRun,
+    prepared: PreparedPlan,
+    *,
+    lease: PublishLease | None = None,
+    progress: Progress | None = None,
+    live: LiveState | None = None,
+) -> Plan:
+    """Plan's last step: gather the chunks, place every URL, name the shards (plan.json in the work folder).
+    `live`: what is live, as plan_prepare read it in this process (else read again)."""
+    if lease is not None:
+        lease.check()
+    work, output = open_work(run.config, run.build_id), run.output
+    settings = run.config.plan_settings()
+    live = live or load_live_state(settings, output, work)
+    with duckdb_session(run.config, work) as con:
+        return run_plan(
+            settings,
+            con,
+            prepared=prepared,
+            created_at=run.now.isoformat(),
+            work=work,
+            output=output,
+            live=live,
+            progress=progress,
+        )
+
+
+def load_prepared(run: BuildRun) -> PreparedPlan:
+    """The prepared plan plan_prepare wrote for this build (a plan_chunk or plan_place in another process reads it)."""
+    return load_prepared_plan(run.work)
 
 
 def load_plan(run: BuildRun) -> Plan:

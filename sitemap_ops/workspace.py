@@ -15,6 +15,7 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import DATED_NAME, PLANNED_NAME, RECOVERED_NAME, STAGED_NAME, WORK_FILES, WORK_MARKER_NAME
 from sitemap_ops.host import owner_is_gone, owner_tag
 from sitemap_ops.manifest import Manifest
+from sitemap_ops.plan.chunks import clear_chunks
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.storage import Storage, open_file
 
@@ -42,11 +43,12 @@ def open_work(config: SiteConfig, build_id: str) -> Storage:
 
 
 def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous: Manifest | None) -> None:
-    """After a publish: drop this build's staged (and dated) snapshot, the previous live assignment (superseded), and
-    the work folders of all but the last KEEP_WORK_DIRS builds (only folders holding the marker, only the
-    files a build writes, never the live build's assignment)."""
+    """After a publish: drop this build's staged (and dated) snapshot and plan chunks, the previous live
+    assignment (superseded), and the work folders of all but the last KEEP_WORK_DIRS builds (only folders
+    holding the marker, only the files a build writes, never the live build's assignment)."""
     work.delete(STAGED_NAME)
     work.delete(DATED_NAME)
+    clear_chunks(work)
     root = work_root(config)
     if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
         folder, name = open_file(previous.assignment, config.storage)
@@ -70,6 +72,7 @@ def prune_work(root: Storage, live_folder: str = "") -> None:
         for name in WORK_FILES:
             folder.delete(name)
         clear_ranges(folder)  # (a ranged stage whose merge never ran)
+        clear_chunks(folder)  # (a plan that never published)
         if folder.is_local:
             for spill in folder.list_dirs():
                 if spill.startswith(SPILL_PREFIX):  # the folder is gone from the kept builds: its spill too
@@ -79,10 +82,11 @@ def prune_work(root: Storage, live_folder: str = "") -> None:
 
 
 def drop_snapshots(work: Storage) -> None:
-    """Delete a build's big snapshots (staged, dated, planned) once nothing will read them: after a dry run,
-    whose plan is never published (its plan.json, rejects and report stay)."""
+    """Delete a build's big snapshots (staged, dated, planned, the plan's chunks) once nothing will read them:
+    after a dry run, whose plan is never published (its plan.json, rejects and report stay)."""
     for name in (STAGED_NAME, DATED_NAME, PLANNED_NAME):
         work.delete(name)
+    clear_chunks(work)
 
 
 @contextlib.contextmanager

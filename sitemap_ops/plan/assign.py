@@ -2,7 +2,8 @@
 
 Plan writes each staged row's entry size and kept shard and position (sql/plan_rows.sql) to a local file in
 file order, which is (section, URL) order, joining the staged rows with the last assignment a chunk of rows
-at a time (`write_rows`). Two passes over that file follow, each holding one chunk of rows:
+at a time (`write_rows`, one chunk of rows each; sitemap_ops.plan.chunks runs them). Two passes over that
+file follow, each holding one chunk of rows:
 1. the kept shards of each section (URLs, bytes, highest position); a shard over the limits (limits
    lowered, entries grown) releases its tail in position order (sql/plan_release.sql, for those shards
    only); a section whose kept shards are too sparse is compacted (placed anew);
@@ -17,8 +18,9 @@ Plan's memory is one chunk of rows and a few numbers per shard, whatever the sit
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 import duckdb
 import numpy as np
@@ -56,50 +58,63 @@ def row_key(con: duckdb.DuckDBPyConnection, row: int) -> tuple[str, str]:
     return str(section), str(loc)
 
 
-def row_chunks(
-    con: duckdb.DuckDBPyConnection, rows: int, chunks: int, share: Callable[[float], None] = lambda _: None
-) -> Iterator[int]:
+@dataclass(frozen=True)
+class RowChunk:
+    """One chunk of the view `staged`'s rows: [first, end), and its first and last (section, loc)."""
+
+    first: int
+    end: int
+    low: tuple[str, str]
+    high: tuple[str, str]
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RowChunk:
+        return cls(raw["first"], raw["end"], tuple(raw["low"]), tuple(raw["high"]))
+
+
+def row_chunks(con: duckdb.DuckDBPyConnection, rows: int, chunks: int) -> list[RowChunk]:
     """Cut the view `staged` (`rows` rows, sorted by (section, loc)) into `chunks` chunks of consecutive rows
-    (at least one, empty when there are no rows) and set, for each in turn, the variables that
-    sql/plan_rows.sql and sql/plan_dated.sql read: its rows [chunk_first, chunk_end), its first and last
-    (section, loc), and floor_loc and ceiling_loc, the same bounds on loc alone when the chunk is in one
-    section ('' and NULL otherwise), which let a scan of a file sorted by (section, loc) skip the row
-    groups outside the chunk by their statistics. Yields each chunk's index once its variables are set;
-    `share` is told the share of the rows done (0-1) as each chunk starts. The queries read the chunk's rows
-    through the table macro staged_chunk() (sql/plan_chunk.sql)."""
-    con.execute(read_sql("plan_chunk"))
+    (at least one, empty when there are no rows; an empty chunk past the first is left out)."""
+    found = []
     for index in range(chunks):
         first, end = rows * index // chunks, rows * (index + 1) // chunks
         if first == end and (rows or index):
             continue
-        share(index / chunks)
         low, high = (row_key(con, first), row_key(con, end - 1)) if first < end else (("", ""), ("", ""))
-        same = low[0] == high[0]
-        set_variables(
-            con,
-            {
-                "chunk_first": first,
-                "chunk_end": end,
-                "low_section": low[0],
-                "low_loc": low[1],
-                "high_section": high[0],
-                "high_loc": high[1],
-                "floor_loc": low[1] if same else "",
-                "ceiling_loc": high[1] if same else None,
-            },
-        )
-        yield index
+        found.append(RowChunk(first, end, low, high))
+    return found
 
 
-def write_rows(
-    con: duckdb.DuckDBPyConnection, rows_file: str, rows: int, chunks: int, share: Callable[[float], None]
-) -> None:
-    """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for the view `staged` (`rows` rows)
-    to the local Parquet file `rows_file`, in file order, in `chunks` chunks of rows (`row_chunks`). A chunk
-    joins its rows with only the previous rows between its first and last (section, loc), which DuckDB finds
-    by the assignment's row group statistics; so no query holds more than a chunk of either side."""
-    chunked = (con.sql(read_sql("plan_rows")) for _ in row_chunks(con, rows, chunks, share))
-    write_relations(chunked, rows_file, batch_rows=CHUNK_ROWS, compression="none")
+def use_chunk(con: duckdb.DuckDBPyConnection, chunk: RowChunk) -> None:
+    """Set the variables sql/plan_rows.sql and sql/plan_dated.sql read for `chunk`: its rows, its first and
+    last (section, loc), and floor_loc and ceiling_loc, the same bounds on loc alone when the chunk is in one
+    section ('' and NULL otherwise), which let a scan of a file sorted by (section, loc) skip the row groups
+    outside the chunk by their statistics. The queries read the chunk's rows through the table macro
+    staged_chunk() (sql/plan_chunk.sql)."""
+    con.execute(read_sql("plan_chunk"))
+    same = chunk.low[0] == chunk.high[0]
+    set_variables(
+        con,
+        {
+            "chunk_first": chunk.first,
+            "chunk_end": chunk.end,
+            "low_section": chunk.low[0],
+            "low_loc": chunk.low[1],
+            "high_section": chunk.high[0],
+            "high_loc": chunk.high[1],
+            "floor_loc": chunk.low[1] if same else "",
+            "ceiling_loc": chunk.high[1] if same else None,
+        },
+    )
+
+
+def write_rows(con: duckdb.DuckDBPyConnection, sink: str | BinaryIO, chunk: RowChunk) -> int:
+    """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for `chunk` of the view `staged` to
+    the Parquet file `sink`, in file order; the rows written. The chunk joins its rows with only the previous
+    rows between its first and last (section, loc), which DuckDB finds by the assignment's row group
+    statistics; so no query holds more than a chunk of either side."""
+    use_chunk(con, chunk)
+    return write_relations([con.sql(read_sql("plan_rows"))], sink, batch_rows=CHUNK_ROWS, compression="none")
 
 
 @dataclass

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 import duckdb
 
@@ -19,7 +20,7 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.plan.assign import row_chunks, row_key
+from sitemap_ops.plan.assign import RowChunk, row_key, use_chunk
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.progress import Chunked, Progress
 from sitemap_ops.storage import Storage, StorageConfig
@@ -55,27 +56,31 @@ def date_snapshot(
     created_at: str,
     news_section: str,
     progress: Progress,
-    rows: int,
-    chunks: int,
+    chunks: list[RowChunk],
 ) -> str | None:
-    """When staged rows have a content_hash and no lastmod: write the staged snapshot (`rows` rows) with their
-    lastmods derived (sql/plan_dated.sql, in `chunks` chunks of rows, see plan.assign.row_chunks) to the work
-    folder and return its URL (the view `staged` then reads it); else None. Reads the views `staged` and
-    `live_urls`."""
+    """When staged rows have a content_hash and no lastmod: write the staged snapshot with their lastmods
+    derived (sql/plan_dated.sql, in `chunks`, see plan.assign.row_chunks) to the work folder and return its
+    URL (the view `staged` then reads it); else None. Reads the views `staged` and `live_urls`."""
     ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()
     if not needed:
         return None
     set_variables(con, {"build_time": build_time(created_at), "news_section": news_section})
     path = storage_path(con, work, DATED_NAME)
-    dated = Chunked(chunks, con.query_progress)
+    dated = Chunked(len(chunks), con.query_progress)
+
+    def chunked() -> Iterator[duckdb.DuckDBPyRelation]:
+        for index, chunk in enumerate(chunks):
+            dated.start(index / len(chunks))
+            use_chunk(con, chunk)
+            yield con.sql(read_sql("plan_dated"))
+
     try:
         with (
             progress.working("plan: deriving lastmods from content hashes", dated.percent),
             work.fs.open(work.path(DATED_NAME), "wb") as fh,
         ):
-            chunked = (con.sql(read_sql("plan_dated")) for _ in row_chunks(con, rows, chunks, dated.start))
             write_relations(
-                chunked, fh, batch_rows=DATED_ROW_GROUP, compression="snappy", row_group_size=DATED_ROW_GROUP
+                chunked(), fh, batch_rows=DATED_ROW_GROUP, compression="snappy", row_group_size=DATED_ROW_GROUP
             )
     except (duckdb.Error, OSError) as exc:
         raise PlanError(f"cannot write the dated snapshot to {work.url}: {first_line(exc)}") from None
@@ -90,30 +95,23 @@ def change_bounds(con: duckdb.DuckDBPyConnection, rows: int, chunks: int) -> lis
     return list(itertools.pairwise([None, *bounds, None]))
 
 
-def write_changes(
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    news_section: str,
-    rows: int,
-    chunks: int,
-    share: Callable[[float], None] = lambda _: None,
-) -> dict[str, int]:
-    """Write the change set (sql/plan_changes.sql) to the work folder, in `chunks` URL ranges of the view
-    `staged` (`rows` rows); its counts by kind (every kind listed). `share` is told the share of the ranges
-    done (0-1) as each starts. Reads the views `planned` and `live_urls`."""
-    set_variables(con, {"news_section": news_section})
+def write_change_chunk(
+    con: duckdb.DuckDBPyConnection, sink: str | BinaryIO, news_section: str, low: str | None, high: str | None
+) -> int:
+    """Write the change set's URLs in [low, high) (sql/plan_changes.sql; None: unbounded) to the Parquet file
+    `sink`; the rows written. Reads the views `staged` (this build's rows, lastmods derived) and `live_urls`."""
+    set_variables(con, {"news_section": news_section, "change_low": low, "change_high": high})
+    return write_relations([con.sql(read_sql("plan_changes"))], sink, batch_rows=CHANGE_BATCH_ROWS, compression="zstd")
+
+
+def gather_changes(con: duckdb.DuckDBPyConnection, work: Storage, parts: list[str]) -> dict[str, int]:
+    """Write the change set's chunks (`parts`, paths DuckDB reads, in URL order) to the work folder's change set,
+    one file; its counts by kind (every kind listed)."""
     path = storage_path(con, work, CHANGES_NAME)
-    ranges = change_bounds(con, rows, chunks)
-
-    def chunked() -> Iterator[duckdb.DuckDBPyRelation]:
-        for index, (low, high) in enumerate(ranges):
-            share(index / len(ranges))
-            set_variables(con, {"change_low": low, "change_high": high})
-            yield con.sql(read_sql("plan_changes"))
-
     try:
         with work.fs.open(work.path(CHANGES_NAME), "wb") as fh:
-            write_relations(chunked(), fh, batch_rows=CHANGE_BATCH_ROWS, compression="zstd")
+            relations = (con.read_parquet(part) for part in parts)
+            write_relations(relations, fh, batch_rows=CHANGE_BATCH_ROWS, compression="zstd")
         create_parquet_view(con, "changes", path)
         counts = dict.fromkeys(CHANGE_KINDS, 0)
         counts.update({kind: int(n) for kind, n in con.execute(read_sql("plan_change_counts")).fetchall()})
@@ -122,24 +120,6 @@ def write_changes(
     finally:
         con.execute("DROP VIEW IF EXISTS changes")
     return counts
-
-
-def change_set(
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    news_section: str,
-    live_assignment: str | None,
-    urls: int,
-    rows: int,
-    chunks: int,
-    share: Callable[[float], None] = lambda _: None,
-) -> tuple[dict[str, int], str]:
-    """The change set's counts and file URL (written in `chunks` URL ranges of the view `staged`'s `rows`
-    rows, see write_changes). On a site's first build (nothing live) every one of its `urls` is added and no
-    file is written: the assignment lists them already."""
-    if not live_assignment:
-        return {"added": urls, "removed": 0, "updated": 0}, ""
-    return write_changes(con, work, news_section, rows, chunks, share), work.url_of(CHANGES_NAME)
 
 
 def sample_changes(path: str, storage: StorageConfig, sample: int) -> list[dict[str, str | None]]:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import duckdb
 import pyarrow.parquet as pq
 
-from sitemap_ops.constants import EXCLUDED_REASONS, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
+from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -20,16 +18,17 @@ from sitemap_ops.duck import (
     scratch_folder,
     set_variables,
     storage_path,
+    write_relations,
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
-from sitemap_ops.plan.assign import SectionRows, chunk_count, compact, kept_shards, place, release_tails, write_rows
-from sitemap_ops.plan.changes import change_set, create_live_view, date_snapshot
+from sitemap_ops.plan.assign import CHUNK_ROWS, SectionRows, compact, kept_shards, place, release_tails
+from sitemap_ops.plan.changes import gather_changes
+from sitemap_ops.plan.chunks import PreparedPlan, chunk_files
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
-from sitemap_ops.plan.state import LiveState, digest, file_exists
-from sitemap_ops.progress import Chunked, Progress
-from sitemap_ops.publish.exceptions import CircuitBreakerError
+from sitemap_ops.plan.state import LiveState, digest
+from sitemap_ops.progress import Progress
 from sitemap_ops.storage import Storage
 
 # Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
@@ -125,50 +124,25 @@ def _lastmod_text(value: object) -> str | None:
     return text[:10] if text.endswith("T00:00:00") else text + "Z"
 
 
-def _raise_if_live_gone(live_assignment: str | None, config: PlanSettings) -> None:
-    """LiveStateChangedError when the live build's assignment plan reads is gone: a build that published
-    meanwhile retired it, so this plan is stale (and the error plan hit while reading it says nothing)."""
-    if live_assignment and not file_exists(live_assignment, config):
-        raise LiveStateChangedError(
-            f"the live build's assignment {live_assignment} is gone: another build published this site "
-            "while this one planned; nothing live was changed, run the build again"
-        ) from None
-
-
-@contextlib.contextmanager
-def _live_guard(live_assignment: str | None, config: PlanSettings) -> Iterator[None]:
-    """Turn a failure to read the live build's assignment, because another build retired it, into
-    LiveStateChangedError (any other failure passes through)."""
-    try:
-        yield
-    except (duckdb.Error, PlanError):
-        _raise_if_live_gone(live_assignment, config)
-        raise
-
-
 def run_plan(
     config: PlanSettings,
     con: duckdb.DuckDBPyConnection,
     *,
-    build_id: str,
+    prepared: PreparedPlan,
     created_at: str,
-    staged_path: str,
     work: Storage,
     output: Storage,
     live: LiveState,
-    full_rebuild: bool = False,
-    force: bool = False,
-    preview: bool = False,
-    excluded: int = 0,
     progress: Progress | None = None,
 ) -> Plan:
-    """Plan the build against what is live (`live`, read by plan.state.load_live_state); writes
-    `planned.parquet` (the assignment) and `plan.json` to the build's work storage.
+    """Plan's last step: gather the chunk tasks' files (sitemap_ops.plan.chunks; `prepared` is the prepare
+    step's), place every URL, and write `planned.parquet` (the assignment), the change set and `plan.json` to
+    the build's work folder. `live` is what is live now (plan.state.load_live_state): still the build
+    prepare read, else LiveStateChangedError.
 
-    `full_rebuild` ignores the live assignment and records (every URL placed anew, every shard written),
-    but still compares with the live URL count and switches from the live index. `preview` (a dry run)
-    plans past the circuit breaker and records why it would stop the build in `Plan.breaker`. `excluded`:
-    the URLs the stage's exclusion sources kept out (the breaker compares them with the live build's).
+    A full rebuild (prepare's `full_rebuild`) ignores the live assignment and records (every URL placed
+    anew, every shard written), but still compares with the live URL count and switches from the live index.
+    A preview's plan records why the circuit breaker would stop the build in `Plan.breaker`.
 
     The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: shard assignment streams the rows in file order a chunk at a time (plan.assign;
@@ -177,60 +151,38 @@ def run_plan(
     """
     progress = progress or Progress(enabled=False)
     previous = live.manifest
-    previous_assignment = previous.assignment if previous and not full_rebuild else None
+    if (previous.build_id if previous else None) != prepared.live_build_id:
+        raise LiveStateChangedError(
+            f"build {previous.build_id if previous else '(none)'} is live now, not build "
+            f"{prepared.live_build_id or '(none)'}, which this plan's chunks compared with: another build "
+            "published this site while this one planned; nothing live was changed, run the build again"
+        )
+    full_rebuild, build_id = prepared.full_rebuild, prepared.build_id
     shards_cfg = config.shards
     max_urls = shards_cfg.max_urls
+    staged_path, total, live_assignment = prepared.staged_path, prepared.total, prepared.live_assignment
+    extended = prepared.extended
+    overhead = shard_overhead(config.render.format, extended)
+    payload = shards_cfg.max_bytes - overhead
     set_variables(con, {"format": config.render.format})
     try:
         create_parquet_view(con, "staged", duckdb_path(con, staged_path, config.storage), row_numbers=True)
-        (extended,) = con.execute(read_sql("plan_extended")).fetchall()[0]
     except duckdb.Error as exc:
         raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
-    overhead = shard_overhead(config.render.format, extended)
-    payload = shards_cfg.max_bytes - overhead
-    live_assignment = previous.assignment if previous else None
+    rows_parts, change_parts = chunk_files(con, work, prepared)
+    # the chunks' rows, in file order, to a local file that the assignment passes stream
+    scratch = tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con))
+    rows_file = os.path.join(scratch.name, "rows.parquet")
     try:
-        if previous_assignment:
-            create_parquet_view(con, "previous", duckdb_path(con, previous_assignment, config.storage))
-        else:
-            con.execute(read_sql("plan_no_previous"))
-        # the change set compares with the live build even in a full rebuild
-        create_live_view(con, live_assignment, config.storage)
-        section_rows = con.execute(read_sql("plan_sections")).fetchall()
-        total = sum(int(count) for _, count in section_rows)
-        # the joins with the live build's assignment, in chunks of rows as the memory limit needs
-        chunks = (config.chunks or chunk_count(con, total)) if live_assignment else 1
-        with _live_guard(live_assignment, config):
-            dated_path = date_snapshot(con, work, created_at, config.news_section, progress, total, chunks)
-        staged_path = dated_path or staged_path  # render reads the entries there (the same rows and sections)
-        previous_urls = previous.total_urls if previous else None
-        # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
-        previous_excluded = sum(
-            n for reason, n in (previous.stage.get("rejected") or {}).items() if reason in EXCLUDED_REASONS
-        ) if previous else 0  # fmt: skip
-        breaker = (
-            None
-            if force or config.publish.force
-            else config.publish.breaker(total, previous_urls, excluded, previous_excluded)
-        )
-        if breaker and not preview:
-            raise CircuitBreakerError(breaker)
-        progress.step(
-            f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else "")
-        )
-        # the rows plan places, in file order, to a local file that the assignment passes stream
-        scratch = tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con))
-        rows_file = os.path.join(scratch.name, "rows.parquet")
-        label = "plan: reading the staged URLs" + (" and the last assignment" if previous_assignment else "")
-        joined = Chunked(chunks, con.query_progress)
-        with progress.working(label + (f" in {chunks} chunks of rows" if chunks > 1 else ""), joined.percent):
-            write_rows(con, rows_file, total, chunks, joined.start)
-    except duckdb.Error as exc:
-        _raise_if_live_gone(live_assignment, config)
-        raise PlanError(f"cannot join with the previous assignment {previous_assignment}: {first_line(exc)}") from None
+        with progress.working("plan: gathering the chunks' rows", con.query_progress):
+            parts = (con.read_parquet(path) for path in rows_parts)
+            write_relations(parts, rows_file, batch_rows=CHUNK_ROWS, compression="none")
+    except (duckdb.Error, OSError) as exc:
+        scratch.cleanup()
+        raise PlanError(f"cannot read this build's plan chunks in {work.url}: {first_line(exc)}") from None
 
     sections, start = [], 0
-    for name, count in section_rows:
+    for name, count in prepared.sections:
         # the news series: at most news_max_urls articles per sitemap
         limit = min(max_urls, config.news_max_urls) if name == config.news_section else max_urls
         sections.append(SectionRows(name, start, start + count, limit))
@@ -240,7 +192,8 @@ def run_plan(
         read = pq.ParquetFile(rows_file).metadata.num_rows
         if read != total:
             raise PlanError(
-                f"the staged snapshot {staged_path} changed while plan read it ({read:,} of {total:,} rows)"
+                f"this build's plan chunks hold {read:,} rows, not the {total:,} of its staged snapshot "
+                f"{staged_path}: it changed after plan_prepare read it; run the plan again"
             )
         kept_before = kept_shards(rows_file, sections)
         release_tails(con, rows_file, sections, payload)
@@ -262,18 +215,12 @@ def run_plan(
     ordered = assignment.ordered
 
     create_parquet_view(con, "planned", planned_path)
-    news = sum(s.end - s.start for s in sections if s.name == config.news_section)
-    compared = Chunked(chunks, con.query_progress)
-    with (
-        progress.working(
-            "plan: comparing with the live build" + (f" in {chunks} URL ranges" if chunks > 1 else ""),
-            compared.percent,
-        ),
-        _live_guard(live_assignment, config),
-    ):
-        changes, changes_path = change_set(
-            con, work, config.news_section, live_assignment, total - news, total, chunks, compared.start
-        )
+    if live_assignment:
+        with progress.working("plan: gathering the change set", con.query_progress):
+            changes, changes_path = gather_changes(con, work, change_parts), work.url_of(CHANGES_NAME)
+    else:  # a site's first build: every URL is added, and the assignment lists them already
+        news = sum(s.end - s.start for s in sections if s.name == config.news_section)
+        changes, changes_path = {"added": total - news, "removed": 0, "updated": 0}, ""
     feed = _feed_entries(con, config) if config.feed.enabled else {}
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
@@ -325,7 +272,7 @@ def run_plan(
         ordered=ordered,
         extended=bool(extended),
         previous_build_id=previous.build_id if previous else None,
-        previous_urls=previous_urls,
+        previous_urls=previous.total_urls if previous else None,
         sections={s.name: s.end - s.start for s in sections},
         compacted=compacted,
         base_index_token=live.index_token,
@@ -333,10 +280,10 @@ def run_plan(
         base_manifest_token=live.manifest_token,
         state_notes=list(live.notes),
         repaired=repaired,
-        breaker=breaker,
+        breaker=prepared.breaker,
         changes=changes,
         changes_path=changes_path,
-        lastmods_derived=dated_path is not None,
+        lastmods_derived=prepared.lastmods_derived,
         feed=feed,
     )
     work.write_bytes(PLAN_NAME, plan.to_json().encode("utf-8"))

@@ -90,6 +90,16 @@ def _published_locs(s3: S3Server, prefix: str) -> set[str]:
     return locs
 
 
+def _live_locs(s3: S3Server, prefix: str) -> set[str]:
+    """The URLs of the shards the index under `prefix` names (older shards may wait there to be retired)."""
+    objects = _objects(s3, prefix)
+    locs: set[str] = set()
+    for loc in etree.fromstring(objects["sitemap.xml"]).iterfind("s:sitemap/s:loc", NS):
+        shard = objects[loc.text.rsplit("/", 1)[1]]
+        locs |= {e.text for e in etree.fromstring(gzip.decompress(shard)).iterfind("s:url/s:loc", NS)}
+    return locs
+
+
 def test_dag_builds_and_publishes_then_uploads_nothing_when_unchanged(site) -> None:
     folder, db, s3 = site
     _site(folder, db, s3, "live")
@@ -292,6 +302,31 @@ def test_a_ranged_stage_maps_one_task_per_url_range_within_the_max_map_length(si
     assert staged["staged"] == 100 and staged["duplicates"] == 34 and staged["ranges"] is None
     # the ranges' files are gone from the work folder once merged
     assert not list((folder / "work").rglob("stage-ranges"))
+
+
+def test_a_rebuild_maps_plan_chunk_tasks_within_the_max_map_length(site, monkeypatch) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "chunked", extra="[duckdb]\nplan_chunks = 4\n")
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "3")  # 4 chunks: 3 mapped tasks
+    first = _run(folder)
+    assert first.state == "success"
+    # a first build has nothing to join with: one chunk
+    assert [ti.rendered_map_index for ti in first.get_task_instances() if ti.task_id == "plan_chunk"] == ["chunk 0"]
+    db.execute(f"DELETE FROM {db.table('pages')} WHERE url LIKE '%/p/1%'")  # 11 pages gone
+    db.execute(f"UPDATE {db.table('pages')} SET updated = now() WHERE url LIKE '%/p/2%'")  # 11 updated
+    db.executemany(f"INSERT INTO {db.table('pages')} VALUES (%s, now())", [(f"{SITE}/p/new-{i}",) for i in range(5)])
+    second = _run(folder)
+    assert second.state == "success"
+    chunks = sorted(ti.rendered_map_index for ti in second.get_task_instances() if ti.task_id == "plan_chunk")
+    assert chunks == ["chunk 0", "chunk 1", "chunks 2-3"]
+    expected = {f"{SITE}/p/{i}" for i in range(100) if not str(i).startswith("1")} | {
+        f"{SITE}/p/new-{i}" for i in range(5)
+    }
+    assert _live_locs(s3, "chunked") == expected
+    tis = {ti.task_id: ti for ti in second.get_task_instances() if ti.map_index < 1}
+    assert tis["publish"].xcom_pull(task_ids="publish")["changes"] == {"added": 5, "removed": 11, "updated": 11}
+    # the chunks' files are gone from the work folder once published
+    assert not [p for p in (folder / "work").rglob("plan-chunks/*")]
 
 
 def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site, monkeypatch) -> None:

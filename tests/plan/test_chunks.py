@@ -1,5 +1,6 @@
-"""Plan joins the staged URLs with the last assignment in chunks of rows (plan.assign.write_rows): the same
-rows, kept shards and published files as one join, whatever the chunks, sections and previous order."""
+"""Plan joins the staged URLs with the last assignment in chunks of rows (plan.assign.write_rows, one task
+each, sitemap_ops.plan.chunks): the same rows, kept shards and published files as one join, whatever the
+chunks, sections and previous order."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from sitemap_ops.duck import connect, create_parquet_view, set_variables
 from sitemap_ops.errors import ConfigError
-from sitemap_ops.plan.assign import chunk_count, write_rows
+from sitemap_ops.plan.assign import chunk_count, row_chunks, write_rows
 from tests.helpers import NOW, build, read_file, site_config
 
 SITE = "https://www.example.com"
@@ -89,9 +90,14 @@ def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> Non
 
 
 def _rows_of(con: duckdb.DuckDBPyConnection, folder: Path, chunks: int) -> pa.Table:
-    path = folder / f"rows-{chunks}.parquet"
-    write_rows(con, str(path), int(con.execute("SELECT count(*) FROM staged").fetchall()[0][0]), chunks, lambda _: None)
-    return pq.read_table(path)
+    """The rows of every chunk of the view `staged`, each written on its own, in chunk order."""
+    rows = int(con.execute("SELECT count(*) FROM staged").fetchall()[0][0])
+    tables = []
+    for index, chunk in enumerate(row_chunks(con, rows, chunks)):
+        path = folder / f"rows-{chunks}-{index}.parquet"
+        write_rows(con, str(path), chunk)
+        tables.append(pq.read_table(path))
+    return pa.concat_tables(tables)
 
 
 @pytest.mark.parametrize("count", [0, 1, 5, 2000])

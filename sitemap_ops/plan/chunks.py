@@ -1,0 +1,262 @@
+"""Plan's first two steps, which a scheduler can run apart: prepare (the chunks of rows, the breaker) and one
+task per chunk (its rows joined with the last assignment, its URL range of the change set).
+
+Prepare reads what is live and the staged snapshot's sections and cuts its rows into chunks, each within the
+memory limit when joined with the last assignment (plan.assign.chunk_count); it writes what the chunk tasks
+need to the work folder (plan-prepared.json). Chunk `i` writes its rows' entry sizes and kept shards
+(sql/plan_rows.sql) and the change set's URL range `i` (sql/plan_changes.sql) into the work folder's
+plan-chunks/; it reads only its row groups of the snapshot and of both assignments, so chunks run on any
+worker, in any order, and a retry rewrites the same files. Placement (plan.plan.run_plan) gathers them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import duckdb
+
+from sitemap_ops.constants import (
+    EXCLUDED_REASONS,
+    PLAN_CHUNK_FILE,
+    PLAN_CHUNKS_NAME,
+    PLAN_PREPARED_NAME,
+)
+from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, scratch_folder, set_variables, storage_path
+from sitemap_ops.errors import first_line
+from sitemap_ops.plan.assign import RowChunk, chunk_count, row_chunks, write_rows
+from sitemap_ops.plan.changes import change_bounds, create_live_view, date_snapshot, write_change_chunk
+from sitemap_ops.plan.config import PlanSettings
+from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
+from sitemap_ops.plan.state import LiveState, file_exists
+from sitemap_ops.progress import Progress
+from sitemap_ops.publish.exceptions import CircuitBreakerError
+from sitemap_ops.storage import Storage
+
+
+@dataclass
+class PreparedPlan:
+    """What plan's prepare step found, for the chunk tasks and placement (small JSON in the work folder)."""
+
+    build_id: str
+    staged_path: str  # the snapshot the chunks read: the staged one, or the dated one when lastmods were derived
+    lastmods_derived: bool
+    extended: bool  # some entries carry extensions
+    sections: list[tuple[str, int]]  # (section, rows) in file order
+    total: int
+    chunks: list[RowChunk]
+    # the change set's URL ranges [low, high) (None: unbounded), one per chunk task; none on a site's first build
+    change_ranges: list[tuple[str | None, str | None]]
+    previous_assignment: str | None  # the assignment URLs keep their shards from (none: a first or full build)
+    live_assignment: str | None  # the live build's assignment (the change set and derived lastmods compare with it)
+    live_build_id: str | None  # the live build prepare read: placement checks it is still the one live
+    full_rebuild: bool = False
+    breaker: str | None = None  # a preview's: why the circuit breaker would stop the build
+    excluded: int = 0
+
+    @property
+    def tasks(self) -> int:
+        """The chunk tasks: one per chunk of rows or URL range of the change set, whichever are more."""
+        return max(len(self.chunks), len(self.change_ranges))
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), indent=1).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, data: bytes) -> PreparedPlan:
+        raw = json.loads(data)
+        raw["sections"] = [(name, rows) for name, rows in raw["sections"]]
+        raw["chunks"] = [RowChunk.from_dict(chunk) for chunk in raw["chunks"]]
+        raw["change_ranges"] = [(low, high) for low, high in raw["change_ranges"]]
+        return cls(**raw)
+
+
+def chunks_of(work: Storage) -> Storage:
+    """The folder of `work` where plan's chunk tasks hand their files to placement."""
+    return work.child(PLAN_CHUNKS_NAME)
+
+
+def rows_name(index: int) -> str:
+    return f"rows-{index:05d}.parquet"
+
+
+def changes_name(index: int) -> str:
+    return f"changes-{index:05d}.parquet"
+
+
+def clear_chunks(work: Storage) -> None:
+    """Delete what plan's chunk tasks wrote into `work` (only files named as they name them), and the folder
+    when it is then empty: before a plan (an earlier attempt's chunks) and once placement gathered them."""
+    folder = chunks_of(work)
+    folder.delete_many([name for name in folder.list_details() if re.fullmatch(PLAN_CHUNK_FILE, name)])
+    if folder.is_local:
+        with contextlib.suppress(OSError):  # absent, or something else lives there, and stays
+            os.rmdir(folder.root)
+
+
+def raise_if_live_gone(live_assignment: str | None, config: PlanSettings) -> None:
+    """LiveStateChangedError when the live build's assignment plan reads is gone: a build that published
+    meanwhile retired it, so this plan is stale (and the error plan hit while reading it says nothing)."""
+    if live_assignment and not file_exists(live_assignment, config):
+        raise LiveStateChangedError(
+            f"the live build's assignment {live_assignment} is gone: another build published this site "
+            "while this one planned; nothing live was changed, run the build again"
+        ) from None
+
+
+@contextlib.contextmanager
+def live_guard(live_assignment: str | None, config: PlanSettings) -> Iterator[None]:
+    """Turn a failure to read the live build's assignment, because another build retired it, into
+    LiveStateChangedError (any other failure passes through)."""
+    try:
+        yield
+    except (duckdb.Error, PlanError):
+        raise_if_live_gone(live_assignment, config)
+        raise
+
+
+def _open_views(con: duckdb.DuckDBPyConnection, config: PlanSettings, staged_path: str, prepared: PreparedPlan) -> None:
+    """The views a chunk reads: `staged` (with row numbers), `previous` (empty without one), `live_urls`."""
+    set_variables(con, {"format": config.render.format})
+    create_parquet_view(con, "staged", duckdb_path(con, staged_path, config.storage), row_numbers=True)
+    if prepared.previous_assignment:
+        create_parquet_view(con, "previous", duckdb_path(con, prepared.previous_assignment, config.storage))
+    else:
+        con.execute(read_sql("plan_no_previous"))
+    create_live_view(con, prepared.live_assignment, config.storage)
+
+
+def prepare_plan(
+    config: PlanSettings,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    build_id: str,
+    created_at: str,
+    staged_path: str,
+    work: Storage,
+    live: LiveState,
+    full_rebuild: bool = False,
+    force: bool = False,
+    preview: bool = False,
+    excluded: int = 0,
+    progress: Progress | None = None,
+) -> PreparedPlan:
+    """Plan's first step: the sections, the chunks of rows and the change set's URL ranges, the circuit
+    breaker's verdict (CircuitBreakerError unless `preview`), and the dated snapshot when lastmods are derived
+    from content hashes; written to the work folder for the chunk tasks and placement (see run_plan for
+    `full_rebuild`, `force`, `preview` and `excluded`)."""
+    progress = progress or Progress(enabled=False)
+    clear_chunks(work)  # an earlier attempt's
+    previous = live.manifest
+    live_assignment = previous.assignment if previous else None
+    prepared = PreparedPlan(
+        build_id=build_id,
+        staged_path=staged_path,
+        lastmods_derived=False,
+        extended=False,
+        sections=[],
+        total=0,
+        chunks=[],
+        change_ranges=[],
+        previous_assignment=live_assignment if not full_rebuild else None,
+        live_assignment=live_assignment,
+        live_build_id=previous.build_id if previous else None,
+        full_rebuild=full_rebuild,
+        excluded=excluded,
+    )
+    try:
+        _open_views(con, config, staged_path, prepared)
+        (extended,) = con.execute(read_sql("plan_extended")).fetchall()[0]
+        sections = [(str(name), int(count)) for name, count in con.execute(read_sql("plan_sections")).fetchall()]
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
+    total = sum(count for _, count in sections)
+    try:
+        # the joins with the live build's assignment, in chunks of rows as the memory limit needs
+        count = (config.chunks or chunk_count(con, total)) if live_assignment else 1
+        chunks = row_chunks(con, total, count)
+        with live_guard(live_assignment, config):
+            dated_path = date_snapshot(con, work, created_at, config.news_section, progress, chunks)
+        # (the change set compares with the live build even in a full rebuild)
+        change_ranges = change_bounds(con, total, count) if live_assignment else []
+    except duckdb.Error as exc:
+        raise_if_live_gone(live_assignment, config)
+        raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
+    previous_urls = previous.total_urls if previous else None
+    # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
+    previous_excluded = sum(
+        n for reason, n in (previous.stage.get("rejected") or {}).items() if reason in EXCLUDED_REASONS
+    ) if previous else 0  # fmt: skip
+    breaker = (
+        None
+        if force or config.publish.force
+        else config.publish.breaker(total, previous_urls, excluded, previous_excluded)
+    )
+    if breaker and not preview:
+        raise CircuitBreakerError(breaker)
+    progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
+    prepared.staged_path = dated_path or staged_path
+    prepared.lastmods_derived = dated_path is not None
+    prepared.extended = bool(extended)
+    prepared.sections, prepared.total = sections, total
+    prepared.chunks, prepared.change_ranges = chunks, change_ranges
+    prepared.breaker = breaker
+    work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
+    return prepared
+
+
+def load_prepared(work: Storage) -> PreparedPlan:
+    """The prepared plan in `work` (PlanError when prepare has not run for this build)."""
+    data = work.read_bytes(PLAN_PREPARED_NAME)
+    if data is None:
+        raise PlanError(f"this build has no prepared plan in {work.url}; run the plan_prepare step first")
+    return PreparedPlan.from_json(data)
+
+
+def run_plan_chunk(
+    config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
+) -> None:
+    """Plan's chunk task `index`: its rows' sizes and kept shards (chunk `index` of the rows) and the change
+    set's URL range `index`, each to its file in the work folder's plan-chunks/ (moved in whole, so a file
+    there is complete)."""
+    if not 0 <= index < prepared.tasks:
+        raise PlanError(f"this build's plan has {prepared.tasks} chunk(s), not a chunk {index}")
+    folder = chunks_of(work)
+    folder.makedirs()
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+        try:
+            with live_guard(prepared.live_assignment, config):
+                _open_views(con, config, prepared.staged_path, prepared)
+                if index < len(prepared.chunks):
+                    local = os.path.join(scratch, rows_name(index))
+                    write_rows(con, local, prepared.chunks[index])
+                    folder.move_in(local, rows_name(index))
+                if index < len(prepared.change_ranges):
+                    low, high = prepared.change_ranges[index]
+                    local = os.path.join(scratch, changes_name(index))
+                    write_change_chunk(con, local, config.news_section, low, high)
+                    folder.move_in(local, changes_name(index))
+        except (duckdb.Error, OSError) as exc:
+            raise PlanError(f"cannot plan chunk {index} in {work.url}: {first_line(exc)}") from None
+
+
+def chunk_files(con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan) -> tuple[list[str], list[str]]:
+    """The chunk tasks' rows files and change set files (paths DuckDB reads), in order; PlanError naming the
+    chunks whose files are missing."""
+    folder = chunks_of(work)
+    present = folder.list_details()
+    rows = [rows_name(i) for i in range(len(prepared.chunks))]
+    changes = [changes_name(i) for i in range(len(prepared.change_ranges))]
+    missing = sorted({int(name[-13:-8]) for name in rows + changes if name not in present})
+    if missing:
+        listed = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
+        raise PlanError(
+            f"{len(missing)} of this build's {prepared.tasks} plan chunk(s) were not written ({listed}; no file in "
+            f"{folder.url}): run their plan_chunk tasks again"
+        )
+    return [storage_path(con, folder, n) for n in rows], [storage_path(con, folder, n) for n in changes]
