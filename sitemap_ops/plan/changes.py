@@ -20,7 +20,7 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.plan.assign import RowChunk, row_key, use_chunk
+from sitemap_ops.plan.assign import RowChunk, use_chunk
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.progress import Chunked, Progress
 from sitemap_ops.storage import Storage, StorageConfig
@@ -88,10 +88,10 @@ def date_snapshot(
     return work.url_of(DATED_NAME)
 
 
-def change_bounds(con: duckdb.DuckDBPyConnection, rows: int, chunks: int) -> list[tuple[str | None, str | None]]:
-    """The URL ranges [low, high) (None: unbounded) of the change set's chunks: between the distinct URLs of
-    the view `staged`'s rows at every rows/chunks, a systematic sample of its URLs whatever the sections."""
-    bounds = sorted({row_key(con, rows * index // chunks)[1] for index in range(1, chunks)} if rows else set())
+def change_bounds(chunks: list[RowChunk]) -> list[tuple[str | None, str | None]]:
+    """The URL ranges [low, high) (None: unbounded) of the change set's chunks: between the distinct first URLs
+    of the chunks of rows past the first row, a systematic sample of the staged URLs whatever the sections."""
+    bounds = sorted({chunk.low[1] for chunk in chunks if chunk.first > 0})
     return list(itertools.pairwise([None, *bounds, None]))
 
 

@@ -57,7 +57,6 @@ class PreparedPlan:
     live_build_id: str | None  # the live build prepare read: placement checks it is still the one live
     full_rebuild: bool = False
     breaker: str | None = None  # a preview's: why the circuit breaker would stop the build
-    excluded: int = 0
 
     @property
     def tasks(self) -> int:
@@ -120,15 +119,18 @@ def live_guard(live_assignment: str | None, config: PlanSettings) -> Iterator[No
         raise
 
 
-def _open_views(con: duckdb.DuckDBPyConnection, config: PlanSettings, staged_path: str, prepared: PreparedPlan) -> None:
-    """The views a chunk reads: `staged` (with row numbers), `previous` (empty without one), `live_urls`."""
+def _open_views(
+    con: duckdb.DuckDBPyConnection, config: PlanSettings, staged_path: str, previous: str | None, live: str | None
+) -> None:
+    """The views a chunk reads: `staged` (with row numbers), `previous` (the assignment URLs keep their shards
+    from; empty without one) and `live_urls` (the live build's assignment)."""
     set_variables(con, {"format": config.render.format})
     create_parquet_view(con, "staged", duckdb_path(con, staged_path, config.storage), row_numbers=True)
-    if prepared.previous_assignment:
-        create_parquet_view(con, "previous", duckdb_path(con, prepared.previous_assignment, config.storage))
+    if previous:
+        create_parquet_view(con, "previous", duckdb_path(con, previous, config.storage))
     else:
         con.execute(read_sql("plan_no_previous"))
-    create_live_view(con, prepared.live_assignment, config.storage)
+    create_live_view(con, live, config.storage)
 
 
 def prepare_plan(
@@ -148,29 +150,18 @@ def prepare_plan(
 ) -> PreparedPlan:
     """Plan's first step: the sections, the chunks of rows and the change set's URL ranges, the circuit
     breaker's verdict (CircuitBreakerError unless `preview`), and the dated snapshot when lastmods are derived
-    from content hashes; written to the work folder for the chunk tasks and placement (see run_plan for
-    `full_rebuild`, `force`, `preview` and `excluded`)."""
+    from content hashes; written to the work folder for the chunk tasks and placement.
+
+    `full_rebuild` keeps no URL in its live shard (the change set still compares with the live build);
+    `force` skips the breaker; `preview` (a dry run) records its verdict instead of failing; `excluded`: the
+    URLs the stage's exclusion sources kept out (the breaker compares them with the live build's)."""
     progress = progress or Progress(enabled=False)
     clear_chunks(work)  # an earlier attempt's
     previous = live.manifest
     live_assignment = previous.assignment if previous else None
-    prepared = PreparedPlan(
-        build_id=build_id,
-        staged_path=staged_path,
-        lastmods_derived=False,
-        extended=False,
-        sections=[],
-        total=0,
-        chunks=[],
-        change_ranges=[],
-        previous_assignment=live_assignment if not full_rebuild else None,
-        live_assignment=live_assignment,
-        live_build_id=previous.build_id if previous else None,
-        full_rebuild=full_rebuild,
-        excluded=excluded,
-    )
+    previous_assignment = live_assignment if not full_rebuild else None
     try:
-        _open_views(con, config, staged_path, prepared)
+        _open_views(con, config, staged_path, previous_assignment, live_assignment)
         (extended,) = con.execute(read_sql("plan_extended")).fetchall()[0]
         sections = [(str(name), int(count)) for name, count in con.execute(read_sql("plan_sections")).fetchall()]
     except duckdb.Error as exc:
@@ -183,7 +174,7 @@ def prepare_plan(
         with live_guard(live_assignment, config):
             dated_path = date_snapshot(con, work, created_at, config.news_section, progress, chunks)
         # (the change set compares with the live build even in a full rebuild)
-        change_ranges = change_bounds(con, total, count) if live_assignment else []
+        change_ranges = change_bounds(chunks) if live_assignment else []
     except duckdb.Error as exc:
         raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
@@ -200,12 +191,21 @@ def prepare_plan(
     if breaker and not preview:
         raise CircuitBreakerError(breaker)
     progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
-    prepared.staged_path = dated_path or staged_path
-    prepared.lastmods_derived = dated_path is not None
-    prepared.extended = bool(extended)
-    prepared.sections, prepared.total = sections, total
-    prepared.chunks, prepared.change_ranges = chunks, change_ranges
-    prepared.breaker = breaker
+    prepared = PreparedPlan(
+        build_id=build_id,
+        staged_path=dated_path or staged_path,
+        lastmods_derived=dated_path is not None,
+        extended=bool(extended),
+        sections=sections,
+        total=total,
+        chunks=chunks,
+        change_ranges=change_ranges,
+        previous_assignment=previous_assignment,
+        live_assignment=live_assignment,
+        live_build_id=previous.build_id if previous else None,
+        full_rebuild=full_rebuild,
+        breaker=breaker,
+    )
     work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
     return prepared
 
@@ -231,7 +231,7 @@ def run_plan_chunk(
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         try:
             with live_guard(prepared.live_assignment, config):
-                _open_views(con, config, prepared.staged_path, prepared)
+                _open_views(con, config, prepared.staged_path, prepared.previous_assignment, prepared.live_assignment)
                 if index < len(prepared.chunks):
                     local = os.path.join(scratch, rows_name(index))
                     write_rows(con, local, prepared.chunks[index])
@@ -252,7 +252,11 @@ def chunk_files(con: duckdb.DuckDBPyConnection, work: Storage, prepared: Prepare
     present = folder.list_details()
     rows = [rows_name(i) for i in range(len(prepared.chunks))]
     changes = [changes_name(i) for i in range(len(prepared.change_ranges))]
-    missing = sorted({int(name[-13:-8]) for name in rows + changes if name not in present})
+    missing = [
+        i
+        for i in range(prepared.tasks)
+        if (i < len(rows) and rows[i] not in present) or (i < len(changes) and changes[i] not in present)
+    ]
     if missing:
         listed = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
         raise PlanError(
