@@ -444,6 +444,20 @@ def _each_host(
     return done, failed
 
 
+def _host_failure(failed: dict[str, str]) -> dict[str, Any]:
+    """A mapped task's XCom for the one host it ran, when that host failed: {"failed_host": ..., "error": ...}
+    (the next task leaves the host out); {} when it did not."""
+    if not failed:
+        return {}
+    ((host, error),) = failed.items()
+    return {"failed_host": host, "error": error}
+
+
+def _mapped_failures(results: list[Any] | None) -> dict[str, str]:
+    """The hosts that failed in a mapped step's tasks (their _host_failure XComs): host -> error."""
+    return {r["failed_host"]: r["error"] for r in results or [] if r and "failed_host" in r}
+
+
 def _plan_prepare_hosts(config: SiteConfig, staged: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     """The plan_prepare task: each host's prepared plan (in its work folder); the groups of plan chunks of all
     hosts ([host index, first chunk, last chunk]) within max_map_length, and the hosts whose prepare failed (a
@@ -488,11 +502,7 @@ def _plan_chunk_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
         for number in range(first, last + 1):
             pipeline.plan_chunk(r, prepared, number)
 
-    _, failed = _each_host(config, "plan_chunk", [run], chunks)
-    if failed:
-        ((host, error),) = failed.items()
-        return {"failed_host": host, "error": error}
-    return {}
+    return _host_failure(_each_host(config, "plan_chunk", [run], chunks)[1])
 
 
 def _plan_hosts(config: SiteConfig, prepared: dict[str, Any], chunked: list[Any] | None) -> dict[str, Any]:
@@ -502,7 +512,7 @@ def _plan_hosts(config: SiteConfig, prepared: dict[str, Any], chunked: list[Any]
     pipeline = _pipeline()
     af = config.airflow
     builds = _host_builds(config)
-    chunk_failed = {r["failed_host"]: r["error"] for r in chunked or [] if r and "failed_host" in r}
+    chunk_failed = _mapped_failures(chunked)
     hosts_left = set(prepared["hosts"]) - chunk_failed.keys()
     todo = [run for run, _ in builds if run.config.site.host in hosts_left]
     plans, failed = _each_host(config, "plan", todo, lambda r: pipeline.plan_place(r, pipeline.load_prepared(r)))
@@ -637,8 +647,7 @@ def _render_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
     started = time.monotonic()
     done, failed = _each_host(config, "render", [run], lambda r: pipeline.render(r, planned, (first, last)))
     if failed:
-        ((host, error),) = failed.items()
-        return {"failed_host": host, "error": error}
+        return _host_failure(failed)
     rendered = done[run.config.site.host]
     summary = {
         "host": run.config.site.host,
@@ -792,7 +801,7 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         if context["params"].get("dry_run", False):
             # skipped, so no asset event and no retire
             raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
-        render_failed = {r["failed_host"]: r["error"] for r in rendered or [] if r and "failed_host" in r}
+        render_failed = _mapped_failures(rendered)
         counts = _publish_hosts(config, staged, planned, render_failed)
         if not config.hosts or counts["hosts"]:
             context["outlet_events"][published].extra = {"site": site, **counts}

@@ -47,8 +47,8 @@ class DuckDBConfig:
     # input splits stage reads and normalizes the page sources in (each a mapped task in Airflow; in the CLI
     # one after another); 1: in one piece (sitemap_ops.stage.splits)
     stage_splits: int = 1
-    # chunks of rows plan joins the staged URLs with the last assignment in; 0: as many as the memory limit
-    # needs (sitemap_ops.plan.assign.write_rows)
+    # chunks of rows plan reads the staged URLs in (each joined with the last assignment on a rebuild); 0: as
+    # many as the memory limit needs (sitemap_ops.plan.assign.chunk_count)
     plan_chunks: int = 0
 
     def __post_init__(self) -> None:

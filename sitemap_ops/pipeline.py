@@ -42,7 +42,7 @@ from sitemap_ops.notify.notify import NotifyResult, run_notify
 from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk
 from sitemap_ops.plan.chunks import load_prepared as load_prepared_plan
 from sitemap_ops.plan.plan import Plan, run_plan
-from sitemap_ops.plan.state import LiveState, load_live_state
+from sitemap_ops.plan.state import load_live_state
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish, run_retire
@@ -198,22 +198,10 @@ def host_runs(run: BuildRun) -> list[BuildRun]:
 
 
 def plan(
-    run: BuildRun,
-    staged: StageResult,
-    *,
-    full_rebuild: bool = False,
-    force: bool = False,
-    preview: bool = False,
-    lease: PublishLease | None = None,
-    progress: Progress | None = None,
+    run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None, progress: Progress | None = None
 ) -> Plan:
-    """Read what is live and place every staged URL in its shard (plan.json in the work folder): plan_prepare,
-    then plan_chunk for each of its chunks, then plan_place, in this process.
-
-    `full_rebuild` ignores the last build's assignment (every shard is written again); `preview` reports a
-    build the circuit breaker would stop instead of failing.
-    """
-    prepared, live = _prepare(run, staged, full_rebuild, force, preview, lease, progress)
+    """The rest of the plan after plan_prepare, in this process: plan_chunk for each of its chunks, then
+    plan_place (plan.json in the work folder)."""
     if progress is not None:
         what = "the staged URLs" + (" and the last assignment" if prepared.previous_assignment else "")
         progress.start(f"plan: reading {what} in chunks of rows", prepared.tasks)
@@ -221,7 +209,7 @@ def plan(
         plan_chunk(run, prepared, index)
         if progress is not None:
             progress.advance()
-    return plan_place(run, prepared, lease=lease, progress=progress, live=live)
+    return plan_place(run, prepared, lease=lease, progress=progress)
 
 
 def plan_prepare(
@@ -236,20 +224,11 @@ def plan_prepare(
 ) -> PreparedPlan:
     """Plan's first step: what is live, the circuit breaker, the chunks of rows the plan_chunk steps read
     (plan-prepared.json in the work folder). The live manifest read is kept in the work folder: publish
-    builds the new one on it."""
-    return _prepare(run, staged, full_rebuild, force, preview, lease, progress)[0]
+    builds the new one on it.
 
-
-def _prepare(
-    run: BuildRun,
-    staged: StageResult,
-    full_rebuild: bool,
-    force: bool,
-    preview: bool,
-    lease: PublishLease | None,
-    progress: Progress | None,
-) -> tuple[PreparedPlan, LiveState]:
-    """plan_prepare's work; also the live state it read."""
+    `full_rebuild` ignores the last build's assignment (every shard is written again); `preview` reports a
+    build the circuit breaker would stop instead of failing.
+    """
     if lease is not None:
         lease.check()
     work, output = open_work(run.config, run.build_id), run.output
@@ -260,7 +239,7 @@ def _prepare(
     else:
         work.delete(LIVE_MANIFEST_NAME)
     with duckdb_session(run.config, work) as con:
-        prepared = prepare_plan(
+        return prepare_plan(
             settings,
             con,
             build_id=run.build_id,
@@ -274,7 +253,6 @@ def _prepare(
             excluded=sum(staged.excluded.values()),
             progress=progress,
         )
-    return prepared, live
 
 
 def plan_chunk(run: BuildRun, prepared: PreparedPlan, index: int) -> None:
@@ -291,15 +269,15 @@ def plan_place(
     *,
     lease: PublishLease | None = None,
     progress: Progress | None = None,
-    live: LiveState | None = None,
 ) -> Plan:
     """Plan's last step: gather the chunks, place every URL, name the shards (plan.json in the work folder).
-    `live`: what is live, as plan_prepare read it in this process (else read again)."""
+    It reads what is live again (a state plan_prepare rebuilt from the live index is used again while that
+    index is live): the versions publish compares against."""
     if lease is not None:
         lease.check()
     work, output = open_work(run.config, run.build_id), run.output
     settings = run.config.plan_settings()
-    live = live or load_live_state(settings, output, work)
+    live = load_live_state(settings, output, work, recovered=_live_manifest(work))
     with duckdb_session(run.config, work) as con:
         return run_plan(
             settings,
@@ -630,9 +608,10 @@ def _build(
             with timed("stage"):
                 staged = stage(run, progress)
         with timed("plan"):
-            planned = plan(
+            prepared = plan_prepare(
                 run, staged, full_rebuild=full_rebuild, force=force, preview=dry_run, lease=lease, progress=progress
             )
+            planned = plan(run, prepared, lease=lease, progress=progress)
         summary = BuildSummary(
             run.build_id, dry_run, staged, planned, work_dir=run.work.url, timings=timings, profile=config.profile,
             limits=config.limits(), host=config.site.host,

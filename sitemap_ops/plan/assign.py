@@ -42,12 +42,12 @@ from sitemap_ops.plan.exceptions import PlanError
 CHUNK_ROWS = 1 << 22
 
 
-def chunk_count(con: duckdb.DuckDBPyConnection, rows: int) -> int:
-    """How many chunks of rows the join of the view `staged` (`rows` rows) with the last assignment takes: its
-    two sides (URL bytes, estimated from the first rows, plus PLAN_ROW_OVERHEAD per row) against DuckDB's
-    memory limit (see constants)."""
+def chunk_count(con: duckdb.DuckDBPyConnection, rows: int, sides: int = 2) -> int:
+    """How many chunks of rows the view `staged` (`rows` rows) is read in: `sides` (2 when a chunk joins with
+    the live build's assignment, 1 on a site's first build) times the chunk's URL bytes (estimated from the
+    first rows) plus PLAN_ROW_OVERHEAD per row, against DuckDB's memory limit (see constants)."""
     ((sampled, loc_bytes),) = con.execute(read_sql("plan_loc_size")).fetchall()
-    per_row = (int(loc_bytes or 0) / max(1, int(sampled)) + PLAN_ROW_OVERHEAD) * 2
+    per_row = (int(loc_bytes or 0) / max(1, int(sampled)) + PLAN_ROW_OVERHEAD) * sides
     return max(1, math.ceil(rows * per_row / (memory_limit_bytes(con) * PLAN_CHUNK_SHARE)))
 
 

@@ -54,7 +54,9 @@ class PreparedPlan:
     change_ranges: list[tuple[str | None, str | None]]
     previous_assignment: str | None  # the assignment URLs keep their shards from (none: a first or full build)
     live_assignment: str | None  # the live build's assignment (the change set and derived lastmods compare with it)
-    live_build_id: str | None  # the live build prepare read: placement checks it is still the one live
+    live_build_id: str | None  # the live build prepare read: placement checks it is still the one live,
+    live_index_sha: str | None  # with this main index
+    state_notes: list[str]  # what disagreed in the live state prepare read (plan.Plan.state_notes)
     full_rebuild: bool = False
     breaker: str | None = None  # a preview's: why the circuit breaker would stop the build
 
@@ -168,8 +170,9 @@ def prepare_plan(
         raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
     total = sum(count for _, count in sections)
     try:
-        # the joins with the live build's assignment, in chunks of rows as the memory limit needs
-        count = (config.chunks or chunk_count(con, total)) if live_assignment else 1
+        # the rows in chunks as the memory limit needs, each joined with the live build's assignment when
+        # there is one; a first build is cut too, so its chunk tasks share the work of sizing the entries
+        count = config.chunks or chunk_count(con, total, sides=2 if live_assignment else 1)
         chunks = row_chunks(con, total, count)
         with live_guard(live_assignment, config):
             dated_path = date_snapshot(con, work, created_at, config.news_section, progress, chunks)
@@ -203,6 +206,8 @@ def prepare_plan(
         previous_assignment=previous_assignment,
         live_assignment=live_assignment,
         live_build_id=previous.build_id if previous else None,
+        live_index_sha=live.index_sha,
+        state_notes=list(live.notes),
         full_rebuild=full_rebuild,
         breaker=breaker,
     )

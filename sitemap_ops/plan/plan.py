@@ -138,7 +138,7 @@ def run_plan(
     """Plan's last step: gather the chunk tasks' files (sitemap_ops.plan.chunks; `prepared` is the prepare
     step's), place every URL, and write `planned.parquet` (the assignment), the change set and `plan.json` to
     the build's work folder. `live` is what is live now (plan.state.load_live_state): still the build
-    prepare read, else LiveStateChangedError.
+    prepare read (the same build and main index), else LiveStateChangedError.
 
     A full rebuild (prepare's `full_rebuild`) ignores the live assignment and records (every URL placed
     anew, every shard written), but still compares with the live URL count and switches from the live index.
@@ -151,7 +151,7 @@ def run_plan(
     """
     progress = progress or Progress(enabled=False)
     previous = live.manifest
-    if (previous.build_id if previous else None) != prepared.live_build_id:
+    if (previous.build_id if previous else None) != prepared.live_build_id or live.index_sha != prepared.live_index_sha:
         raise LiveStateChangedError(
             f"build {previous.build_id if previous else '(none)'} is live now, not build "
             f"{prepared.live_build_id or '(none)'}, which this plan's chunks compared with: another build "
@@ -278,7 +278,7 @@ def run_plan(
         base_index_token=live.index_token,
         base_index_sha=live.index_sha,
         base_manifest_token=live.manifest_token,
-        state_notes=list(live.notes),
+        state_notes=prepared.state_notes,
         repaired=repaired,
         breaker=prepared.breaker,
         changes=changes,

@@ -127,12 +127,16 @@ def robots_index_names(config: PlanSettings) -> list[str]:
     return names
 
 
-def load_live_state(config: PlanSettings, output: Storage, work: Storage) -> LiveState:
+def load_live_state(
+    config: PlanSettings, output: Storage, work: Storage, recovered: Manifest | None = None
+) -> LiveState:
     """Read the live index, then the manifest, then list the folder; decide which state is live.
 
     The manifest (or the record of a switch it was making) is trusted only when its digest of the main
     index equals the live index's; otherwise the state is rebuilt from the live index and its shards
-    (written to `work`), and a note says why. The versions read here are what publish compares against.
+    (written to `work`), and a note says why. `recovered`: a state this build rebuilt so before (plan's
+    prepare step, in another process), used again while the live index is still the one it was rebuilt
+    from and its assignment is still there. The versions read here are what publish compares against.
     """
     index_name = config.publish.index_name
     index = output.read_versioned(index_name)  # first: a switch after this read fails the compare-and-swap
@@ -174,7 +178,18 @@ def load_live_state(config: PlanSettings, output: Storage, work: Storage) -> Liv
             notes.append("the live index does not match manifest.json (an interrupted publish, or edited by hand)")
         elif written is None and not notes:
             notes.append("there is no manifest.json beside the live index")
-        live = recover_state(config, output, index[0], listing, work, notes)
+        reuse = (
+            recovered is not None
+            and recovered.build_id == RECOVERED_BUILD_ID
+            and recovered.index_sha256.get(index_name) == state.index_sha
+            and file_exists(recovered.assignment, config)
+        )
+        if reuse:
+            assert recovered is not None
+            live = replace(recovered)
+        else:
+            live = recover_state(config, output, index[0], listing, work, notes)
+        notes.append(f"state rebuilt from the live index: {live.total_urls:,} URL(s) in {len(live.shards):,} shard(s)")
         live.unreferenced = dict(written.unreferenced) if written else {}
         state.stale = written
     state.manifest = replace(live, pending=None)
@@ -259,7 +274,6 @@ def recover_state(
     pq.write_table(table, buffer)
     work.write_bytes(RECOVERED_NAME, buffer.getvalue())
     total = sum(r.urls for r in records)
-    notes.append(f"state rebuilt from the live index: {total:,} URL(s) in {len(records):,} shard(s)")
     return Manifest(
         build_id=RECOVERED_BUILD_ID,
         created_at="",

@@ -42,7 +42,8 @@ def _steps(config, run_id: str, now: dt.datetime) -> tuple[BuildRun, dict]:
     """A scheduler's build of `config` up to its plan (as the Airflow tasks run it, each step on its own)."""
     run = BuildRun.for_scheduler_run(config, run_id, now)
     staged = pipeline.stage(run)
-    return run, {"stage": staged, "groups": pipeline.render_groups(pipeline.plan(run, staged))}
+    planned = pipeline.plan(run, pipeline.plan_prepare(run, staged))
+    return run, {"stage": staged, "groups": pipeline.render_groups(planned)}
 
 
 def _live(config) -> set[str]:
@@ -75,6 +76,28 @@ def test_the_build_that_planned_on_a_replaced_index_changes_nothing_live(tmp_pat
     # a retried publish of the build that won finds its work done; a new build of b publishes normally
     assert pipeline.publish(a_run, pipeline.load_plan(a_run), a_state["stage"]).manifest.total_urls == len(a_locs)
     run_build(b, now=later + dt.timedelta(hours=1))
+    assert _live(b) == b_locs
+
+
+@pytest.mark.parametrize("manifest", ["kept", "lost"])
+def test_placement_refuses_chunks_compared_with_a_build_no_longer_live(tmp_path: Path, manifest: str) -> None:
+    """Another build publishes between plan_prepare (whose chunk tasks compared with the live build) and
+    placement. With its manifest lost too, both steps rebuild the state from the live index, under the same
+    build id: the index they read differs, and that is what placement checks."""
+    (a, _), (b, b_locs) = _configs(tmp_path)
+    run_build(a, now=NOW)
+    if manifest == "lost":
+        (Path(a.output) / "manifest.json").unlink()
+    later = NOW + dt.timedelta(hours=1)
+    run = BuildRun.for_scheduler_run(a, "run-a", later)
+    prepared = pipeline.plan_prepare(run, pipeline.stage(run))
+    for index in range(prepared.tasks):
+        pipeline.plan_chunk(run, prepared, index)
+    run_build(b, now=later)
+    if manifest == "lost":
+        (Path(a.output) / "manifest.json").unlink()
+    with pytest.raises(LiveStateChangedError, match="another build published this site while this one planned"):
+        pipeline.plan_place(run, pipeline.load_prepared(run))
     assert _live(b) == b_locs
 
 

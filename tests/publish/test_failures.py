@@ -103,6 +103,36 @@ def test_a_shard_deleted_or_edited_on_storage_is_replaced_and_reported(tmp_path:
     assert deleted not in live_names(out) and edited not in live_names(out)
 
 
+def test_plan_steps_in_other_processes_rebuild_a_lost_state_once(tmp_path: Path) -> None:
+    """plan_prepare rebuilds a lost state from the live files; placement (another task, another process) uses
+    that state again rather than rebuilding it from files that may have changed since. A live shard deleted
+    between the two stays in the plan's records (so it is repaired), and its URLs keep their shard."""
+    from sitemap_ops import pipeline
+    from tests.helpers import site_config
+
+    rows = _rows(250)
+    first, out = build(tmp_path, rows, shards={"max_urls": 100})
+    (out / "manifest.json").unlink()
+    config = site_config(tmp_path, str(tmp_path / "inventory.parquet"), shards={"max_urls": 100})
+    run = pipeline.BuildRun.new(config, LATER)
+    staged = pipeline.stage(run)
+    prepared = pipeline.plan_prepare(run, staged)
+    recovered = run.work.read_bytes("recovered.parquet")
+    assert recovered is not None
+    deleted = first.plan.shards[1].name
+    (out / deleted).unlink()
+    for index in range(prepared.tasks):
+        pipeline.plan_chunk(run, prepared, index)
+    plan = pipeline.plan_place(run, pipeline.load_prepared(run))
+    assert run.work.read_bytes("recovered.parquet") == recovered
+    assert plan.repaired == [deleted]
+    # every URL kept its shard: the other shards keep their objects, the deleted one is written again (under
+    # another name: its own is still recorded as live)
+    assert [s.render for s in plan.shards] == [False, True, False]
+    assert [s.name for s in plan.shards if not s.render] == [s.name for s in first.plan.shards if s.name != deleted]
+    assert any("rebuilt from the live index: 250 URL(s) in 3 shard(s)" in n for n in plan.state_notes)
+
+
 def test_a_lost_manifest_is_rebuilt_from_the_live_index(tmp_path: Path) -> None:
     rows = _rows(250)
     _, out = build(tmp_path, rows, shards={"max_urls": 100})
