@@ -314,5 +314,9 @@ STAGED_ROW_GROUP = 122_880
 # by a task of its own on any machine; emptied once the snapshot is assembled. Only files whose names
 # match STAGE_RANGE_FILE are ever deleted from it.
 STAGE_RANGES_NAME = "stage-ranges"
-# (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits)
-STAGE_RANGE_FILE = r"(rows|page_ext|news_ext)-\d{5}(-\d{5})?-\d+\.parquet|sorted-\d{5}\.parquet|rejects-\d{5}\.csv"
+# (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits,
+# and the URLs the exclusion sources keep out, which every input split applies)
+STAGE_EXCLUSIONS_NAME = "exclusions.parquet"
+STAGE_RANGE_FILE = (
+    r"(rows|page_ext|news_ext)-\d{5}(-\d{5})?-\d+\.parquet|sorted-\d{5}\.parquet|rejects-\d{5}\.csv|exclusions\.parquet"
+)

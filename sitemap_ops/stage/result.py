@@ -62,6 +62,7 @@ class StageSplits:
 
     splits: list[InputSplit]
     bounds: list[str]
+    exclusions: bool = False  # the inventory has exclusion sources: each split applies them (their URLs in a file)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class SplitResult:
     fields_dropped: dict[str, int] = field(default_factory=dict)
     ranges: list[int] = field(default_factory=list)
     host_counts: list[dict[str, int]] = field(default_factory=list)
+    canonicals: int = 0  # rows added for canonicals published in place of excluded pages (not in rows_in)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +125,7 @@ class StageResult:
             fields["ranges"] = StageRanges(**fields["ranges"])
         if fields.get("splits") is not None:
             splits = fields["splits"]
-            fields["splits"] = StageSplits([InputSplit(**split) for split in splits["splits"]], list(splits["bounds"]))
+            inputs = [InputSplit(**split) for split in splits["splits"]]
+            fields["splits"] = StageSplits(inputs, list(splits["bounds"]), splits.get("exclusions", False))
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         return cls(**fields)

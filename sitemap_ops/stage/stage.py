@@ -22,6 +22,7 @@ from sitemap_ops.constants import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     REJECTS_NAME,
+    STAGE_EXCLUSIONS_NAME,
     STAGED_NAME,
 )
 from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
@@ -29,13 +30,14 @@ from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
-from sitemap_ops.stage.exclusions import apply_exclusions
+from sitemap_ops.stage.exclusions import apply_excluded, apply_exclusions, create_exclusions, load_split_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
 from sitemap_ops.stage.partitions import dedupe_range, merge_ranges, part_count, ranges_of, write_ranges
 from sitemap_ops.stage.result import ExtensionResult, SplitResult, StageRanges, StageResult, StageSplits
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
+    Inventory,
     create_inventory_view,
     create_url_inventory_view,
     quote_identifier,
@@ -120,8 +122,9 @@ def run_stage(
 
     When `config.splits` (at most `max_splits`) cuts the page sources in several input splits, it reads
     nothing but their row counts and a sample: the result's `splits` hands them to `run_stage_split`, one
-    each, and `run_stage_gather` sums them up into a ranged result. An inventory with extensions or exclusion
-    sources is read in one piece (their checks join across all its rows).
+    each, and `run_stage_gather` sums them up into a ranged result. The exclusion sources' excluded URLs are
+    written to the ranges folder, where each split reads those of its rows. An inventory with extensions is
+    read in one piece (their checks join across all its rows).
 
     A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
     folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
@@ -132,25 +135,10 @@ def run_stage(
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     if min(config.splits, max_splits) > 1:
-        if inventory.extensions or inventory.exclusions:
-            progress.step("stage: the inventory has extensions or exclusion sources: read in one piece, not split")
-        else:
-            # (a query source reads with its database as the default catalog: kept for the one-piece path)
-            ((catalog,),) = con.execute("SELECT current_database()").fetchall()
-            try:
-                found = survey(con, config.sources, config.storage, inventory)
-                splits = list_splits(found, min(config.splits, max_splits))
-                if len(splits) > 1:
-                    bounds = split_bounds(
-                        con, config.sources, config.storage, inventory, found, min(max_ranges, config.partitions),
-                        max_ranges,
-                    )  # fmt: skip
-                    progress.step(f"stage: {len(splits)} input splits, {len(bounds) + 1} URL range(s)")
-                    return _read_result(work, 0, {}, {}, splits=StageSplits(splits, bounds))
-            except duckdb.Error as exc:
-                raise SourceError(inventory.error(exc)) from None
-            finally:
-                con.execute(f"USE {quote_identifier(catalog)}")
+        if inventory.extensions:
+            progress.step("stage: the inventory has extensions: read in one piece, not split")
+        elif (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)) is not None:
+            return split
     canonicals = 0
     try:
         with progress.working("stage: reading and normalizing", con.query_progress):
@@ -203,6 +191,52 @@ def run_stage(
     return _finish(config, con, work, result, valid, per_host, progress, host_works)
 
 
+def _split_stage(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    inventory: Inventory,
+    progress: Progress,
+    max_ranges: int,
+    max_splits: int,
+) -> StageResult | None:
+    """A split stage's hand-over: the input splits, the URL ranges' bounds from a sample, and the exclusions
+    (in the ranges folder); None when the inventory is one split."""
+    # (a query source reads with its database as the default catalog: kept for the one-piece path)
+    ((catalog,),) = con.execute("SELECT current_database()").fetchall()
+    try:
+        found = survey(con, config.sources, config.storage, inventory)
+        splits = list_splits(found, min(config.splits, max_splits))
+        if len(splits) == 1:
+            return None
+        bounds = split_bounds(
+            con, config.sources, config.storage, inventory, found, min(max_ranges, config.partitions), max_ranges
+        )
+        progress.step(f"stage: {len(splits)} input splits, {len(bounds) + 1} URL range(s)")
+        if inventory.exclusions:
+            with progress.working("stage: reading the exclusion sources", con.query_progress):
+                _write_exclusions(con, work)
+        return _read_result(work, 0, {}, {}, splits=StageSplits(splits, bounds, exclusions=inventory.exclusions))
+    except duckdb.Error as exc:
+        raise SourceError(inventory.error(exc)) from None
+    finally:
+        con.execute(f"USE {quote_identifier(catalog)}")
+
+
+def _write_exclusions(con: duckdb.DuckDBPyConnection, work: Storage) -> None:
+    """The exclusions of a split stage (stage.exclusions.create_exclusions), written to its ranges folder,
+    where each input split reads those of its rows."""
+    try:
+        con.execute(read_sql("stage_normalize"))  # (the view normalized_urls, which normalizes their URLs)
+        create_exclusions(con)
+        ranges_of(work).makedirs()
+        con.table("exclusions").write_parquet(storage_path(con, ranges_of(work), STAGE_EXCLUSIONS_NAME))
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot write the exclusion sources' URLs to {work.url}: {first_line(exc)}") from None
+    finally:
+        con.execute("DROP TABLE IF EXISTS exclusions")
+
+
 def _read_result(
     work: Storage, rows_in: int, rejected: dict[str, int], dropped: dict[str, int], **more: Any
 ) -> StageResult:
@@ -252,8 +286,16 @@ def run_stage_split(
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
+    canonicals = 0
+    if staged.splits.exclusions:
+        try:
+            load_split_exclusions(con, storage_path(con, ranges_of(work), STAGE_EXCLUSIONS_NAME))
+            canonicals = apply_excluded(con, _EXTENSION_COLUMNS)
+        except duckdb.Error as exc:
+            raise StageError(f"cannot apply the exclusion sources to input split {number}: {first_line(exc)}") from None
+    else:
+        con.execute(read_sql("stage_exclusions_empty"))
     con.execute(read_sql("stage_ext_empty"))
-    con.execute(read_sql("stage_exclusions_empty"))
     rows, valid, rejected, dropped = _counts(con)
     set_variables(con, {"source_labels": inventory.labels})
     try:
@@ -263,7 +305,7 @@ def run_stage_split(
         in_ranges = write_ranges(con, 0, work, progress, bounds=staged.splits.bounds, split=number)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
-    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host)
+    return SplitResult(rows - canonicals, valid, rejected, dropped, in_ranges, per_host, canonicals)
 
 
 def run_stage_gather(
@@ -296,7 +338,10 @@ def run_stage_gather(
     rows_in = sum(split.rows_in for split in splits)
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; {valid:,} valid rows in "
                   f"{len(rows)} URL ranges")  # fmt: skip
-    return _read_result(work, rows_in, rejected, dropped, ranges=StageRanges(rows, valid, per_host))
+    canonicals = sum(split.canonicals for split in splits)
+    return _read_result(
+        work, rows_in, rejected, dropped, ranges=StageRanges(rows, valid, per_host), canonicals=canonicals
+    )
 
 
 def run_stage_range(

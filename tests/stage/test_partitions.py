@@ -309,6 +309,67 @@ def test_input_splits_may_be_read_apart_in_any_order_and_merge_into_the_one_piec
     assert sorted(p.name for p in foreign.parent.iterdir()) == ["notes.txt"]
 
 
+def _crawl(folder: Path, rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """An exclusion source over the pages (a crawl export, CSV): redirects and errors, noindex pages, and
+    canonicals (another page, likely in another input split; a URL not in the inventory; an excluded page;
+    one out of scope), some spelled otherwise than the inventory; the [[sources]] table."""
+    rng = random.Random(seed)
+    locs = sorted({r["loc"] for r in rows if r["loc"].startswith("https://www.example.com/")})
+    picked = rng.sample(locs, 300)
+    lines = ["Address,Status Code,Canonical Link Element 1,Indexability"]
+    for n, loc in enumerate(picked):
+        spelled = loc.replace("https://www.example.com", "HTTPS://WWW.EXAMPLE.COM") if n % 7 == 0 else loc
+        kind = n % 6
+        if kind == 0:
+            lines.append(f"{spelled},{rng.choice([301, 404, 503])},,")
+        elif kind == 1:
+            lines.append(f"{spelled},200,,noindex")
+        elif kind == 2:
+            lines.append(f"{spelled},200,{rng.choice(locs)},")
+        elif kind == 3:
+            lines.append(f"{spelled},200,https://www.example.com/canonical/{n % 40},")
+        elif kind == 4:
+            lines.append(f"{spelled},200,{picked[n - 4]},")  # a page excluded for its status
+        else:
+            lines.append(f"{spelled},200,{'https://partner.example.org/p' if n % 2 else loc},")
+    (folder / "crawl.csv").write_text("\n".join(lines) + "\n")
+    columns = {"loc": "Address", "status": "Status Code", "canonical": "Canonical Link Element 1",
+               "noindex": "Indexability"}  # fmt: skip
+    return {"path": str(folder / "crawl.csv"), "kind": "exclude", "columns": columns}
+
+
+def test_input_splits_apply_exclusion_sources_as_one_piece_does(tmp_path: Path) -> None:
+    rows = _plain_rows(24, 2400)
+    sources = _split_inventory(tmp_path / "inventory", rows)
+    sources.append(_crawl(tmp_path / "inventory", rows, 24))
+    one = pipeline.stage(pipeline.BuildRun.new(sources_config(tmp_path / "one", sources), NOW))
+    assert one.canonicals > 20 and {"excluded_status", "excluded_noindex", "excluded_canonical"} <= one.rejected.keys()
+    config = sources_config(tmp_path / "split", sources, duckdb={"stage_splits": 4, "stage_partitions": 3})
+    run = pipeline.BuildRun.new(config, NOW)
+    # each step in a session of its own, handing over JSON, the splits in reverse order
+    staged = StageResult.from_dict(json.loads(json.dumps(pipeline.stage_rows(run).to_dict())))
+    assert staged.splits is not None and staged.splits.exclusions and len(staged.splits.splits) >= 3
+    numbers = range(len(staged.splits.splits))
+    read = {n: pipeline.stage_split(run, staged, n).to_dict() for n in reversed(numbers)}
+    results = [SplitResult.from_dict(json.loads(json.dumps(read[n]))) for n in numbers]
+    assert sum(r.canonicals for r in results) == one.canonicals
+    gathered = pipeline.stage_gather(run, staged, results)
+    assert gathered.ranges is not None
+    for part in range(len(gathered.ranges.rows)):
+        pipeline.stage_range(run, gathered, part)
+    merged = pipeline.stage_merge(run, gathered)
+    assert (merged.rows_in, merged.staged, merged.duplicates, merged.canonicals) == (
+        one.rows_in, one.staged, one.duplicates, one.canonicals,
+    )  # fmt: skip
+    assert (merged.rejected, merged.excluded, merged.fields_dropped) == (one.rejected, one.excluded, one.fields_dropped)
+    merged_rows, one_rows = pq.read_table(merged.staged_path), pq.read_table(one.staged_path)
+    assert merged_rows.equals(one_rows.cast(merged_rows.schema))
+    rejects, one_rejects = (Path(s.rejects_path).read_text().splitlines() for s in (merged, one))
+    assert rejects[0] == one_rejects[0] and sorted(rejects) == sorted(one_rejects)
+    # the exclusions' file went with the ranges
+    assert not (Path(run.work.root) / "stage-ranges").exists()
+
+
 def test_splits_cut_parquet_files_between_row_groups_and_keep_other_sources_whole(tmp_path: Path) -> None:
     sources = _split_inventory(tmp_path / "inventory", _plain_rows(24, 3000))
     config = sources_config(tmp_path, sources)
