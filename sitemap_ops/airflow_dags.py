@@ -473,19 +473,32 @@ def _plan_prepare_hosts(config: SiteConfig, staged: dict[str, Any], params: Mapp
         )  # fmt: skip
 
     prepared, failed = _each_host(config, "plan_prepare", [run for run, _ in builds], prepare_one)
+    for run, _ in builds:
+        if (found := prepared.get(run.config.site.host)) is not None:
+            log.info(
+                "plan_prepare%s: %s URL(s) in %d chunk(s)", f" {run.config.site.host}" if config.hosts else "",
+                f"{found.total:,}", found.tasks,
+            )  # fmt: skip
+    tasks = {host: found.tasks for host, found in prepared.items()}
+    return {"groups": _task_groups(builds, tasks), "hosts": sorted(prepared), "failed": failed}
+
+
+def _task_groups(builds: list[tuple[BuildRun, Any]], tasks: dict[str, int]) -> list[list[int]]:
+    """Each host's numbered tasks (`tasks`: host -> count; hosts not in it have none) in groups
+    [host index, first, last], within max_map_length over all hosts (a host's share each)."""
     most = max(1, _max_mapped() // len(builds))
     groups: list[list[int]] = []
     for index, (run, _) in enumerate(builds):
-        if (found := prepared.get(run.config.site.host)) is None:
-            continue
-        count = min(found.tasks, most)
-        groups += [[index, found.tasks * g // count, found.tasks * (g + 1) // count - 1] for g in range(count)]
-        log.info(
-            "plan_prepare%s: %s URL(s) in %d chunk(s)%s",
-            f" {run.config.site.host}" if config.hosts else "", f"{found.total:,}", found.tasks,
-            f", {count} task(s)" if count < found.tasks else "",
-        )  # fmt: skip
-    return {"groups": groups, "hosts": sorted(prepared), "failed": failed}
+        total = tasks.get(run.config.site.host, 0)
+        count = min(total, most)
+        groups += [[index, total * g // count, total * (g + 1) // count - 1] for g in range(count)]
+    return groups
+
+
+def _group_label(config: SiteConfig, run: BuildRun, what: str, first: int, last: int) -> str:
+    """A mapped task's name in the UI: its host (on a multi-host site) and its numbers."""
+    label = f"{what} {first}" if first == last else f"{what}s {first}-{last}"
+    return f"{run.config.site.host}: {label}" if config.hosts else label
 
 
 def _plan_chunk_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
@@ -493,8 +506,7 @@ def _plan_chunk_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
     for a multi-host site's host that failed, {"failed_host": ..., "error": ...} (plan leaves that host out)."""
     index, first, last = group
     run = _host_builds(config)[index][0]
-    label = f"chunk {first}" if first == last else f"chunks {first}-{last}"
-    get_current_context()["plan_chunks"] = f"{run.config.site.host}: {label}" if config.hosts else label  # type: ignore[typeddict-unknown-key]
+    get_current_context()["plan_chunks"] = _group_label(config, run, "chunk", first, last)  # type: ignore[typeddict-unknown-key]
     pipeline = _pipeline()
 
     def chunks(r: BuildRun) -> None:
@@ -505,18 +517,55 @@ def _plan_chunk_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
     return _host_failure(_each_host(config, "plan_chunk", [run], chunks)[1])
 
 
-def _plan_hosts(config: SiteConfig, prepared: dict[str, Any], chunked: list[Any] | None) -> dict[str, Any]:
-    """The plan task: each prepared host's placement; the render groups of all hosts ([host index, first,
+def _plan_place_hosts(config: SiteConfig, prepared: dict[str, Any], chunked: list[Any] | None) -> dict[str, Any]:
+    """The plan_place task: each prepared host's placement (in its work folder); the groups of assignment parts
+    of all hosts to write ([host index, first part, last part]) within max_map_length, and the hosts whose
+    plan failed so far (a single-host site's failure fails the task)."""
+    pipeline = _pipeline()
+    builds = _host_builds(config)
+    chunk_failed = _mapped_failures(chunked)
+    todo = [run for run, _ in builds if run.config.site.host in set(prepared["hosts"]) - chunk_failed.keys()]
+
+    def place(run: BuildRun) -> int:
+        prepared = pipeline.load_prepared(run)
+        pipeline.plan_place(run, prepared)
+        return len(prepared.chunks)  # (one part of the assignment per chunk of rows)
+
+    placed, failed = _each_host(config, "plan_place", todo, place)
+    return {
+        "groups": _task_groups(builds, placed),
+        "hosts": sorted(placed),
+        "failed": {**prepared["failed"], **chunk_failed, **failed},
+    }
+
+
+def _plan_write_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
+    """The plan_write task's work: parts [first, last] of one host's assignment ([host index, first, last]); {}
+    or, for a multi-host site's host that failed, {"failed_host": ..., "error": ...} (plan leaves it out)."""
+    index, first, last = group
+    run = _host_builds(config)[index][0]
+    get_current_context()["plan_parts"] = _group_label(config, run, "part", first, last)  # type: ignore[typeddict-unknown-key]
+    pipeline = _pipeline()
+
+    def parts(r: BuildRun) -> None:
+        prepared = pipeline.load_prepared(r)
+        for number in range(first, last + 1):
+            pipeline.plan_write(r, prepared, number)
+
+    return _host_failure(_each_host(config, "plan_write", [run], parts)[1])
+
+
+def _plan_hosts(config: SiteConfig, placed: dict[str, Any], written: list[Any] | None) -> dict[str, Any]:
+    """The plan task: each placed host's shards named; the render groups of all hosts ([host index, first,
     last]) within max_map_length, each host's counts, and the hosts whose plan failed (a single-host site's
     failure fails the task)."""
     pipeline = _pipeline()
     af = config.airflow
     builds = _host_builds(config)
-    chunk_failed = _mapped_failures(chunked)
-    hosts_left = set(prepared["hosts"]) - chunk_failed.keys()
-    todo = [run for run, _ in builds if run.config.site.host in hosts_left]
-    plans, failed = _each_host(config, "plan", todo, lambda r: pipeline.plan_place(r, pipeline.load_prepared(r)))
-    failed = {**prepared["failed"], **chunk_failed, **failed}
+    write_failed = _mapped_failures(written)
+    todo = [run for run, _ in builds if run.config.site.host in set(placed["hosts"]) - write_failed.keys()]
+    plans, failed = _each_host(config, "plan", todo, lambda r: pipeline.plan_name(r, pipeline.load_prepared(r)))
+    failed = {**placed["failed"], **write_failed, **failed}
     max_groups = max(1, _max_render_groups() // len(builds))
     groups: list[list[int]] = []
     hosts: dict[str, dict[str, Any]] = {}
@@ -725,19 +774,10 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
     return stage_merge(gathered, ranged)
 
 
-def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
-    """A build's tasks (stage -> plan -> render -> publish -> retire (-> notify) -> report), added to the DAG or
-    task group being defined. `check_params`: fail the run on a conf key the DAG does not take (only in a
-    DAG of this module's, whose params are exactly RUN_PARAMS)."""
+def _add_plan_tasks(config: SiteConfig, io_retries: dict[str, Any], staged: Any) -> Any:
+    """The plan's tasks (plan_prepare -> plan_chunk, mapped over groups of chunks -> plan_place -> plan_write,
+    mapped over groups of the assignment's parts -> plan); the XComArg of the plan's summary."""
     af = config.airflow
-    site = config.name
-    published = sitemaps_published(site)
-    io_retries: dict[str, Any] = {
-        "retries": af.retries,
-        "retry_delay": dt.timedelta(seconds=af.retry_delay_seconds),
-        "retry_exponential_backoff": 2.0,
-        "max_retry_delay": dt.timedelta(minutes=30),
-    }
 
     @task(**io_retries, **_task_args(af, "plan_prepare"))
     def plan_prepare(staged: dict[str, Any]) -> dict[str, Any]:
@@ -746,9 +786,9 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         return _plan_prepare_hosts(config, staged, get_current_context()["params"])
 
     @task
-    def plan_chunk_groups(prepared: dict[str, Any]) -> list[list[int]]:
-        """The groups of plan chunks to run."""
-        groups: list[list[int]] = prepared["groups"]
+    def task_groups(found: dict[str, Any]) -> list[list[int]]:
+        """The groups of mapped tasks to run ([host, first, last])."""
+        groups: list[list[int]] = found["groups"]
         return groups
 
     @task(
@@ -762,13 +802,48 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         return _plan_chunk_group(config, group)
 
     # runs when plan_chunk was skipped (every host's prepare failed: mapped over nothing), never when one failed
+    @task(**io_retries, **_task_args(af, "plan_place"), trigger_rule="none_failed")
+    def plan_place(prepared: dict[str, Any], chunked: Any = None) -> dict[str, Any]:
+        """Place every URL in its shard; returns the groups of assignment parts to write ([host, first, last])."""
+        return _plan_place_hosts(config, prepared, chunked)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "plan_write"),
+        doc_md="Write parts of the assignment (staged rows with their shards) and their shards' fingerprints.",
+        map_index_template="{{ plan_parts }}",
+    )
+    def plan_write(group: list[int]) -> dict[str, Any]:
+        """Write one group of parts of one host's assignment (a retry rewrites the same files)."""
+        return _plan_write_group(config, group)
+
     @task(**io_retries, **_task_args(af, "plan"), trigger_rule="none_failed")
-    def plan(prepared: dict[str, Any], chunked: Any = None) -> dict[str, Any]:
-        """Place every URL in its shard; returns the groups of shards to render ([host, first, last])."""
+    def plan(placed: dict[str, Any], written: Any = None) -> dict[str, Any]:
+        """Name the shards by their content; returns the groups of shards to render ([host, first, last])."""
         started = time.monotonic()
-        result = _plan_hosts(config, prepared, chunked)
+        result = _plan_hosts(config, placed, written)
         log.info("plan: %d host(s) planned in %.1f s", len(result["hosts"]), time.monotonic() - started)
         return result
+
+    prepared: Any = plan_prepare(staged)  # (an XComArg that stands for the dict)
+    chunk_groups = task_groups.override(task_id="plan_chunk_groups")(prepared)
+    placed: Any = plan_place(prepared, plan_chunk.expand(group=chunk_groups))
+    return plan(placed, plan_write.expand(group=task_groups.override(task_id="plan_write_groups")(placed)))
+
+
+def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
+    """A build's tasks (stage -> plan -> render -> publish -> retire (-> notify) -> report), added to the DAG or
+    task group being defined. `check_params`: fail the run on a conf key the DAG does not take (only in a
+    DAG of this module's, whose params are exactly RUN_PARAMS)."""
+    af = config.airflow
+    site = config.name
+    published = sitemaps_published(site)
+    io_retries: dict[str, Any] = {
+        "retries": af.retries,
+        "retry_delay": dt.timedelta(seconds=af.retry_delay_seconds),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": dt.timedelta(minutes=30),
+    }
 
     @task
     def render_groups(planned: dict[str, Any]) -> list[list[int]]:
@@ -829,8 +904,7 @@ def _add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
         return _report_hosts(config, staged, bool(get_current_context()["params"].get("dry_run")))
 
     staged = _add_stage_tasks(config, io_retries, check_params=check_params)
-    prepared: Any = plan_prepare(staged)  # (an XComArg that stands for the dict)
-    planned: Any = plan(prepared, plan_chunk.expand(group=plan_chunk_groups(prepared)))
+    planned = _add_plan_tasks(config, io_retries, staged)
     rendered = render.expand(group=render_groups(planned))
     # (Airflow's stubs type a task's arguments as the function's, not as the XComArgs passed at wiring)
     retired = retire(publish(staged, planned, rendered))  # type: ignore[arg-type]

@@ -76,7 +76,7 @@ class DuckDBConfig:
 # The Airflow DAG's tasks (sitemap_ops.airflow_dags), and what [airflow.steps.<name>] may set for each.
 AIRFLOW_STEPS = (
     "stage", "stage_split", "stage_gather", "stage_range", "stage_merge",
-    "plan_prepare", "plan_chunk", "plan", "render", "publish", "retire", "notify", "report",
+    "plan_prepare", "plan_chunk", "plan_place", "plan_write", "plan", "render", "publish", "retire", "notify", "report",
 )  # fmt: skip
 _STEP_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "queue": str,

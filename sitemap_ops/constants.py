@@ -185,18 +185,24 @@ WORK_MARKER_NAME = ".sitemap-ops-build"
 STAGED_NAME = "staged.parquet"  # stage: the normalized, deduplicated inventory
 REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
 HREFLANG_NAME = "hreflang.csv"  # stage: hreflang problems found in the alternates
-PLANNED_NAME = "planned.parquet"  # plan: every URL's shard (the assignment the next build keeps)
+PLANNED_NAME = "planned.parquet"  # plan, earlier versions: every URL's shard in one file (read while live)
+# plan: every URL's shard (the assignment the next build keeps), in parts: one per plan chunk, each written by
+# its own plan_write task; a manifest names them all by the glob planned-*-of-<parts>.parquet, which DuckDB
+# reads as it is (sitemap_ops.manifest.assignment_files lists them)
+PLANNED_PART_FILE = r"planned-(\d{5})-of-(\d{5})\.parquet"
 RECOVERED_NAME = "recovered.parquet"  # plan: an assignment rebuilt from the live files
 PLAN_NAME = "plan.json"  # plan: shards, names, fingerprints, index files
 LIVE_MANIFEST_NAME = "live-manifest.json"  # plan: the live manifest it planned against (publish builds on it)
 DATED_NAME = "dated.parquet"  # plan: the staged snapshot with lastmods derived from content hashes
 CHANGES_NAME = "changes.parquet"  # plan: the URLs added, removed and updated since the live build
 PLAN_PREPARED_NAME = "plan-prepared.json"  # plan: its chunks of rows and the breaker's verdict, for the chunk tasks
+PLAN_PLACED_NAME = "plan-placed.json"  # plan: placement's shards (sizes, numbers), for the part writes and naming
 REPORT_NAME = "report.html"  # report: the build's page for people
 REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later reports reads them)
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
-    LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, REPORT_NAME, REPORT_DATA_NAME,
+    LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, PLAN_PLACED_NAME, REPORT_NAME,
+    REPORT_DATA_NAME,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts
@@ -294,7 +300,9 @@ MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
 # change set files to placement, which may run on another machine; emptied once placement gathered them. Only
 # files whose names match PLAN_CHUNK_FILE are ever deleted from it.
 PLAN_CHUNKS_NAME = "plan-chunks"
-PLAN_CHUNK_FILE = r"(rows|changes)-\d{5}\.parquet"
+# (rows and changes from the chunk tasks; numbers, each chunk's rows' shard keys, from placement; shards, each
+# assignment part's per-shard fingerprint terms, from the part writes)
+PLAN_CHUNK_FILE = r"(rows|changes|numbers|shards)-\d{5}\.parquet"
 # At most this many ranges: the partitioned write keeps one file open per range.
 MAX_STAGE_PARTITIONS = 1000
 # Stage may read and normalize the page sources in input splits, each a task of its own in Airflow

@@ -4,6 +4,7 @@ URL -> shard assignment), read by the next build's plan, publish and retire."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,8 +46,9 @@ class Manifest:
     gzip: bool
     index_files: list[str]
     shards: list[ShardRecord]
-    # The URL -> shard assignment of this build: planned.parquet in the build's work folder (a URL), which the
-    # next build keeps shards with. Not in the served folder.
+    # The URL -> shard assignment of this build, which the next build keeps shards with: its parts in the
+    # build's work folder, named by one glob (planned_glob; an earlier version's planned.parquet, or a
+    # rebuilt state's recovered.parquet, is one file). A URL, not in the served folder.
     assignment: str
     # index file name -> SHA-256 of its bytes: a build trusts this manifest only while the live index has them.
     index_sha256: dict[str, str] = field(default_factory=dict)
@@ -96,3 +98,24 @@ class Manifest:
         """The manifest in `storage` as written (not checked against the live index), or None."""
         data = storage.read_bytes(MANIFEST_NAME)
         return None if data is None else cls.from_json(data, storage.path(MANIFEST_NAME))
+
+
+def planned_part_name(index: int, parts: int) -> str:
+    """The file name of part `index` of an assignment in `parts` parts (constants.PLANNED_PART_FILE)."""
+    return f"planned-{index:05d}-of-{parts:05d}.parquet"
+
+
+def planned_glob(parts: int) -> str:
+    """The name that stands for all `parts` parts of an assignment: a glob DuckDB reads as it is."""
+    return f"planned-*-of-{parts:05d}.parquet"
+
+
+def assignment_files(url: str) -> list[str]:
+    """The files an assignment URL (Manifest.assignment) names, in row order: every part of a planned_glob
+    name, else the one file."""
+    name = url.rsplit("/", 1)[-1]
+    found = re.fullmatch(r"planned-\*-of-(\d{5})\.parquet", name)
+    if found is None:
+        return [url]
+    folder = url[: len(url) - len(name)]
+    return [folder + planned_part_name(index, int(found.group(1))) for index in range(int(found.group(1)))]

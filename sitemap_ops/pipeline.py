@@ -39,9 +39,9 @@ from sitemap_ops.constants import (
 from sitemap_ops.errors import SitemapOpsError, StorageError, first_line
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.notify.notify import NotifyResult, run_notify
-from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk
+from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk, run_plan_write
 from sitemap_ops.plan.chunks import load_prepared as load_prepared_plan
-from sitemap_ops.plan.plan import Plan, run_plan
+from sitemap_ops.plan.plan import Placement, Plan, load_placement, run_place, run_plan
 from sitemap_ops.plan.state import load_live_state
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
@@ -201,7 +201,7 @@ def plan(
     run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None, progress: Progress | None = None
 ) -> Plan:
     """The rest of the plan after plan_prepare, in this process: plan_chunk for each of its chunks, then
-    plan_place (plan.json in the work folder)."""
+    plan_finish (plan.json in the work folder)."""
     if progress is not None:
         what = "the staged URLs" + (" and the last assignment" if prepared.previous_assignment else "")
         progress.start(f"plan: reading {what} in chunks of rows", prepared.tasks)
@@ -209,7 +209,22 @@ def plan(
         plan_chunk(run, prepared, index)
         if progress is not None:
             progress.advance()
-    return plan_place(run, prepared, lease=lease, progress=progress)
+    return plan_finish(run, prepared, lease=lease, progress=progress)
+
+
+def plan_finish(
+    run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None, progress: Progress | None = None
+) -> Plan:
+    """The plan after its chunks, in this process: plan_place, plan_write for each part of the assignment,
+    then plan_name."""
+    plan_place(run, prepared, lease=lease, progress=progress)
+    if progress is not None:
+        progress.start("plan: writing the assignment in parts", len(prepared.chunks))
+    for index in range(len(prepared.chunks)):
+        plan_write(run, prepared, index)
+        if progress is not None:
+            progress.advance()
+    return plan_name(run, prepared, lease=lease)
 
 
 def plan_prepare(
@@ -269,25 +284,43 @@ def plan_place(
     *,
     lease: PublishLease | None = None,
     progress: Progress | None = None,
-) -> Plan:
-    """Plan's last step: gather the chunks, place every URL, name the shards (plan.json in the work folder).
-    It reads what is live again (a state plan_prepare rebuilt from the live index is used again while that
-    index is live): the versions publish compares against."""
+) -> Placement:
+    """Placement: gather the chunks and place every URL (each chunk's shard numbers and plan-placed.json in the
+    work folder)."""
+    if lease is not None:
+        lease.check()
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        return run_place(run.config.plan_settings(), con, prepared=prepared, work=work, progress=progress)
+
+
+def plan_write(run: BuildRun, prepared: PreparedPlan, index: int) -> None:
+    """One part of the assignment (a chunk's staged rows with their shard numbers, and its shards' fingerprint
+    terms), into the work folder; any part, in any order, in any process, after plan_place."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_plan_write(run.config.plan_settings(), con, work, prepared, index)
+
+
+def plan_name(run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None) -> Plan:
+    """Plan's last step: name the shards from the parts' fingerprints (plan.json in the work folder). It reads
+    what is live again (a state plan_prepare rebuilt from the live index is used again while that index is
+    live): the versions publish compares against."""
     if lease is not None:
         lease.check()
     work, output = open_work(run.config, run.build_id), run.output
     settings = run.config.plan_settings()
     live = load_live_state(settings, output, work, recovered=_live_manifest(work))
+    placement = load_placement(work)
     with duckdb_session(run.config, work) as con:
         return run_plan(
             settings,
             con,
             prepared=prepared,
+            placement=placement,
             created_at=run.now.isoformat(),
             work=work,
-            output=output,
             live=live,
-            progress=progress,
         )
 
 

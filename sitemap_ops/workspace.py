@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,10 +13,18 @@ import duckdb
 
 from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
-from sitemap_ops.constants import DATED_NAME, PLANNED_NAME, RECOVERED_NAME, STAGED_NAME, WORK_FILES, WORK_MARKER_NAME
+from sitemap_ops.constants import (
+    DATED_NAME,
+    PLANNED_NAME,
+    PLANNED_PART_FILE,
+    RECOVERED_NAME,
+    STAGED_NAME,
+    WORK_FILES,
+    WORK_MARKER_NAME,
+)
 from sitemap_ops.host import owner_is_gone, owner_tag
-from sitemap_ops.manifest import Manifest
-from sitemap_ops.plan.chunks import clear_chunks
+from sitemap_ops.manifest import Manifest, assignment_files
+from sitemap_ops.plan.chunks import clear_assignment, clear_chunks
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.storage import Storage, open_file
 
@@ -51,9 +60,12 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
     clear_chunks(work)
     root = work_root(config)
     if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
-        folder, name = open_file(previous.assignment, config.storage)
-        if name in (PLANNED_NAME, RECOVERED_NAME) and folder.url.startswith(root.url.rstrip("/") + "/"):
-            folder.delete(name)
+        files = [open_file(f, config.storage) for f in assignment_files(previous.assignment)]
+        folder = files[0][0]
+        if folder.url.startswith(root.url.rstrip("/") + "/"):
+            folder.delete_many(
+                [n for _, n in files if n in (PLANNED_NAME, RECOVERED_NAME) or re.fullmatch(PLANNED_PART_FILE, n)]
+            )
     live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
     prune_work(root, live_folder)
 
@@ -73,6 +85,7 @@ def prune_work(root: Storage, live_folder: str = "") -> None:
             folder.delete(name)
         clear_ranges(folder)  # (a ranged stage whose merge never ran)
         clear_chunks(folder)  # (a plan that never published)
+        clear_assignment(folder)
         if folder.is_local:
             for spill in folder.list_dirs():
                 if spill.startswith(SPILL_PREFIX):  # the folder is gone from the kept builds: its spill too
@@ -87,6 +100,7 @@ def drop_snapshots(work: Storage) -> None:
     for name in (STAGED_NAME, DATED_NAME, PLANNED_NAME):
         work.delete(name)
     clear_chunks(work)
+    clear_assignment(work)
 
 
 @contextlib.contextmanager

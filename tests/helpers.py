@@ -15,6 +15,7 @@ from lxml import etree
 
 from sitemap_ops.config import load_config
 from sitemap_ops.constants import SITEMAP_NS
+from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import BuildSummary, run_build
 from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.validate import schema
@@ -186,3 +187,13 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def read_assignment(url: str, columns: list[str] | None = None) -> pa.Table:
+    """A local build's assignment (Manifest.assignment, Plan.planned_path): its parts, concatenated in order."""
+    return pa.concat_tables(pq.read_table(path, columns=columns) for path in assignment_files(url))
+
+
+def assignment_files_exist(url: str) -> list[bool]:
+    """Whether each file of a local build's assignment exists."""
+    return [Path(path).is_file() for path in assignment_files(url)]

@@ -50,4 +50,5 @@ def test_a_dry_run_keeps_its_plan_and_report_but_not_its_snapshots(tmp_path: Pat
     kept = {p.name for p in Path(summary.work_dir).iterdir()}
     assert {"plan.json", "rejects.csv", "report.html", "report.json"} <= kept
     assert not kept & {"staged.parquet", "planned.parquet", "dated.parquet"}
+    assert not [name for name in kept if name.startswith("planned-")]  # the assignment's parts
     assert not (tmp_path / "public").exists() or not any((tmp_path / "public").iterdir())

@@ -24,7 +24,7 @@ import duckdb
 from sitemap_ops.constants import INDEXNOW_FOLDER, LIVE_MANIFEST_NAME
 from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import Manifest
+from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.notify.config import NotifySettings
 from sitemap_ops.notify.exceptions import IndexNowKeyError, NotifyError
 from sitemap_ops.notify.indexnow import Submission, post_batch
@@ -111,7 +111,7 @@ def _queue_changes(
     notes: list[str],
 ) -> tuple[str, int]:
     """Write the new queue: what was not sent yet, then the change sets' URLs, each URL once. (name, count)"""
-    files = []
+    files: list[str] = []
     for manifest in reversed(change_sets):  # oldest first
         if manifest.changes_since is None and manifest.changes:  # the site's first build: all its URLs
             if not settings.indexnow.submit_first_build:
@@ -125,9 +125,9 @@ def _queue_changes(
             source = manifest.changes_file
         else:
             continue  # a state rebuilt from the live files, or a build before change sets
-        where, file_name = open_file(source, settings.storage)
-        if where.exists(file_name):
-            files.append(duckdb_path(con, source, settings.storage))
+        sources = assignment_files(source)  # (a first build's assignment: its parts)
+        if all(where.exists(name) for where, name in (open_file(f, settings.storage) for f in sources)):
+            files.extend(duckdb_path(con, f, settings.storage) for f in sources)
         else:
             notes.append(f"the change set of build {manifest.build_id} is gone: the URLs it changed are not submitted")
     name = f"queue-{change_sets[0].build_id}.parquet"

@@ -335,9 +335,47 @@ class _Placing:
         self.used[:length] += np.bincount(keys, weights=sizes, minlength=length).astype(np.int64)
 
 
-def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_file: str) -> Assignment:
-    """Pass 2: every row's shard, position and shard key, written to `numbers_file` (shard_key, shard, pos) in
-    file order; the shards' totals in key order."""
+class _Parts:
+    """Rows given in file order, written to consecutive Parquet files of the given row counts (each file
+    written, empty ones too; PlanError when the rows do not fill them exactly)."""
+
+    def __init__(self, sinks: list[tuple[str, int]], schema: pa.Schema) -> None:
+        self.sinks, self.schema = sinks, schema
+        self.index, self.left = -1, 0
+        self.writer: pq.ParquetWriter | None = None
+
+    def _next(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.index += 1
+        if self.index >= len(self.sinks):
+            raise PlanError(f"placement placed more rows than the {len(self.sinks)} part(s) of the plan hold")
+        path, self.left = self.sinks[self.index]
+        self.writer = pq.ParquetWriter(path, self.schema)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        done = 0
+        while done < batch.num_rows:
+            while self.writer is None or self.left == 0:
+                self._next()
+            take = min(self.left, batch.num_rows - done)
+            assert self.writer is not None
+            self.writer.write_batch(batch.slice(done, take))
+            done, self.left = done + take, self.left - take
+
+    def close(self) -> None:
+        while self.index < len(self.sinks) - 1 and self.left == 0:
+            self._next()  # (the parts with no rows left)
+        if self.writer is not None:
+            self.writer.close()
+        if self.left:
+            raise PlanError(f"placement left part {self.index} of the plan {self.left:,} row(s) short")
+
+
+def place(rows_file: str, sections: list[SectionRows], payload: int, sinks: list[tuple[str, int]]) -> Assignment:
+    """Pass 2: every row's shard, position and shard key (shard_key, shard, pos), written in file order to the
+    files `sinks` (path, rows: consecutive parts of the rows, one per plan chunk); the shards' totals in key
+    order."""
     key_shards: list[tuple[int, int]] = []
     urls_per_key: list[int] = []
     bytes_per_key: list[int] = []
@@ -356,7 +394,8 @@ def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_fil
         urls_per_key.extend(int(u) for u in urls[:count])
         bytes_per_key.extend(int(b) for b in used[:count])
 
-    with pq.ParquetWriter(numbers_file, schema) as out:
+    out = _Parts(sinks, schema)
+    try:
         for first, size, shard, pos in _chunks(rows_file):
             keys = np.empty(len(size), dtype=np.int64)
             for index, sec, lo, hi in _segments(sections, first, len(size)):
@@ -378,7 +417,9 @@ def place(rows_file: str, sections: list[SectionRows], payload: int, numbers_fil
                 pa.Array.from_buffers(pa.int32(), len(a), [None, pa.py_buffer(a.astype(np.int32))])
                 for a in (keys, shard, pos)
             ]
-            out.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            out.write(pa.RecordBatch.from_arrays(arrays, schema=schema))
         for done in sorted(states):
             finish(done)
+    finally:
+        out.close()
     return Assignment(key_shards, urls_per_key, bytes_per_key, ordered)

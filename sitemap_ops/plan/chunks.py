@@ -1,12 +1,17 @@
-"""Plan's first two steps, which a scheduler can run apart: prepare (the chunks of rows, the breaker) and one
-task per chunk (its rows joined with the last assignment, its URL range of the change set).
+"""Plan's steps that a scheduler can run apart: prepare (the chunks of rows, the breaker), one task per chunk
+(its rows joined with the last assignment, its URL range of the change set) and, after placement, one task
+per chunk that writes its part of the assignment (plan_write).
 
 Prepare reads what is live and the staged snapshot's sections and cuts its rows into chunks, each within the
 memory limit when joined with the last assignment (plan.assign.chunk_count); it writes what the chunk tasks
 need to the work folder (plan-prepared.json). Chunk `i` writes its rows' entry sizes and kept shards
 (sql/plan_rows.sql) and the change set's URL range `i` (sql/plan_changes.sql) into the work folder's
 plan-chunks/; it reads only its row groups of the snapshot and of both assignments, so chunks run on any
-worker, in any order, and a retry rewrites the same files. Placement (plan.plan.run_plan) gathers them.
+worker, in any order, and a retry rewrites the same files. Placement (plan.plan.run_place) gathers them and
+writes each chunk's shard numbers (numbers-<chunk>.parquet); part `i` of the assignment is chunk `i`'s staged
+rows with those numbers (planned-<i>-of-<parts>.parquet in the work folder, sql/plan_planned.sql), and its
+shards' fingerprint terms (shards-<chunk>.parquet, sql/plan_shards.sql), which naming (plan.plan.run_plan)
+adds up: no task writes or reads the whole assignment.
 """
 
 from __future__ import annotations
@@ -26,14 +31,16 @@ from sitemap_ops.constants import (
     PLAN_CHUNK_FILE,
     PLAN_CHUNKS_NAME,
     PLAN_PREPARED_NAME,
+    PLANNED_PART_FILE,
 )
 from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, scratch_folder, set_variables, storage_path
 from sitemap_ops.errors import first_line
-from sitemap_ops.plan.assign import RowChunk, chunk_count, row_chunks, write_rows
+from sitemap_ops.manifest import planned_part_name
+from sitemap_ops.plan.assign import RowChunk, chunk_count, row_chunks, use_chunk, write_rows
 from sitemap_ops.plan.changes import change_bounds, create_live_view, date_snapshot, write_change_chunk
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
-from sitemap_ops.plan.state import LiveState, file_exists
+from sitemap_ops.plan.state import LiveState, assignment_exists
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.exceptions import CircuitBreakerError
 from sitemap_ops.storage import Storage
@@ -86,6 +93,14 @@ def rows_name(index: int) -> str:
     return f"rows-{index:05d}.parquet"
 
 
+def numbers_name(index: int) -> str:
+    return f"numbers-{index:05d}.parquet"
+
+
+def shards_name(index: int) -> str:
+    return f"shards-{index:05d}.parquet"
+
+
 def changes_name(index: int) -> str:
     return f"changes-{index:05d}.parquet"
 
@@ -100,10 +115,16 @@ def clear_chunks(work: Storage) -> None:
             os.rmdir(folder.root)
 
 
+def clear_assignment(work: Storage) -> None:
+    """Delete the assignment parts in `work` (only files named as plan_write names them): an earlier attempt's,
+    before placement, or an old build's, when pruning. Never call it on the live build's work folder."""
+    work.delete_many([name for name in work.list_details() if re.fullmatch(PLANNED_PART_FILE, name)])
+
+
 def raise_if_live_gone(live_assignment: str | None, config: PlanSettings) -> None:
     """LiveStateChangedError when the live build's assignment plan reads is gone: a build that published
     meanwhile retired it, so this plan is stale (and the error plan hit while reading it says nothing)."""
-    if live_assignment and not file_exists(live_assignment, config):
+    if live_assignment and not assignment_exists(live_assignment, config):
         raise LiveStateChangedError(
             f"the live build's assignment {live_assignment} is gone: another build published this site "
             "while this one planned; nothing live was changed, run the build again"
@@ -269,3 +290,36 @@ def chunk_files(con: duckdb.DuckDBPyConnection, work: Storage, prepared: Prepare
             f"{folder.url}): run their plan_chunk tasks again"
         )
     return [storage_path(con, folder, n) for n in rows], [storage_path(con, folder, n) for n in changes]
+
+
+def run_plan_write(
+    config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
+) -> None:
+    """Plan's part task `index`, after placement: chunk `index`'s staged rows with their shard numbers, as part
+    `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/). Each
+    is written locally and moved in whole, the terms last, so terms in plan-chunks/ mean a complete part."""
+    parts = len(prepared.chunks)
+    if not 0 <= index < parts:
+        raise PlanError(f"this build's plan has {parts} part(s), not a part {index}")
+    chunk, folder = prepared.chunks[index], chunks_of(work)
+    if not folder.exists(numbers_name(index)):
+        raise PlanError(
+            f"this build's placement wrote no shard numbers for part {index} ({folder.url_of(numbers_name(index))}): "
+            "run its plan_place step again"
+        )
+    name = planned_part_name(index, parts)
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+        local, terms = os.path.join(scratch, name), os.path.join(scratch, shards_name(index))
+        try:
+            set_variables(con, {"format": config.render.format})
+            create_parquet_view(con, "staged", duckdb_path(con, prepared.staged_path, config.storage), row_numbers=True)
+            create_parquet_view(con, "assignment", storage_path(con, folder, numbers_name(index)))
+            use_chunk(con, chunk)
+            con.sql(read_sql("plan_planned")).write_parquet(local, compression="snappy", row_group_size=16384)
+            create_parquet_view(con, "planned", local)
+            con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
+            con.execute("DROP VIEW planned")
+            work.move_in(local, name)
+            folder.move_in(terms, shards_name(index))
+        except (duckdb.Error, OSError) as exc:
+            raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 import duckdb
 import pyarrow.parquet as pq
 
-from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLANNED_NAME
+from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -22,9 +22,10 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
+from sitemap_ops.manifest import planned_glob
 from sitemap_ops.plan.assign import CHUNK_ROWS, SectionRows, compact, kept_shards, place, release_tails
 from sitemap_ops.plan.changes import gather_changes
-from sitemap_ops.plan.chunks import PreparedPlan, chunk_files
+from sitemap_ops.plan.chunks import PreparedPlan, chunk_files, chunks_of, clear_assignment, numbers_name, shards_name
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest
@@ -78,12 +79,14 @@ class Plan:
 
     build_id: str
     created_at: str
-    # the URL -> shard assignment, row for row with the staged snapshot; the next build keeps shards with it
+    # the URL -> shard assignment, row for row with the staged snapshot; the next build keeps shards with it:
+    # its parts (one glob, sitemap_ops.manifest.assignment_files lists them), `planned_rows` rows each
     planned_path: str
     staged_path: str  # the staged snapshot: render reads the entries' fields (extensions included) there
     shards: list[ShardPlan]
     indexes: list[IndexPlan]
     total_urls: int
+    planned_rows: list[int] = field(default_factory=list)
     ordered: bool = False  # file order is (shard_key, pos) order: each shard is a range of rows
     extended: bool = False  # some entries carry extensions: shards declare their namespaces
     previous_build_id: str | None = None
@@ -124,32 +127,172 @@ def _lastmod_text(value: object) -> str | None:
     return text[:10] if text.endswith("T00:00:00") else text + "Z"
 
 
+@dataclass
+class Placement:
+    """What placement found, for the part writes and naming (small JSON in the work folder): the shards in key
+    order ((section index, shard number)) with their URLs and entry bytes, whether file order is shard order,
+    the sections compacted, the URLs that kept their shard, and the change set."""
+
+    key_shards: list[tuple[int, int]]
+    urls_per_key: list[int]
+    bytes_per_key: list[int]
+    ordered: bool
+    compacted: list[str]
+    kept: int
+    changes: dict[str, int]
+    changes_path: str
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Placement:
+        raw = json.loads(data)
+        raw["key_shards"] = [(section, number) for section, number in raw["key_shards"]]
+        return cls(**raw)
+
+
+def _sections(prepared: PreparedPlan, config: PlanSettings) -> list[SectionRows]:
+    """The prepared plan's sections as placement cuts them: their rows and URL limits."""
+    sections, start = [], 0
+    for name, count in prepared.sections:
+        # the news series: at most news_max_urls articles per sitemap
+        limit = config.shards.max_urls
+        if name == config.news_section:
+            limit = min(limit, config.news_max_urls)
+        sections.append(SectionRows(name, start, start + count, limit))
+        start += count
+    return sections
+
+
+def run_place(
+    config: PlanSettings,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    prepared: PreparedPlan,
+    work: Storage,
+    progress: Progress | None = None,
+) -> Placement:
+    """Placement: gather the chunk tasks' files (sitemap_ops.plan.chunks; `prepared` is the prepare step's),
+    place every URL, and write each chunk's shard numbers (plan-chunks/numbers-<chunk>.parquet), the change set
+    and plan-placed.json to the build's work folder. The parts of the assignment are written by the plan_write
+    steps, one per chunk, and the shards named by run_plan.
+
+    The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
+    order is URL order: shard assignment streams the rows in file order a chunk at a time (plan.assign;
+    vectorized per section and per shard), and each chunk's numbers are row for row with its staged rows.
+    Placement's own memory is one chunk of rows and a few numbers per shard, whatever the size.
+    """
+    progress = progress or Progress(enabled=False)
+    total, payload = prepared.total, config.shards.max_bytes - shard_overhead(config.render.format, prepared.extended)
+    rows_parts, change_parts = chunk_files(con, work, prepared)
+    clear_assignment(work)  # (an earlier attempt's parts, perhaps of another count, and their terms below)
+    folder = chunks_of(work)
+    folder.delete_many([name for name in folder.list_details() if name.startswith("shards-")])
+    # the chunks' rows, in file order, to a local file that the assignment passes stream
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+        rows_file = os.path.join(scratch, "rows.parquet")
+        try:
+            with progress.working("plan: gathering the chunks' rows", con.query_progress):
+                parts = (con.read_parquet(path) for path in rows_parts)
+                write_relations(parts, rows_file, batch_rows=CHUNK_ROWS, compression="none")
+        except (duckdb.Error, OSError) as exc:
+            raise PlanError(f"cannot read this build's plan chunks in {work.url}: {first_line(exc)}") from None
+        read = pq.ParquetFile(rows_file).metadata.num_rows
+        if read != total:
+            raise PlanError(
+                f"this build's plan chunks hold {read:,} rows, not the {total:,} of its staged snapshot "
+                f"{prepared.staged_path}: it changed after plan_prepare read it; run the plan again"
+            )
+        sections = _sections(prepared, config)
+        kept = kept_shards(rows_file, sections)
+        release_tails(con, rows_file, sections, payload)
+        compacted = compact(sections, payload, config.shards.compact_below)
+        sinks = [(os.path.join(scratch, numbers_name(i)), c.end - c.first) for i, c in enumerate(prepared.chunks)]
+        assignment = place(rows_file, sections, payload, sinks)
+        try:
+            for index, (path, _) in enumerate(sinks):
+                folder.move_in(path, numbers_name(index))
+        except OSError as exc:
+            raise PlanError(f"cannot write this build's shard numbers to {folder.url}: {first_line(exc)}") from None
+    progress.step(f"plan: {kept:,} URL(s) kept their shard, {total - kept:,} placed")
+    if prepared.live_assignment:
+        with progress.working("plan: gathering the change set", con.query_progress):
+            changes, changes_path = gather_changes(con, work, change_parts), work.url_of(CHANGES_NAME)
+    else:  # a site's first build: every URL is added, and the assignment lists them already
+        news = sum(s.end - s.start for s in sections if s.name == config.news_section)
+        changes, changes_path = {"added": total - news, "removed": 0, "updated": 0}, ""
+    placement = Placement(
+        assignment.key_shards,
+        assignment.urls_per_key,
+        assignment.bytes_per_key,
+        assignment.ordered,
+        compacted,
+        kept,
+        changes,
+        changes_path,
+    )
+    work.write_bytes(PLAN_PLACED_NAME, placement.to_json())
+    return placement
+
+
+def load_placement(work: Storage) -> Placement:
+    """The placement in `work` (PlanError when placement has not run for this build)."""
+    data = work.read_bytes(PLAN_PLACED_NAME)
+    if data is None:
+        raise PlanError(f"this build has no placement in {work.url}; run the plan_place step first")
+    return Placement.from_json(data)
+
+
+def _shard_terms(
+    con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, placement: Placement
+) -> list[tuple[int, object, int, int]]:
+    """(shard key, newest lastmod, h1, h2) of every shard, in key order, from the part writes' terms; PlanError
+    naming the parts not written, or when the parts do not hold placement's URLs."""
+    folder = chunks_of(work)
+    present = folder.list_details()
+    names = [shards_name(i) for i in range(len(prepared.chunks))]
+    missing = [i for i, name in enumerate(names) if name not in present]
+    if missing:
+        listed = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
+        raise PlanError(
+            f"{len(missing)} of the {len(names)} part(s) of this build's assignment were not written ({listed}; "
+            f"no file in {folder.url}): run their plan_write steps again"
+        )
+    try:
+        create_parquet_view(con, "shard_terms", [storage_path(con, folder, name) for name in names])
+        found = con.execute(read_sql("plan_shards_combine")).fetchall()
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the assignment parts' shards in {folder.url}: {first_line(exc)}") from None
+    finally:
+        con.execute("DROP VIEW IF EXISTS shard_terms")
+    if [(key, urls) for key, urls, *_ in found] != list(enumerate(placement.urls_per_key)):
+        raise PlanError(
+            f"the parts of this build's assignment in {work.url} do not hold the URLs placement gave their "
+            "shards: the staged snapshot changed after plan_prepare read it; run the plan again"
+        )
+    return [(key, lastmod, h1, h2) for key, _, lastmod, h1, h2 in found]
+
+
 def run_plan(
     config: PlanSettings,
     con: duckdb.DuckDBPyConnection,
     *,
     prepared: PreparedPlan,
+    placement: Placement,
     created_at: str,
     work: Storage,
-    output: Storage,
     live: LiveState,
-    progress: Progress | None = None,
 ) -> Plan:
-    """Plan's last step: gather the chunk tasks' files (sitemap_ops.plan.chunks; `prepared` is the prepare
-    step's), place every URL, and write `planned.parquet` (the assignment), the change set and `plan.json` to
-    the build's work folder. `live` is what is live now (plan.state.load_live_state): still the build
-    prepare read (the same build and main index), else LiveStateChangedError.
+    """Plan's last step, naming: every shard's fingerprint from the assignment parts' terms (run_plan_write's),
+    its name, the index files, the feed, and `plan.json` in the build's work folder. `live` is what is live now
+    (plan.state.load_live_state): still the build prepare read (the same build and main index), else
+    LiveStateChangedError.
 
     A full rebuild (prepare's `full_rebuild`) ignores the live assignment and records (every URL placed
     anew, every shard written), but still compares with the live URL count and switches from the live index.
     A preview's plan records why the circuit breaker would stop the build in `Plan.breaker`.
-
-    The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
-    order is URL order: shard assignment streams the rows in file order a chunk at a time (plan.assign;
-    vectorized per section and per shard) and is attached back to the rows by a POSITIONAL JOIN, with no
-    further sort. Plan's own memory is one chunk of rows and a few numbers per shard, whatever the size.
     """
-    progress = progress or Progress(enabled=False)
     previous = live.manifest
     if (previous.build_id if previous else None) != prepared.live_build_id or live.index_sha != prepared.live_index_sha:
         raise LiveStateChangedError(
@@ -157,71 +300,16 @@ def run_plan(
             f"{prepared.live_build_id or '(none)'}, which this plan's chunks compared with: another build "
             "published this site while this one planned; nothing live was changed, run the build again"
         )
-    full_rebuild, build_id = prepared.full_rebuild, prepared.build_id
-    shards_cfg = config.shards
-    max_urls = shards_cfg.max_urls
-    staged_path, total, live_assignment = prepared.staged_path, prepared.total, prepared.live_assignment
-    extended = prepared.extended
+    full_rebuild, build_id, extended = prepared.full_rebuild, prepared.build_id, prepared.extended
     overhead = shard_overhead(config.render.format, extended)
-    payload = shards_cfg.max_bytes - overhead
-    set_variables(con, {"format": config.render.format})
+    parts = len(prepared.chunks)
+    planned_path = work.url_of(planned_glob(parts))
+    terms = _shard_terms(con, work, prepared, placement)
     try:
-        create_parquet_view(con, "staged", duckdb_path(con, staged_path, config.storage), row_numbers=True)
+        create_parquet_view(con, "planned", duckdb_path(con, planned_path, config.storage))
+        feed = _feed_entries(con, config) if config.feed.enabled else {}
     except duckdb.Error as exc:
-        raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
-    rows_parts, change_parts = chunk_files(con, work, prepared)
-    # the chunks' rows, in file order, to a local file that the assignment passes stream
-    scratch = tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con))
-    rows_file = os.path.join(scratch.name, "rows.parquet")
-    try:
-        with progress.working("plan: gathering the chunks' rows", con.query_progress):
-            parts = (con.read_parquet(path) for path in rows_parts)
-            write_relations(parts, rows_file, batch_rows=CHUNK_ROWS, compression="none")
-    except (duckdb.Error, OSError) as exc:
-        scratch.cleanup()
-        raise PlanError(f"cannot read this build's plan chunks in {work.url}: {first_line(exc)}") from None
-
-    sections, start = [], 0
-    for name, count in prepared.sections:
-        # the news series: at most news_max_urls articles per sitemap
-        limit = min(max_urls, config.news_max_urls) if name == config.news_section else max_urls
-        sections.append(SectionRows(name, start, start + count, limit))
-        start += count
-    planned_path = storage_path(con, work, PLANNED_NAME)
-    with scratch:
-        read = pq.ParquetFile(rows_file).metadata.num_rows
-        if read != total:
-            raise PlanError(
-                f"this build's plan chunks hold {read:,} rows, not the {total:,} of its staged snapshot "
-                f"{staged_path}: it changed after plan_prepare read it; run the plan again"
-            )
-        kept_before = kept_shards(rows_file, sections)
-        release_tails(con, rows_file, sections, payload)
-        compacted = compact(sections, payload, shards_cfg.compact_below)
-        numbers_file = os.path.join(scratch.name, "assignment.parquet")
-        assignment = place(rows_file, sections, payload, numbers_file)
-        progress.step(f"plan: {kept_before:,} URL(s) kept their shard, {total - kept_before:,} placed")
-        with progress.working("plan: writing the assignment", con.query_progress):
-            create_parquet_view(con, "assignment", numbers_file)
-            try:
-                planned = con.sql(read_sql("plan_planned"))
-                planned.write_parquet(planned_path, compression="snappy", row_group_size=16384)
-            except duckdb.Error as exc:
-                raise PlanError(f"cannot write the planned snapshot to {work.url}: {first_line(exc)}") from None
-            finally:
-                con.execute("DROP VIEW IF EXISTS assignment")
-                con.execute("DROP VIEW IF EXISTS plan_rows_file")
-    key_shards, urls_per_key, bytes_per_key = assignment.key_shards, assignment.urls_per_key, assignment.bytes_per_key
-    ordered = assignment.ordered
-
-    create_parquet_view(con, "planned", planned_path)
-    if live_assignment:
-        with progress.working("plan: gathering the change set", con.query_progress):
-            changes, changes_path = gather_changes(con, work, change_parts), work.url_of(CHANGES_NAME)
-    else:  # a site's first build: every URL is added, and the assignment lists them already
-        news = sum(s.end - s.start for s in sections if s.name == config.news_section)
-        changes, changes_path = {"added": total - news, "removed": 0, "updated": 0}, ""
-    feed = _feed_entries(con, config) if config.feed.enabled else {}
+        raise PlanError(f"cannot read this build's assignment {planned_path}: {first_line(exc)}") from None
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
     # A shard keeps a live object only when the object is still the one recorded at publish (same content
@@ -231,10 +319,11 @@ def run_plan(
     records = previous.records() if previous else {}
     by_fingerprint = {(r.section, r.shard, r.fingerprint): r for r in records.values() if r.fingerprint}
     taken = set(records) | (set(previous.unreferenced) if previous else set())
+    section_names = [name for name, _ in prepared.sections]
     shard_plans, repaired = [], []
-    for key, lastmod, h1, h2 in con.execute(read_sql("plan_shards")).fetchall():
-        section_index, number = key_shards[key]
-        section = sections[section_index].name
+    for key, lastmod, h1, h2 in terms:
+        section_index, number = placement.key_shards[key]
+        section = section_names[section_index]
         fingerprint = f"{h1:016x}{h2:016x}-{signature}"
         name = shard_name(section, number, fingerprint, config.render.suffix)
         record = None if full_rebuild else records.get(name) or by_fingerprint.get((section, number, fingerprint))
@@ -254,8 +343,8 @@ def run_plan(
                 section=section,
                 shard=number,
                 name=name,
-                urls=urls_per_key[key],
-                bytes=bytes_per_key[key] + overhead,
+                urls=placement.urls_per_key[key],
+                bytes=placement.bytes_per_key[key] + overhead,
                 lastmod=_lastmod_text(lastmod),
                 fingerprint=fingerprint,
                 render=not verified,
@@ -264,25 +353,26 @@ def run_plan(
     plan = Plan(
         build_id=build_id,
         created_at=created_at,
-        planned_path=work.url_of(PLANNED_NAME),
-        staged_path=staged_path,
+        planned_path=planned_path,
+        planned_rows=[c.end - c.first for c in prepared.chunks],
+        staged_path=prepared.staged_path,
         shards=shard_plans,
         indexes=_plan_indexes(shard_plans, config),
-        total_urls=total,
-        ordered=ordered,
+        total_urls=prepared.total,
+        ordered=placement.ordered,
         extended=bool(extended),
         previous_build_id=previous.build_id if previous else None,
         previous_urls=previous.total_urls if previous else None,
-        sections={s.name: s.end - s.start for s in sections},
-        compacted=compacted,
+        sections=dict(prepared.sections),
+        compacted=placement.compacted,
         base_index_token=live.index_token,
         base_index_sha=live.index_sha,
         base_manifest_token=live.manifest_token,
         state_notes=prepared.state_notes,
         repaired=repaired,
         breaker=prepared.breaker,
-        changes=changes,
-        changes_path=changes_path,
+        changes=placement.changes,
+        changes_path=placement.changes_path,
         lastmods_derived=prepared.lastmods_derived,
         feed=feed,
     )

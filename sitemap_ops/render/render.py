@@ -15,6 +15,7 @@ import pyarrow as pa
 from sitemap_ops.duck import create_parquet_view, duckdb_path, numpy_of, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import shard_bytes, shard_chunks
+from sitemap_ops.manifest import assignment_files
 from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
 from sitemap_ops.render.codec import gzip_chunks
@@ -133,8 +134,15 @@ def render_shards(
     by_key = {s.key: s for s in todo}
     write = write or output.write_bytes
     set_variables(con, {"format": config.format})
-    for view, path in (("staged", plan.staged_path), ("planned", plan.planned_path)):
-        create_parquet_view(con, view, duckdb_path(con, path, output.config), row_numbers=True)
+    create_parquet_view(con, "staged", duckdb_path(con, plan.staged_path, output.config), row_numbers=True)
+    if not plan.ordered:  # (the assignment's parts, their rows numbered as in the staged snapshot)
+        files = assignment_files(plan.planned_path)
+        offsets = [0, *itertools.accumulate(plan.planned_rows)][: len(files)]
+        set_variables(
+            con,
+            {"planned_files": [duckdb_path(con, f, output.config) for f in files], "planned_offsets": offsets},
+        )
+        con.execute(read_sql("render_planned"))
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()

@@ -69,8 +69,8 @@ def test_example_dag_is_built_as_specified() -> None:
     order = [t.task_id for t in dag.topological_sort()]
     assert order == [
         "stage", "stage_splits", "stage_split", "stage_gather", "stage_ranges", "stage_range", "stage_merge",
-        "plan_prepare", "plan_chunk_groups", "plan_chunk", "plan", "render_groups", "render", "publish", "retire",
-        "report",
+        "plan_prepare", "plan_chunk_groups", "plan_chunk", "plan_place", "plan_write_groups", "plan_write", "plan",
+        "render_groups", "render", "publish", "retire", "report",
     ]  # fmt: skip
     tasks = {t.task_id: t for t in dag.tasks}
     assert tasks["report"].is_teardown  # it runs after a failure too, and leaves the run's state alone
@@ -82,6 +82,8 @@ def test_example_dag_is_built_as_specified() -> None:
         "stage_merge",
         "plan_prepare",
         "plan_chunk",
+        "plan_place",
+        "plan_write",
         "plan",
         "render",
         "publish",
@@ -95,6 +97,7 @@ def test_example_dag_is_built_as_specified() -> None:
     assert type(tasks["stage_range"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["stage_split"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["plan_chunk"]).__name__ == "DecoratedMappedOperator"
+    assert type(tasks["plan_write"]).__name__ == "DecoratedMappedOperator"
     assert [o.name for o in tasks["publish"].outlets] == ["sitemaps_published_example"]
 
 

@@ -168,6 +168,7 @@ def test_dry_run_publishes_nothing(site) -> None:
     # the dry run keeps its plan, rejects and report, not its snapshots
     kept = {p.name for p in (folder / "work").rglob("*") if p.is_file()}
     assert {"plan.json", "report.html"} <= kept and not kept & {"staged.parquet", "planned.parquet"}
+    assert not [name for name in kept if name.startswith("planned-")]  # the assignment's parts
     # a misspelled run parameter stops the run at its first task: it never publishes for real
     run = _run(folder, dry_rnu=True)
     assert run.state == "failed"
@@ -304,7 +305,7 @@ def test_a_ranged_stage_maps_one_task_per_url_range_within_the_max_map_length(si
     assert not list((folder / "work").rglob("stage-ranges"))
 
 
-def test_a_rebuild_maps_plan_chunk_tasks_within_the_max_map_length(site, monkeypatch) -> None:
+def test_a_rebuild_maps_plan_chunk_and_plan_write_tasks_within_the_max_map_length(site, monkeypatch) -> None:
     folder, db, s3 = site
     _site(folder, db, s3, "chunked", extra="[duckdb]\nplan_chunks = 4\n")
     monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "3")  # 4 chunks: 3 mapped tasks
@@ -320,6 +321,11 @@ def test_a_rebuild_maps_plan_chunk_tasks_within_the_max_map_length(site, monkeyp
     assert second.state == "success"
     chunks = sorted(ti.rendered_map_index for ti in second.get_task_instances() if ti.task_id == "plan_chunk")
     assert chunks == ["chunk 0", "chunk 1", "chunks 2-3"]
+    # the assignment in four parts, one per chunk, written by as many tasks as chunks
+    parts = sorted(ti.rendered_map_index for ti in second.get_task_instances() if ti.task_id == "plan_write")
+    assert parts == ["part 0", "part 1", "parts 2-3"]
+    manifest = json.loads(_objects(s3, "chunked")["manifest.json"])
+    assert manifest["assignment"].endswith("/planned-*-of-00004.parquet")
     expected = {f"{SITE}/p/{i}" for i in range(100) if not str(i).startswith("1")} | {
         f"{SITE}/p/new-{i}" for i in range(5)
     }

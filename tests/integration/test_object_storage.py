@@ -17,6 +17,7 @@ from usp.fetch_parse import SitemapFetcher
 
 from sitemap_ops.config import load_config
 from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.publish.exceptions import CircuitBreakerError, LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
@@ -383,8 +384,10 @@ def test_a_rebuild_planned_in_chunks_writes_its_dated_snapshot_and_change_set_to
         [("added", p["loc"]) for p in new] + [("updated", p["loc"]) for p in changed[:30]]
     )
     # the assignment holds the lastmods the shards list: the first build's time where the content is the same
-    with work.fs.open(work.path("planned.parquet"), "rb") as fh:
-        lastmods = {row["loc"]: row["lastmod"] for row in pq.read_table(fh, columns=["loc", "lastmod"]).to_pylist()}
+    lastmods = {}
+    for part in assignment_files(summary.plan.planned_path):  # (the assignment's parts, in the store)
+        with work.fs.open(part, "rb") as fh:
+            lastmods.update({r["loc"]: r["lastmod"] for r in pq.read_table(fh, columns=["loc", "lastmod"]).to_pylist()})
     first_time, later_time = (when.astimezone(dt.UTC).replace(tzinfo=None) for when in (NOW, later))
     assert {lastmods[p["loc"]] for p in pages[30:]} == {first_time}
     assert {lastmods[p["loc"]] for p in changed[:30] + new} == {later_time}

@@ -16,7 +16,7 @@ import pytest
 from sitemap_ops.duck import connect, create_parquet_view, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.plan.assign import chunk_count, row_chunks, write_rows
-from tests.helpers import NOW, build, read_file, site_config
+from tests.helpers import NOW, build, read_assignment, read_file, site_config
 
 SITE = "https://www.example.com"
 SECTIONS = ("alpha", "beta", "gamma")
@@ -69,7 +69,7 @@ def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> Non
             files = {p.name: read_file(p) for p in sorted(out.iterdir()) if p.name != "manifest.json"}
             # the change set, in whatever order its URL ranges came
             changes = sorted(pq.read_table(summary.plan.changes_path).to_pylist(), key=str) if step else []
-            results[chunks] = (files, pq.read_table(summary.plan.planned_path), changes, summary.plan.changes)
+            results[chunks] = (files, read_assignment(summary.plan.planned_path), changes, summary.plan.changes)
         one = results[1]
         assert summary.plan.lastmods_derived
         if step:

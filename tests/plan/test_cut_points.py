@@ -61,10 +61,15 @@ def _section(
     kept_shards(str(rows), sections)
     release_tails(duckdb.connect(), str(rows), sections, 10_000)
     compacted = compact(sections, 10_000, compact_below)
-    numbers = tmp_path / "numbers.parquet"
-    assignment = place(str(rows), sections, 10_000, str(numbers))
+    # in two parts, as a plan of two chunks writes them (the first one empty for a single row)
+    parts = [
+        (str(tmp_path / "numbers-0.parquet"), len(shard) // 2),
+        (str(tmp_path / "numbers-1.parquet"), len(shard) - len(shard) // 2),
+    ]
+    assignment = place(str(rows), sections, 10_000, parts)
     assert type(assignment.ordered) is bool  # plan.json holds it
-    table = pq.read_table(numbers)
+    assert [pq.ParquetFile(path).metadata.num_rows for path, _ in parts] == [rows for _, rows in parts]
+    table = pa.concat_tables(pq.read_table(path) for path, _ in parts)
     return table["shard"].to_pylist(), table["pos"].to_pylist(), bool(compacted)
 
 

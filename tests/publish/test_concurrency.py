@@ -97,7 +97,7 @@ def test_placement_refuses_chunks_compared_with_a_build_no_longer_live(tmp_path:
     if manifest == "lost":
         (Path(a.output) / "manifest.json").unlink()
     with pytest.raises(LiveStateChangedError, match="another build published this site while this one planned"):
-        pipeline.plan_place(run, pipeline.load_prepared(run))
+        pipeline.plan_finish(run, pipeline.load_prepared(run))
     assert _live(b) == b_locs
 
 

@@ -123,7 +123,7 @@ def test_plan_steps_in_other_processes_rebuild_a_lost_state_once(tmp_path: Path)
     (out / deleted).unlink()
     for index in range(prepared.tasks):
         pipeline.plan_chunk(run, prepared, index)
-    plan = pipeline.plan_place(run, pipeline.load_prepared(run))
+    plan = pipeline.plan_finish(run, pipeline.load_prepared(run))
     assert run.work.read_bytes("recovered.parquet") == recovered
     assert plan.repaired == [deleted]
     # every URL kept its shard: the other shards keep their objects, the deleted one is written again (under
@@ -131,6 +131,57 @@ def test_plan_steps_in_other_processes_rebuild_a_lost_state_once(tmp_path: Path)
     assert [s.render for s in plan.shards] == [False, True, False]
     assert [s.name for s in plan.shards if not s.render] == [s.name for s in first.plan.shards if s.name != deleted]
     assert any("rebuilt from the live index: 250 URL(s) in 3 shard(s)" in n for n in plan.state_notes)
+
+
+def test_parts_of_the_assignment_written_in_any_order_make_the_same_plan(tmp_path: Path) -> None:
+    """plan_write's parts are independent: written last to first, in other sessions, they give the plan the
+    CLI's sequence gives (the same names, so the same objects); a part not written stops plan_name with a
+    clear error naming it, before anything is published."""
+    from sitemap_ops import pipeline
+    from sitemap_ops.plan.exceptions import PlanError
+    from tests.helpers import read_assignment, site_config
+
+    rows = _rows(250)
+    build(tmp_path, rows, shards={"max_urls": 100})
+    changed = _rows(240, start=5) + _rows(30, section="q")
+    expected, _ = build(tmp_path, changed, now=LATER, shards={"max_urls": 100}, duckdb={"plan_chunks": 3})
+    config = site_config(
+        tmp_path, str(tmp_path / "inventory.parquet"), shards={"max_urls": 100}, duckdb={"plan_chunks": 3}
+    )
+    run = pipeline.BuildRun.new(config, LATER)
+    prepared = pipeline.plan_prepare(run, pipeline.stage(run), force=True)
+    for index in range(prepared.tasks):
+        pipeline.plan_chunk(run, prepared, index)
+    pipeline.plan_place(run, prepared)
+    for index in (2, 0):
+        pipeline.plan_write(run, prepared, index)
+    with pytest.raises(PlanError, match=r"1 of the 3 part\(s\) of this build's assignment were not written \(1;"):
+        pipeline.plan_name(run, prepared)
+    pipeline.plan_write(run, prepared, 1)
+    plan = pipeline.plan_name(run, prepared)
+    assert plan.planned_path.endswith("/planned-*-of-00003.parquet") and plan.planned_rows == [90, 90, 90]
+    assert [(s.name, s.urls) for s in plan.shards] == [(s.name, s.urls) for s in expected.plan.shards]
+    assert read_assignment(plan.planned_path).equals(read_assignment(expected.plan.planned_path))
+
+
+def test_a_lost_part_of_the_live_assignment_rebuilds_the_state_from_the_live_files(tmp_path: Path) -> None:
+    """The live assignment is every one of its parts: one of them gone, the next build does not trust the
+    others (their URLs would look added) but rebuilds the state from the live index and its shards."""
+    from tests.helpers import assignment_files_exist, read_assignment
+
+    rows = _rows(250)
+    first, out = build(tmp_path, rows, shards={"max_urls": 100}, duckdb={"plan_chunks": 3})
+    parts = read_assignment(first.plan.planned_path)
+    assert parts.num_rows == 250 and all(assignment_files_exist(first.plan.planned_path))
+    Path(first.plan.planned_path.replace("*", "00001")).unlink()
+    before = mtimes(out)
+    summary, _ = build(tmp_path, rows, now=LATER, shards={"max_urls": 100}, duckdb={"plan_chunks": 3})
+    assert any(f"the assignment of build {first.build_id} is gone" in n for n in summary.plan.state_notes)
+    assert any("rebuilt from the live index: 250 URL(s) in 3 shard(s)" in n for n in summary.plan.state_notes)
+    # every URL kept its shard, every shard its object, and nothing counts as added
+    assert summary.shards_written == 0 and mtimes(out) == before
+    assert summary.plan.changes == {"added": 0, "removed": 0, "updated": 0}
+    assert set(published(out)) == {r["loc"] for r in rows}
 
 
 def test_a_lost_manifest_is_rebuilt_from_the_live_index(tmp_path: Path) -> None:

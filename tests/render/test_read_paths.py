@@ -55,7 +55,9 @@ def test_a_plan_that_kept_shards_renders_each_shard_in_position_order(tmp_path: 
     assert not second.plan.ordered
     assignment = second.plan.planned_path
     expected: dict[str, list[str]] = {}
-    for shard, loc in duckdb.sql(f"SELECT shard, loc FROM read_parquet('{assignment}') ORDER BY shard, pos").fetchall():
+    for shard, loc in duckdb.sql(
+        f"SELECT shard, loc FROM read_parquet('{assignment}') ORDER BY shard, pos"
+    ).fetchall():  # (the glob of its parts)
         expected.setdefault(f"sitemap-pages-{shard:05d}.xml.gz", []).append(loc)
     assert _shard_locs(out) == expected
     assert sum(map(len, expected.values())) == 3_300

@@ -27,7 +27,15 @@ from sitemap_ops.stage.sources import Inventory, create_inventory_view
 from sitemap_ops.stage.splits import list_splits, sample_pieces, split_bounds, survey
 from sitemap_ops.stage.stage import normalize_variables
 from tests.extensions.rich import SITE, alternates, write_rich
-from tests.helpers import NOW, assert_schema_valid, read_file, site_config, sources_config, write_inventory
+from tests.helpers import (
+    NOW,
+    assert_schema_valid,
+    read_assignment,
+    read_file,
+    site_config,
+    sources_config,
+    write_inventory,
+)
 
 SECTIONS = ("alpha", "beta", "gamma", "delta")
 
@@ -81,7 +89,7 @@ def _assert_same_build(one, other) -> None:
     assert summary_a.stage.rejected == summary_b.stage.rejected
     assert summary_a.stage.fields_dropped == summary_b.stage.fields_dropped
     # the assignment, row for row with the staged snapshot (publish deleted that), and the rejects file
-    assert pq.read_table(summary_a.plan.planned_path).equals(pq.read_table(summary_b.plan.planned_path))
+    assert read_assignment(summary_a.plan.planned_path).equals(read_assignment(summary_b.plan.planned_path))
     # (the rejects file's rows, in whatever order DuckDB's threads wrote them)
     # (and each names its own copy of the inventory)
     rejects_a, rejects_b = (
