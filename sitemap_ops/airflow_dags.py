@@ -501,20 +501,25 @@ def _group_label(config: SiteConfig, run: BuildRun, what: str, first: int, last:
     return f"{run.config.site.host}: {label}" if config.hosts else label
 
 
-def _plan_chunk_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
-    """The plan_chunk task's work: chunks [first, last] of one host's plan ([host index, first, last]); {} or,
-    for a multi-host site's host that failed, {"failed_host": ..., "error": ...} (plan leaves that host out)."""
+def _plan_group(config: SiteConfig, step: str, group: list[int]) -> dict[str, Any]:
+    """A mapped plan task's work, `step` plan_chunk (chunks of rows) or plan_write (parts of the assignment):
+    numbers [first, last] of one host's plan ([host index, first, last]); {} or, for a multi-host site's host
+    that failed, {"failed_host": ..., "error": ...} (the next plan task leaves that host out)."""
     index, first, last = group
     run = _host_builds(config)[index][0]
-    get_current_context()["plan_chunks"] = _group_label(config, run, "chunk", first, last)  # type: ignore[typeddict-unknown-key]
     pipeline = _pipeline()
+    variable, what, action = {
+        "plan_chunk": ("plan_chunks", "chunk", pipeline.plan_chunk),
+        "plan_write": ("plan_parts", "part", pipeline.plan_write),
+    }[step]
+    get_current_context()[variable] = _group_label(config, run, what, first, last)  # type: ignore[literal-required]
 
-    def chunks(r: BuildRun) -> None:
+    def numbers(r: BuildRun) -> None:
         prepared = pipeline.load_prepared(r)
         for number in range(first, last + 1):
-            pipeline.plan_chunk(r, prepared, number)
+            action(r, prepared, number)
 
-    return _host_failure(_each_host(config, "plan_chunk", [run], chunks)[1])
+    return _host_failure(_each_host(config, step, [run], numbers)[1])
 
 
 def _plan_place_hosts(config: SiteConfig, prepared: dict[str, Any], chunked: list[Any] | None) -> dict[str, Any]:
@@ -537,22 +542,6 @@ def _plan_place_hosts(config: SiteConfig, prepared: dict[str, Any], chunked: lis
         "hosts": sorted(placed),
         "failed": {**prepared["failed"], **chunk_failed, **failed},
     }
-
-
-def _plan_write_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
-    """The plan_write task's work: parts [first, last] of one host's assignment ([host index, first, last]); {}
-    or, for a multi-host site's host that failed, {"failed_host": ..., "error": ...} (plan leaves it out)."""
-    index, first, last = group
-    run = _host_builds(config)[index][0]
-    get_current_context()["plan_parts"] = _group_label(config, run, "part", first, last)  # type: ignore[typeddict-unknown-key]
-    pipeline = _pipeline()
-
-    def parts(r: BuildRun) -> None:
-        prepared = pipeline.load_prepared(r)
-        for number in range(first, last + 1):
-            pipeline.plan_write(r, prepared, number)
-
-    return _host_failure(_each_host(config, "plan_write", [run], parts)[1])
 
 
 def _plan_hosts(config: SiteConfig, placed: dict[str, Any], written: list[Any] | None) -> dict[str, Any]:
@@ -799,7 +788,7 @@ def _add_plan_tasks(config: SiteConfig, io_retries: dict[str, Any], staged: Any)
     )
     def plan_chunk(group: list[int]) -> dict[str, Any]:
         """Plan one group of chunks of one host (a retry rewrites the same files)."""
-        return _plan_chunk_group(config, group)
+        return _plan_group(config, "plan_chunk", group)
 
     # runs when plan_chunk was skipped (every host's prepare failed: mapped over nothing), never when one failed
     @task(**io_retries, **_task_args(af, "plan_place"), trigger_rule="none_failed")
@@ -815,7 +804,7 @@ def _add_plan_tasks(config: SiteConfig, io_retries: dict[str, Any], staged: Any)
     )
     def plan_write(group: list[int]) -> dict[str, Any]:
         """Write one group of parts of one host's assignment (a retry rewrites the same files)."""
-        return _plan_write_group(config, group)
+        return _plan_group(config, "plan_write", group)
 
     @task(**io_retries, **_task_args(af, "plan"), trigger_rule="none_failed")
     def plan(placed: dict[str, Any], written: Any = None) -> dict[str, Any]:

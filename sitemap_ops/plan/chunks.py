@@ -236,12 +236,17 @@ def prepare_plan(
     return prepared
 
 
+def read_step_file(work: Storage, name: str, step: str) -> bytes:
+    """The file `name` a plan step (`step`) wrote in `work` for the next ones (PlanError when it has not run)."""
+    data = work.read_bytes(name)
+    if data is None:
+        raise PlanError(f"this build has no {name} in {work.url}; run the {step} step first")
+    return data
+
+
 def load_prepared(work: Storage) -> PreparedPlan:
     """The prepared plan in `work` (PlanError when prepare has not run for this build)."""
-    data = work.read_bytes(PLAN_PREPARED_NAME)
-    if data is None:
-        raise PlanError(f"this build has no prepared plan in {work.url}; run the plan_prepare step first")
-    return PreparedPlan.from_json(data)
+    return PreparedPlan.from_json(read_step_file(work, PLAN_PREPARED_NAME, "plan_prepare"))
 
 
 def run_plan_chunk(

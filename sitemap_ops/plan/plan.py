@@ -25,7 +25,15 @@ from sitemap_ops.framing import index_entry, index_overhead, render_index, shard
 from sitemap_ops.manifest import planned_glob
 from sitemap_ops.plan.assign import CHUNK_ROWS, SectionRows, compact, kept_shards, place, release_tails
 from sitemap_ops.plan.changes import gather_changes
-from sitemap_ops.plan.chunks import PreparedPlan, chunk_files, chunks_of, clear_assignment, numbers_name, shards_name
+from sitemap_ops.plan.chunks import (
+    PreparedPlan,
+    chunk_files,
+    chunks_of,
+    clear_assignment,
+    numbers_name,
+    read_step_file,
+    shards_name,
+)
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest
@@ -238,10 +246,7 @@ def run_place(
 
 def load_placement(work: Storage) -> Placement:
     """The placement in `work` (PlanError when placement has not run for this build)."""
-    data = work.read_bytes(PLAN_PLACED_NAME)
-    if data is None:
-        raise PlanError(f"this build has no placement in {work.url}; run the plan_place step first")
-    return Placement.from_json(data)
+    return Placement.from_json(read_step_file(work, PLAN_PLACED_NAME, "plan_place"))
 
 
 def _shard_terms(
