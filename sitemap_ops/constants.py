@@ -301,8 +301,8 @@ MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
 # files whose names match PLAN_CHUNK_FILE are ever deleted from it.
 PLAN_CHUNKS_NAME = "plan-chunks"
 # (rows and changes from the chunk tasks; numbers, each chunk's rows' shard keys, from placement; shards, each
-# assignment part's per-shard fingerprint terms, from the part writes)
-PLAN_CHUNK_FILE = r"(rows|changes|numbers|shards)-\d{5}\.parquet"
+# assignment part's per-shard fingerprint terms, and feed, its candidates for the feed, from the part writes)
+PLAN_CHUNK_FILE = r"(rows|changes|numbers|shards|feed)-\d{5}\.parquet"
 # At most this many ranges: the partitioned write keeps one file open per range.
 MAX_STAGE_PARTITIONS = 1000
 # Stage may read and normalize the page sources in input splits, each a task of its own in Airflow

@@ -1,8 +1,9 @@
--- Plan 4 (a feed configured): the Atom feed's entries, the URLs with the newest lastmod: `feed_entries` for
--- the whole site (feed ''), and as many per section (feed = the section) when feed_per_section. A top-N
+-- Plan 3 (plan_write, a feed configured): one assignment part's candidates for the Atom feed's entries, the
+-- URLs with the newest lastmod: `feed_entries` for the whole site (feed ''), and as many per section (feed =
+-- the section) when feed_per_section; sql/plan_feed_combine.sql keeps the newest of all parts'. A top-N
 -- per group (max_by with a count), not a sort of every URL. Ties go to the greater URL, so the entries
 -- never depend on row order. URLs without lastmod are not in it; neither is the news series (its pages are).
--- Reads the view `planned` and the variables feed_entries, feed_per_section and news_section.
+-- Reads the view `planned` (one part) and the variables feed_entries, feed_per_section and news_section.
 WITH pages AS (
     SELECT loc, lastmod, section
     FROM planned

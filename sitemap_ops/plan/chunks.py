@@ -101,6 +101,22 @@ def shards_name(index: int) -> str:
     return f"shards-{index:05d}.parquet"
 
 
+def feed_name(index: int) -> str:
+    return f"feed-{index:05d}.parquet"
+
+
+def set_feed_variables(con: duckdb.DuckDBPyConnection, config: PlanSettings) -> None:
+    """The variables the feed's queries read (sql/plan_feed.sql, sql/plan_feed_combine.sql)."""
+    set_variables(
+        con,
+        {
+            "feed_entries": config.feed.entries,
+            "feed_per_section": config.feed.per_section,
+            "news_section": config.news_section,
+        },
+    )
+
+
 def changes_name(index: int) -> str:
     return f"changes-{index:05d}.parquet"
 
@@ -301,8 +317,9 @@ def run_plan_write(
     config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
 ) -> None:
     """Plan's part task `index`, after placement: chunk `index`'s staged rows with their shard numbers, as part
-    `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/). Each
-    is written locally and moved in whole, the terms last, so terms in plan-chunks/ mean a complete part."""
+    `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/), with
+    its candidates for the feed when one is configured. Each is written locally and moved in whole, the
+    terms last, so terms in plan-chunks/ mean a complete part."""
     parts = len(prepared.chunks)
     if not 0 <= index < parts:
         raise PlanError(f"this build's plan has {parts} part(s), not a part {index}")
@@ -323,8 +340,13 @@ def run_plan_write(
             con.sql(read_sql("plan_planned")).write_parquet(local, compression="snappy", row_group_size=16384)
             create_parquet_view(con, "planned", local)
             con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
+            if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
+                set_feed_variables(con, config)
+                con.sql(read_sql("plan_feed")).write_parquet(os.path.join(scratch, feed_name(index)))
             con.execute("DROP VIEW planned")
             work.move_in(local, name)
+            if config.feed.enabled:
+                folder.move_in(os.path.join(scratch, feed_name(index)), feed_name(index))
             folder.move_in(terms, shards_name(index))
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None

@@ -13,10 +13,8 @@ import pyarrow.parquet as pq
 from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
-    duckdb_path,
     read_sql,
     scratch_folder,
-    set_variables,
     storage_path,
     write_relations,
 )
@@ -30,8 +28,10 @@ from sitemap_ops.plan.chunks import (
     chunk_files,
     chunks_of,
     clear_assignment,
+    feed_name,
     numbers_name,
     read_step_file,
+    set_feed_variables,
     shards_name,
 )
 from sitemap_ops.plan.config import PlanSettings
@@ -196,7 +196,7 @@ def run_place(
     rows_parts, change_parts = chunk_files(con, work, prepared)
     clear_assignment(work)  # (an earlier attempt's parts, perhaps of another count, and their terms below)
     folder = chunks_of(work)
-    folder.delete_many([name for name in folder.list_details() if name.startswith("shards-")])
+    folder.delete_many([name for name in folder.list_details() if name.startswith(("shards-", "feed-"))])
     # the chunks' rows, in file order, to a local file that the assignment passes stream
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         rows_file = os.path.join(scratch, "rows.parquet")
@@ -310,11 +310,7 @@ def run_plan(
     parts = len(prepared.chunks)
     planned_path = work.url_of(planned_glob(parts))
     terms = _shard_terms(con, work, prepared, placement)
-    try:
-        create_parquet_view(con, "planned", duckdb_path(con, planned_path, config.storage))
-        feed = _feed_entries(con, config) if config.feed.enabled else {}
-    except duckdb.Error as exc:
-        raise PlanError(f"cannot read this build's assignment {planned_path}: {first_line(exc)}") from None
+    feed = _feed_entries(con, config, work, prepared) if config.feed.enabled else {}
     signature = f"r{RENDER_VERSION}-{config.render.format}-{'gz' if config.render.gzip else 'raw'}"
     signature += "-ext" if extended else ""
     # A shard keeps a live object only when the object is still the one recorded at publish (same content
@@ -385,19 +381,23 @@ def run_plan(
     return plan
 
 
-def _feed_entries(con: duckdb.DuckDBPyConnection, config: PlanSettings) -> dict[str, list[tuple[str, str]]]:
-    """The Atom feed's entries (sql/plan_feed.sql): feed name ('' or a section) -> [(URL, lastmod)]."""
-    set_variables(
-        con,
-        {
-            "feed_entries": config.feed.entries,
-            "feed_per_section": config.feed.per_section,
-            "news_section": config.news_section,
-        },
-    )
+def _feed_entries(
+    con: duckdb.DuckDBPyConnection, config: PlanSettings, work: Storage, prepared: PreparedPlan
+) -> dict[str, list[tuple[str, str]]]:
+    """The Atom feed's entries from the parts' candidates (sql/plan_feed_combine.sql): feed name ('' or a
+    section) -> [(URL, lastmod)]."""
+    folder = chunks_of(work)
+    set_feed_variables(con, config)
     feeds: dict[str, list[tuple[str, str]]] = {"": []}
-    for name, loc, lastmod in con.execute(read_sql("plan_feed")).fetchall():
-        feeds.setdefault(name, []).append((loc, lastmod.isoformat() + "Z"))
+    paths = [storage_path(con, folder, feed_name(index)) for index in range(len(prepared.chunks))]
+    try:
+        create_parquet_view(con, "feed_terms", paths)
+        for name, loc, lastmod in con.execute(read_sql("plan_feed_combine")).fetchall():
+            feeds.setdefault(name, []).append((loc, lastmod.isoformat() + "Z"))
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the assignment parts' feed entries in {folder.url}: {first_line(exc)}") from None
+    finally:
+        con.execute("DROP VIEW IF EXISTS feed_terms")
     return feeds
 
 

@@ -35,9 +35,10 @@ def newest(items: list[dict], count: int, section: str | None = None) -> list[st
     return [r["loc"] for r in sorted(dated, key=lambda r: (r["lastmod"], r["loc"]), reverse=True)[:count]]
 
 
-def test_the_feed_lists_exactly_the_most_recent_urls_and_parses(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunks", [1, 4])  # (4: each part of the assignment gives its newest; plan keeps the newest)
+def test_the_feed_lists_exactly_the_most_recent_urls_and_parses(tmp_path: Path, chunks: int) -> None:
     items = rows(40)
-    _, out = build(tmp_path, items, feed={"entries": 7, "per_section": True})
+    _, out = build(tmp_path, items, feed={"entries": 7, "per_section": True}, duckdb={"plan_chunks": chunks})
     parsed = feedparser.parse((out / "feed.xml").read_bytes())
     assert not parsed.bozo, parsed.get("bozo_exception")
     assert parsed.version == "atom10"
