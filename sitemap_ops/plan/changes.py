@@ -88,10 +88,23 @@ def date_snapshot(
     return work.url_of(DATED_NAME)
 
 
-def change_bounds(chunks: list[RowChunk]) -> list[tuple[str | None, str | None]]:
-    """The URL ranges [low, high) (None: unbounded) of the change set's chunks: between the distinct first URLs
-    of the chunks of rows past the first row, a systematic sample of the staged URLs whatever the sections."""
-    bounds = sorted({chunk.low[1] for chunk in chunks if chunk.first > 0})
+def change_bounds(con: duckdb.DuckDBPyConnection, staged_file: str, count: int) -> list[tuple[str | None, str | None]]:
+    """The URL ranges [low, high) (None: unbounded) of the change set's `count` chunks, each about as many
+    staged URLs: cut at the quantiles of the staged snapshot's row groups' smallest URLs (`staged_file`, a path
+    DuckDB reads; sql/plan_change_sample.sql), weighted by their rows. (Fewer ranges when the sample has
+    fewer distinct URLs.)"""
+    set_variables(con, {"staged_file": staged_file})
+    sample = con.execute(read_sql("plan_change_sample")).fetchall()
+    total = sum(rows for _, rows in sample)
+    bounds: list[str] = []
+    done, cut = 0, 1
+    for loc, rows in sample:
+        # a row group starting past the next cut's share of the rows opens the next range
+        if cut < count and done >= total * cut / count and (not bounds or loc > bounds[-1]):
+            bounds.append(loc)
+            while cut < count and done >= total * cut / count:
+                cut += 1
+        done += rows
     return list(itertools.pairwise([None, *bounds, None]))
 
 

@@ -214,7 +214,8 @@ def prepare_plan(
         with live_guard(live_assignment, config):
             dated_path = date_snapshot(con, work, created_at, config.news_section, progress, chunks)
         # (the change set compares with the live build even in a full rebuild)
-        change_ranges = change_bounds(chunks) if live_assignment else []
+        snapshot = duckdb_path(con, dated_path or staged_path, config.storage)
+        change_ranges = change_bounds(con, snapshot, len(chunks)) if live_assignment else []
     except duckdb.Error as exc:
         raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None

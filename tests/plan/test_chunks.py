@@ -5,6 +5,7 @@ chunks, sections and previous order."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import random
 from pathlib import Path
 
@@ -161,3 +162,29 @@ def test_chunk_count_follows_the_memory_limit(tmp_path: Path) -> None:
 def test_plan_chunks_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"duckdb\.plan_chunks must be 0"):
         site_config(tmp_path, "x.parquet", duckdb={"plan_chunks": -1})
+
+
+def test_the_change_sets_url_ranges_hold_about_equal_shares_whatever_the_sections(tmp_path: Path) -> None:
+    """The snapshot is in (section, URL) order; the change set is cut by URL. With sections in the opposite
+    order of their URLs (and one section's URLs spread over the others'), each URL range still holds about a
+    quarter of the URLs: its task's memory does not grow with the site."""
+    from sitemap_ops.plan.changes import change_bounds
+
+    site = "https://www.example.com"
+    rows = [(s, f"{site}/{p}/{i:05d}") for p, s in (("a", "z"), ("m", "m"), ("z", "a")) for i in range(3000)]
+    rows += [("b", f"{site}/{random.Random(i).choice('amz')}/new-{i:05d}") for i in range(3000)]
+    rows.sort()
+    path = tmp_path / "staged.parquet"
+    pq.write_table(pa.table({"section": [s for s, _ in rows], "loc": [u for _, u in rows]}), path, row_group_size=250)
+    ranges = change_bounds(duckdb.connect(), str(path), 4)
+    assert len(ranges) == 4 and ranges[0][0] is None and ranges[-1][1] is None
+
+    def inside(low: str | None, high: str | None) -> int:
+        return sum(1 for _, u in rows if (low is None or u >= low) and (high is None or u < high))
+
+    counts = [inside(low, high) for low, high in ranges]
+    assert sum(counts) == len(rows)
+    assert max(counts) <= len(rows) / 4 + 2 * 250  # (within two row groups of an equal share)
+    # the chunks' first URLs alone, the former bounds, left one range with half of the URLs
+    firsts = sorted({rows[len(rows) * k // 4][1] for k in (1, 2, 3)})
+    assert max(inside(low, high) for low, high in itertools.pairwise([None, *firsts, None])) >= len(rows) / 2
