@@ -10,7 +10,7 @@ from typing import Any
 
 from sitemap_ops.constants import MANIFEST_NAME
 from sitemap_ops.errors import ManifestError
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 # 2: content-named shards, object versions, index digests, the pending record of an index switch.
 # 3: the change set (counts, its file, the build it compares with). A version 2 manifest reads as one
@@ -119,3 +119,13 @@ def assignment_files(url: str) -> list[str]:
         return [url]
     folder = url[: len(url) - len(name)]
     return [folder + planned_part_name(index, int(found.group(1))) for index in range(int(found.group(1)))]
+
+
+def assignment_exists(url: str, storage: StorageConfig | None = None) -> bool:
+    """Whether every file of the assignment at `url` (Manifest.assignment: its parts, or one file) exists."""
+    files = assignment_files(url)
+    folder, name = open_file(files[0], storage)
+    if len(files) == 1:
+        return folder.exists(name)
+    present = folder.list_details()  # (one listing for all the parts)
+    return all(f.rsplit("/", 1)[-1] in present for f in files)

@@ -24,12 +24,12 @@ import duckdb
 from sitemap_ops.constants import INDEXNOW_FOLDER, LIVE_MANIFEST_NAME
 from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import Manifest, assignment_files
+from sitemap_ops.manifest import Manifest, assignment_exists, assignment_files
 from sitemap_ops.notify.config import NotifySettings
 from sitemap_ops.notify.exceptions import IndexNowKeyError, NotifyError
 from sitemap_ops.notify.indexnow import Submission, post_batch
 from sitemap_ops.progress import Progress
-from sitemap_ops.storage import Storage, open_file
+from sitemap_ops.storage import Storage
 
 STATE_NAME = "state.json"
 # How far back the chain of live manifests is followed to find change sets that were never queued.
@@ -125,9 +125,8 @@ def _queue_changes(
             source = manifest.changes_file
         else:
             continue  # a state rebuilt from the live files, or a build before change sets
-        sources = assignment_files(source)  # (a first build's assignment: its parts)
-        if all(where.exists(name) for where, name in (open_file(f, settings.storage) for f in sources)):
-            files.extend(duckdb_path(con, f, settings.storage) for f in sources)
+        if assignment_exists(source, settings.storage):  # (a first build's assignment: all its parts)
+            files.extend(duckdb_path(con, f, settings.storage) for f in assignment_files(source))
         else:
             notes.append(f"the change set of build {manifest.build_id} is gone: the URLs it changed are not submitted")
     name = f"queue-{change_sets[0].build_id}.parquet"

@@ -35,12 +35,12 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, scratch_folder, set_variables, storage_path
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import planned_part_name
+from sitemap_ops.manifest import assignment_exists, planned_part_name
 from sitemap_ops.plan.assign import RowChunk, chunk_count, row_chunks, use_chunk, write_rows
 from sitemap_ops.plan.changes import change_bounds, create_live_view, date_snapshot, write_change_chunk
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
-from sitemap_ops.plan.state import LiveState, assignment_exists
+from sitemap_ops.plan.state import LiveState
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.exceptions import CircuitBreakerError
 from sitemap_ops.storage import Storage
@@ -140,7 +140,7 @@ def clear_assignment(work: Storage) -> None:
 def raise_if_live_gone(live_assignment: str | None, config: PlanSettings) -> None:
     """LiveStateChangedError when the live build's assignment plan reads is gone: a build that published
     meanwhile retired it, so this plan is stale (and the error plan hit while reading it says nothing)."""
-    if live_assignment and not assignment_exists(live_assignment, config):
+    if live_assignment and not assignment_exists(live_assignment, config.storage):
         raise LiveStateChangedError(
             f"the live build's assignment {live_assignment} is gone: another build published this site "
             "while this one planned; nothing live was changed, run the build again"
@@ -293,6 +293,16 @@ def run_plan_chunk(
             raise PlanError(f"cannot plan chunk {index} in {work.url}: {first_line(exc)}") from None
 
 
+def raise_if_missing(missing: list[int], of_what: str, folder: Storage, step: str) -> None:
+    """PlanError naming the numbered files of `of_what` that a mapped plan step (`step`) did not write."""
+    if missing:
+        listed = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
+        raise PlanError(
+            f"{len(missing)} of {of_what} were not written ({listed}; no file in {folder.url}): "
+            f"run their {step} steps again"
+        )
+
+
 def chunk_files(con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan) -> tuple[list[str], list[str]]:
     """The chunk tasks' rows files and change set files (paths DuckDB reads), in order; PlanError naming the
     chunks whose files are missing."""
@@ -305,12 +315,7 @@ def chunk_files(con: duckdb.DuckDBPyConnection, work: Storage, prepared: Prepare
         for i in range(prepared.tasks)
         if (i < len(rows) and rows[i] not in present) or (i < len(changes) and changes[i] not in present)
     ]
-    if missing:
-        listed = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
-        raise PlanError(
-            f"{len(missing)} of this build's {prepared.tasks} plan chunk(s) were not written ({listed}; no file in "
-            f"{folder.url}): run their plan_chunk tasks again"
-        )
+    raise_if_missing(missing, f"this build's {prepared.tasks} plan chunk(s)", folder, "plan_chunk")
     return [storage_path(con, folder, n) for n in rows], [storage_path(con, folder, n) for n in changes]
 
 
@@ -332,9 +337,8 @@ def run_plan_write(
         )
     name = planned_part_name(index, parts)
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
-        local, terms = os.path.join(scratch, name), os.path.join(scratch, shards_name(index))
+        local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
-            set_variables(con, {"format": config.render.format})
             create_parquet_view(con, "staged", duckdb_path(con, prepared.staged_path, config.storage), row_numbers=True)
             create_parquet_view(con, "assignment", storage_path(con, folder, numbers_name(index)))
             use_chunk(con, chunk)
@@ -343,11 +347,11 @@ def run_plan_write(
             con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
             if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
                 set_feed_variables(con, config)
-                con.sql(read_sql("plan_feed")).write_parquet(os.path.join(scratch, feed_name(index)))
+                con.sql(read_sql("plan_feed")).write_parquet(feed)
             con.execute("DROP VIEW planned")
             work.move_in(local, name)
             if config.feed.enabled:
-                folder.move_in(os.path.join(scratch, feed_name(index)), feed_name(index))
+                folder.move_in(feed, feed_name(index))
             folder.move_in(terms, shards_name(index))
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None

@@ -30,6 +30,7 @@ from sitemap_ops.plan.chunks import (
     clear_assignment,
     feed_name,
     numbers_name,
+    raise_if_missing,
     read_step_file,
     set_feed_variables,
     shards_name,
@@ -139,14 +140,13 @@ def _lastmod_text(value: object) -> str | None:
 class Placement:
     """What placement found, for the part writes and naming (small JSON in the work folder): the shards in key
     order ((section index, shard number)) with their URLs and entry bytes, whether file order is shard order,
-    the sections compacted, the URLs that kept their shard, and the change set."""
+    the sections compacted, and the change set."""
 
     key_shards: list[tuple[int, int]]
     urls_per_key: list[int]
     bytes_per_key: list[int]
     ordered: bool
     compacted: list[str]
-    kept: int
     changes: dict[str, int]
     changes_path: str
 
@@ -236,7 +236,6 @@ def run_place(
         assignment.bytes_per_key,
         assignment.ordered,
         compacted,
-        kept,
         changes,
         changes_path,
     )
@@ -258,12 +257,7 @@ def _shard_terms(
     present = folder.list_details()
     names = [shards_name(i) for i in range(len(prepared.chunks))]
     missing = [i for i, name in enumerate(names) if name not in present]
-    if missing:
-        listed = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
-        raise PlanError(
-            f"{len(missing)} of the {len(names)} part(s) of this build's assignment were not written ({listed}; "
-            f"no file in {folder.url}): run their plan_write steps again"
-        )
+    raise_if_missing(missing, f"the {len(names)} part(s) of this build's assignment", folder, "plan_write")
     try:
         create_parquet_view(con, "shard_terms", [storage_path(con, folder, name) for name in names])
         found = con.execute(read_sql("plan_shards_combine")).fetchall()

@@ -25,7 +25,7 @@ from sitemap_ops.constants import (
     SITEMAP_NS,
 )
 from sitemap_ops.errors import ManifestError, first_line
-from sitemap_ops.manifest import Manifest, ShardRecord, assignment_files
+from sitemap_ops.manifest import Manifest, ShardRecord, assignment_exists
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import StateError
 from sitemap_ops.robots import managed_sitemaps
@@ -170,7 +170,7 @@ def load_live_state(
     live = next((m for m in candidates if m.index_sha256.get(index_name) == state.index_sha), None)
     if live is not None and live is not written:
         notes.append(f"build {live.build_id} was interrupted after its index switch; this build completes it")
-    if live is not None and not assignment_exists(live.assignment, config):
+    if live is not None and not assignment_exists(live.assignment, config.storage):
         notes.append(f"the assignment of build {live.build_id} is gone (work folder cleared?)")
         live = None
     if live is None:
@@ -182,7 +182,7 @@ def load_live_state(
             recovered is not None
             and recovered.build_id == RECOVERED_BUILD_ID
             and recovered.index_sha256.get(index_name) == state.index_sha
-            and assignment_exists(recovered.assignment, config)
+            and assignment_exists(recovered.assignment, config.storage)
         )
         if reuse:
             assert recovered is not None
@@ -194,16 +194,6 @@ def load_live_state(
         state.stale = written
     state.manifest = replace(live, pending=None)
     return state
-
-
-def assignment_exists(url: str, config: PlanSettings) -> bool:
-    """Whether every file of the assignment at `url` (Manifest.assignment: its parts, or one file) exists."""
-    files = assignment_files(url)
-    folder, name = open_file(files[0], config.storage)
-    if len(files) == 1:
-        return folder.exists(name)
-    present = folder.list_details()  # (one listing for all the parts)
-    return all(f.rsplit("/", 1)[-1] in present for f in files)
 
 
 def recover_state(
