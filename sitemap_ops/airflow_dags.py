@@ -321,7 +321,8 @@ def _stage_range(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
 
 
 def _stage_merge(config: SiteConfig, staged: dict[str, Any]) -> dict[str, Any]:
-    """The stage_merge task's work: the snapshot from the ranges (stage's own result when it wrote it)."""
+    """The stage_merge task's work: the snapshot's index over the ranges' files (stage's own result when it
+    wrote the snapshot)."""
     result = StageResult.from_dict(staged)
     if result.ranges is None:
         return staged
@@ -747,13 +748,14 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
         map_index_template="{{ url_range }}",
     )
     def stage_range(staged: dict[str, Any], part: int) -> None:
-        """Deduplicate and sort one URL range of a ranged stage into the work folder."""
+        """Deduplicate and sort one URL range of a ranged stage into its file of the snapshot (work folder)."""
         _stage_range(config, staged, part)
 
     # runs when stage_range was skipped (no ranges: mapped over nothing), never when a range failed
     @task(**io_retries, **_task_args(af, "stage_merge"), trigger_rule="none_failed")
     def stage_merge(staged: dict[str, Any], ranged: Any = None) -> dict[str, Any]:
-        """The staged snapshot from the deduplicated URL ranges (stage's own result when it wrote it)."""
+        """The staged snapshot's index over the deduplicated URL ranges' files (stage's own result when it
+        wrote the snapshot)."""
         return _stage_merge(config, staged)
 
     prepared = stage()

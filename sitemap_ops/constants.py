@@ -182,7 +182,11 @@ LEGACY_NAME_PATTERNS = (
 # Every work folder a build creates holds the marker; pruning removes only folders that hold it, and in
 # them only these files.
 WORK_MARKER_NAME = ".sitemap-ops-build"
-STAGED_NAME = "staged.parquet"  # stage: the normalized, deduplicated inventory
+# stage: the normalized, deduplicated inventory, in files (one per URL range, STAGED_PART_NAME) and the index
+# that reads them as one table sorted by (section, loc) (sitemap_ops.snapshot)
+STAGED_NAME = "staged.json"
+STAGED_PART_NAME = "staged-{index:05d}.parquet"
+STAGED_PART_FILE = r"staged-\d{5}\.parquet"
 REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
 HREFLANG_NAME = "hreflang.csv"  # stage: hreflang problems found in the alternates
 PLANNED_NAME = "planned.parquet"  # plan, earlier versions: every URL's shard in one file (read while live)
@@ -193,7 +197,12 @@ PLANNED_PART_FILE = r"planned-(\d{5})-of-(\d{5})\.parquet"
 RECOVERED_NAME = "recovered.parquet"  # plan: an assignment rebuilt from the live files
 PLAN_NAME = "plan.json"  # plan: shards, names, fingerprints, index files
 LIVE_MANIFEST_NAME = "live-manifest.json"  # plan: the live manifest it planned against (publish builds on it)
-DATED_NAME = "dated.parquet"  # plan: the staged snapshot with lastmods derived from content hashes
+# plan: the staged snapshot with lastmods derived from content hashes (an index, and one file per plan chunk)
+DATED_NAME = "dated.json"
+DATED_PART_NAME = "dated-{index:05d}.parquet"
+DATED_PART_FILE = r"dated-\d{5}\.parquet"
+# earlier versions' snapshots in one file each (an older build's work folder may hold them)
+LEGACY_SNAPSHOT_NAMES = ("staged.parquet", "dated.parquet")
 CHANGES_NAME = "changes.parquet"  # plan: the URLs added, removed and updated since the live build
 PLAN_PREPARED_NAME = "plan-prepared.json"  # plan: its chunks of rows and the breaker's verdict, for the chunk tasks
 PLAN_PLACED_NAME = "plan-placed.json"  # plan: placement's shards (sizes, numbers), for the part writes and naming
@@ -202,7 +211,7 @@ REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later re
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
     LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, PLAN_PLACED_NAME, REPORT_NAME,
-    REPORT_DATA_NAME,
+    REPORT_DATA_NAME, *LEGACY_SNAPSHOT_NAMES,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts
@@ -315,16 +324,12 @@ MAX_STAGE_SPLITS = 1000
 SPLIT_SAMPLE_ROWS = 100_000
 SPLIT_SAMPLE_PIECES = 100
 SPLIT_SAMPLE_WINDOW = 10_000
-# Rows per row group of the staged snapshot when stage assembles it from partitions (DuckDB's own default).
-STAGED_ROW_GROUP = 122_880
 # The folder of a build's work folder where a ranged stage hands its ranges over (each range's rows, checked
-# extensions and news entries, then its deduplicated, sorted rows), so that each range may be deduplicated
-# by a task of its own on any machine; emptied once the snapshot is assembled. Only files whose names
-# match STAGE_RANGE_FILE are ever deleted from it.
+# extensions and news entries), so that each range may be deduplicated by a task of its own on any machine
+# (into its file of the staged snapshot); emptied once the snapshot is indexed. Only files whose names match
+# STAGE_RANGE_FILE are ever deleted from it.
 STAGE_RANGES_NAME = "stage-ranges"
 # (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits,
 # and the URLs the exclusion sources keep out, which every input split applies)
 STAGE_EXCLUSIONS_NAME = "exclusions.parquet"
-STAGE_RANGE_FILE = (
-    r"(rows|page_ext|news_ext)-\d{5}(-\d{5})?-\d+\.parquet|sorted-\d{5}\.parquet|rejects-\d{5}\.csv|exclusions\.parquet"
-)
+STAGE_RANGE_FILE = r"(rows|page_ext|news_ext)-\d{5}(-\d{5})?-\d+\.parquet|rejects-\d{5}\.csv|exclusions\.parquet"

@@ -177,7 +177,8 @@ def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:
 
 
 def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> StageResult:
-    """The staged snapshot of a ranged stage, from its deduplicated ranges (the result as it is otherwise)."""
+    """The staged snapshot of a ranged stage: its index over the deduplicated ranges' files, and the finished
+    result (the result as it is otherwise)."""
     if staged.ranges is None:
         return staged
     work = open_work(run.config, run.build_id)

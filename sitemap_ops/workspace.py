@@ -15,16 +15,20 @@ from sitemap_ops import duck
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
     DATED_NAME,
+    DATED_PART_FILE,
+    LEGACY_SNAPSHOT_NAMES,
     PLANNED_NAME,
     PLANNED_PART_FILE,
     RECOVERED_NAME,
     STAGED_NAME,
+    STAGED_PART_FILE,
     WORK_FILES,
     WORK_MARKER_NAME,
 )
 from sitemap_ops.host import owner_is_gone, owner_tag
 from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.plan.chunks import clear_assignment, clear_chunks
+from sitemap_ops.snapshot import clear_snapshot
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.storage import Storage, open_file
 
@@ -55,8 +59,7 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
     """After a publish: drop this build's staged (and dated) snapshot and plan chunks, the previous live
     assignment (superseded), and the work folders of all but the last KEEP_WORK_DIRS builds (only folders
     holding the marker, only the files a build writes, never the live build's assignment)."""
-    work.delete(STAGED_NAME)
-    work.delete(DATED_NAME)
+    clear_snapshots(work)
     clear_chunks(work)
     root = work_root(config)
     if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
@@ -83,7 +86,8 @@ def prune_work(root: Storage, live_folder: str = "") -> None:
             continue
         for name in WORK_FILES:
             folder.delete(name)
-        clear_ranges(folder)  # (a ranged stage whose merge never ran)
+        clear_snapshots(folder)
+        clear_ranges(folder)  # (a ranged stage whose ranges were never indexed)
         clear_chunks(folder)  # (a plan that never published)
         clear_assignment(folder)
         if folder.is_local:
@@ -97,10 +101,19 @@ def prune_work(root: Storage, live_folder: str = "") -> None:
 def drop_snapshots(work: Storage) -> None:
     """Delete a build's big snapshots (staged, dated, planned, the plan's chunks) once nothing will read them:
     after a dry run, whose plan is never published (its plan.json, rejects and report stay)."""
-    for name in (STAGED_NAME, DATED_NAME, PLANNED_NAME):
-        work.delete(name)
+    clear_snapshots(work)
+    work.delete(PLANNED_NAME)
     clear_chunks(work)
     clear_assignment(work)
+
+
+def clear_snapshots(work: Storage) -> None:
+    """Delete the staged and dated snapshots in `work` (their indexes and files, and an earlier version's single
+    files)."""
+    clear_snapshot(work, STAGED_NAME, STAGED_PART_FILE)
+    clear_snapshot(work, DATED_NAME, DATED_PART_FILE)
+    for name in LEGACY_SNAPSHOT_NAMES:
+        work.delete(name)
 
 
 @contextlib.contextmanager

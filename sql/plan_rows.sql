@@ -1,8 +1,8 @@
--- Plan 2a, one chunk of rows: for every staged URL of the rows [chunk_first, chunk_end), in the staged file's
+-- Plan 2a, one chunk of rows: for every staged URL of the chunk's rows, in the staged snapshot's
 -- order (section, loc): its entry size and, if the last published build had it in the same section, the shard
 -- and position it keeps (-1 otherwise). All INTEGER: an entry is at most 52,428,800 bytes and a position at
--- most 50,000 (plan holds them as int32). Reads the views `staged` (with file_row_number, through the table
--- macro staged_chunk(), sql/plan_chunk.sql) and `previous` (the last published assignment; empty on a first
+-- most 50,000 (plan holds them as int32). Reads the views `staged_rows` (the chunk's staged rows with their
+-- row numbers, sitemap_ops.plan.assign.use_chunk) and `previous` (the last published assignment; empty on a first
 -- build), and the chunk's variables set by sitemap_ops.plan.assign.row_chunks: its rows, and its first and
 -- last (section, loc), which bound the previous rows it can match. The bounds are exact; floor_loc and
 -- ceiling_loc repeat them as plain comparisons when the chunk is in one section, so that the scan skips the
@@ -18,7 +18,7 @@ SELECT
     -- -1: not kept
     CAST(coalesce(p.shard, -1) AS INTEGER) AS kept_shard,
     CAST(coalesce(p.pos, -1) AS INTEGER) AS kept_pos
-FROM staged_chunk() s
+FROM staged_rows s
 LEFT JOIN (
     SELECT loc, section, shard, pos
     FROM previous

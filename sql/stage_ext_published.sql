@@ -1,5 +1,5 @@
 -- Stage 2d: pages with images and images, pages with alternates and alternates, as published in the staged
--- snapshot (its path: the variable `staged_file`; fast path and checked path alike).
+-- snapshot (its files: the variable `staged_file`; fast path and checked path alike).
 SELECT
     count(*) FILTER (WHERE images > 0),
     coalesce(sum(images), 0),

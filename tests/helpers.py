@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import http.server
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,13 @@ def read_assignment(url: str, columns: list[str] | None = None) -> pa.Table:
 def assignment_files_exist(url: str) -> list[bool]:
     """Whether each file of a local build's assignment exists."""
     return [Path(path).is_file() for path in assignment_files(url)]
+
+
+def read_staged(url: str) -> pa.Table:
+    """The staged (or dated) snapshot whose index is at `url` (a local path), its rows in the snapshot's order:
+    read with pyarrow from the index's blocks, apart from the DuckDB views plan and render read it through."""
+    index = json.loads(Path(url).read_bytes())
+    folder = Path(url).parent
+    files = [pq.read_table(folder / name) for name in index["files"]]
+    blocks = [files[file].slice(start, rows) for file, _, start, rows in index["pieces"]]
+    return pa.concat_tables(blocks) if blocks else files[0].slice(0, 0)

@@ -14,7 +14,7 @@ PACKAGE = Path(sitemap_ops.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("__init__", "constants", "errors", "host", "progress"),  # facts and plumbing every layer may use
     ("urls", "framing", "robots", "storage"),  # protocol rules and bytes, storage access
-    ("duck", "*.config", "*.exceptions", "*.result", "manifest"),  # the DuckDB session, each stage's config
+    ("duck", "*.config", "*.exceptions", "*.result", "manifest", "snapshot"),  # the DuckDB session, each stage's config
     ("config",),  # the site's config: every stage's section
     ("stage.*",),
     ("plan.*",),

@@ -37,30 +37,40 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.snapshot import Snapshot, create_rows_view
+from sitemap_ops.storage import StorageConfig
 
+# The first rows whose URLs' bytes estimate a chunk's memory (sql/plan_loc_size.sql).
+LOC_SAMPLE_ROWS = 100_000
 # Rows per chunk: 4M rows of three int32 columns, about 50 MB with the chunk's temporaries.
 CHUNK_ROWS = 1 << 22
 
 
-def chunk_count(con: duckdb.DuckDBPyConnection, rows: int, sides: int = 2) -> int:
-    """How many chunks of rows the view `staged` (`rows` rows) is read in: `sides` (2 when a chunk joins with
-    the live build's assignment, 1 on a site's first build) times the chunk's URL bytes (estimated from the
-    first rows) plus PLAN_ROW_OVERHEAD per row, against DuckDB's memory limit (see constants)."""
+def chunk_count(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None, sides: int = 2
+) -> int:
+    """How many chunks of rows the staged snapshot is read in: `sides` (2 when a chunk joins with the live
+    build's assignment, 1 on a site's first build) times the chunk's URL bytes (estimated from the first
+    LOC_SAMPLE_ROWS rows) plus PLAN_ROW_OVERHEAD per row, against DuckDB's memory limit (see constants)."""
+    create_rows_view(con, "staged_rows", snapshot, storage, 0, LOC_SAMPLE_ROWS)
     ((sampled, loc_bytes),) = con.execute(read_sql("plan_loc_size")).fetchall()
+    rows = snapshot.rows
     per_row = (int(loc_bytes or 0) / max(1, int(sampled)) + PLAN_ROW_OVERHEAD) * sides
     return max(1, math.ceil(rows * per_row / (memory_limit_bytes(con) * PLAN_CHUNK_SHARE)))
 
 
-def row_key(con: duckdb.DuckDBPyConnection, row: int) -> tuple[str, str]:
-    """The (section, loc) of the view `staged`'s row number `row` (read from its row group alone)."""
-    set_variables(con, {"key_row": row})
+def row_key(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None, row: int
+) -> tuple[str, str]:
+    """The (section, loc) of the staged snapshot's row number `row` (read from its row group alone)."""
+    create_rows_view(con, "staged_rows", snapshot, storage, row, row + 1)
     ((section, loc),) = con.execute(read_sql("plan_row_key")).fetchall()
     return str(section), str(loc)
 
 
 @dataclass(frozen=True)
 class RowChunk:
-    """One chunk of the view `staged`'s rows: [first, end), and its first and last (section, loc)."""
+    """One chunk of the staged snapshot's rows: [first, end), and its first and last (section, loc)."""
 
     first: int
     end: int
@@ -72,32 +82,38 @@ class RowChunk:
         return cls(raw["first"], raw["end"], tuple(raw["low"]), tuple(raw["high"]))
 
 
-def row_chunks(con: duckdb.DuckDBPyConnection, rows: int, chunks: int) -> list[RowChunk]:
-    """Cut the view `staged` (`rows` rows, sorted by (section, loc)) into `chunks` chunks of consecutive rows
-    (at least one, empty when there are no rows; an empty chunk past the first is left out)."""
-    found = []
+def row_chunks(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None, chunks: int
+) -> list[RowChunk]:
+    """Cut the staged snapshot (sorted by (section, loc)) into `chunks` chunks of consecutive rows (at least
+    one, empty when there are no rows; an empty chunk past the first is left out)."""
+    found, rows = [], snapshot.rows
     for index in range(chunks):
         first, end = rows * index // chunks, rows * (index + 1) // chunks
         if first == end and (rows or index):
             continue
-        low, high = (row_key(con, first), row_key(con, end - 1)) if first < end else (("", ""), ("", ""))
+        low, high = (
+            (row_key(con, snapshot, storage, first), row_key(con, snapshot, storage, end - 1))
+            if first < end
+            else (("", ""), ("", ""))
+        )
         found.append(RowChunk(first, end, low, high))
     return found
 
 
-def use_chunk(con: duckdb.DuckDBPyConnection, chunk: RowChunk) -> None:
-    """Set the variables sql/plan_rows.sql and sql/plan_dated.sql read for `chunk`: its rows, its first and
-    last (section, loc), and floor_loc and ceiling_loc, the same bounds on loc alone when the chunk is in one
-    section ('' and NULL otherwise), which let a scan of a file sorted by (section, loc) skip the row groups
-    outside the chunk by their statistics. The queries read the chunk's rows through the table macro
-    staged_chunk() (sql/plan_chunk.sql)."""
-    con.execute(read_sql("plan_chunk"))
+def use_chunk(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None, chunk: RowChunk
+) -> None:
+    """The view `staged_rows` of `chunk`'s rows of the staged snapshot (in order, with their row numbers), which
+    sql/plan_rows.sql, sql/plan_dated.sql and sql/plan_planned.sql read, and the variables they read: the
+    chunk's first and last (section, loc), and floor_loc and ceiling_loc, the same bounds on loc alone when
+    the chunk is in one section ('' and NULL otherwise), which let a scan of a file sorted by (section, loc)
+    skip the row groups outside the chunk by their statistics."""
+    create_rows_view(con, "staged_rows", snapshot, storage, chunk.first, chunk.end)
     same = chunk.low[0] == chunk.high[0]
     set_variables(
         con,
         {
-            "chunk_first": chunk.first,
-            "chunk_end": chunk.end,
             "low_section": chunk.low[0],
             "low_loc": chunk.low[1],
             "high_section": chunk.high[0],
@@ -108,12 +124,18 @@ def use_chunk(con: duckdb.DuckDBPyConnection, chunk: RowChunk) -> None:
     )
 
 
-def write_rows(con: duckdb.DuckDBPyConnection, sink: str | BinaryIO, chunk: RowChunk) -> int:
-    """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for `chunk` of the view `staged` to
-    the Parquet file `sink`, in file order; the rows written. The chunk joins its rows with only the previous
+def write_rows(
+    con: duckdb.DuckDBPyConnection,
+    snapshot: Snapshot,
+    storage: StorageConfig | None,
+    sink: str | BinaryIO,
+    chunk: RowChunk,
+) -> int:
+    """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for `chunk` of the staged snapshot to
+    the Parquet file `sink`, in the snapshot's order; the rows written. The chunk joins its rows with only the previous
     rows between its first and last (section, loc), which DuckDB finds by the assignment's row group
     statistics; so no query holds more than a chunk of either side."""
-    use_chunk(con, chunk)
+    use_chunk(con, snapshot, storage, chunk)
     return write_relations([con.sql(read_sql("plan_rows"))], sink, batch_rows=CHUNK_ROWS, compression="none")
 
 

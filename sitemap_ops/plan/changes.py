@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Iterator
 from typing import BinaryIO
 
 import duckdb
 
-from sitemap_ops.constants import CHANGE_KINDS, CHANGES_NAME, DATED_NAME
+from sitemap_ops.constants import CHANGE_KINDS, CHANGES_NAME, DATED_NAME, DATED_PART_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -23,6 +22,7 @@ from sitemap_ops.errors import first_line
 from sitemap_ops.plan.assign import RowChunk, use_chunk
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.progress import Chunked, Progress
+from sitemap_ops.snapshot import Snapshot, create_snapshot_view, index_snapshot
 from sitemap_ops.storage import Storage, StorageConfig
 
 # Rows per batch the change set is written in.
@@ -52,48 +52,47 @@ def build_time(created_at: str) -> dt.datetime:
 
 def date_snapshot(
     con: duckdb.DuckDBPyConnection,
+    staged: Snapshot,
+    storage: StorageConfig,
     work: Storage,
     created_at: str,
     news_section: str,
     progress: Progress,
     chunks: list[RowChunk],
-) -> str | None:
+) -> Snapshot | None:
     """When staged rows have a content_hash and no lastmod: write the staged snapshot with their lastmods
-    derived (sql/plan_dated.sql, in `chunks`, see plan.assign.row_chunks) to the work folder and return its
-    URL (the view `staged` then reads it); else None. Reads the views `staged` and `live_urls`."""
+    derived (sql/plan_dated.sql), one file per chunk of rows (`chunks`, see plan.assign.row_chunks), to the
+    work folder with its index, and return it (the view `staged` then reads it); else None. Reads the views
+    `staged` and `live_urls`."""
     ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()
     if not needed:
         return None
     set_variables(con, {"build_time": build_time(created_at), "news_section": news_section})
-    path = storage_path(con, work, DATED_NAME)
     dated = Chunked(len(chunks), con.query_progress)
-
-    def chunked() -> Iterator[duckdb.DuckDBPyRelation]:
-        for index, chunk in enumerate(chunks):
-            dated.start(index / len(chunks))
-            use_chunk(con, chunk)
-            yield con.sql(read_sql("plan_dated"))
-
+    names = [DATED_PART_NAME.format(index=index) for index in range(len(chunks))]
     try:
-        with (
-            progress.working("plan: deriving lastmods from content hashes", dated.percent),
-            work.fs.open(work.path(DATED_NAME), "wb") as fh,
-        ):
-            write_relations(
-                chunked(), fh, batch_rows=DATED_ROW_GROUP, compression="snappy", row_group_size=DATED_ROW_GROUP
-            )
+        with progress.working("plan: deriving lastmods from content hashes", dated.percent):
+            for index, (chunk, name) in enumerate(zip(chunks, names, strict=True)):
+                dated.start(index / len(chunks))
+                use_chunk(con, staged, storage, chunk)
+                con.sql(read_sql("plan_dated")).write_parquet(
+                    storage_path(con, work, name), compression="snappy", row_group_size=DATED_ROW_GROUP
+                )
+        snapshot = index_snapshot(con, work, names, DATED_NAME)
     except (duckdb.Error, OSError) as exc:
         raise PlanError(f"cannot write the dated snapshot to {work.url}: {first_line(exc)}") from None
-    create_parquet_view(con, "staged", path, row_numbers=True)
-    return work.url_of(DATED_NAME)
+    create_snapshot_view(con, "staged", snapshot, storage)
+    return snapshot
 
 
-def change_bounds(con: duckdb.DuckDBPyConnection, staged_file: str, count: int) -> list[tuple[str | None, str | None]]:
+def change_bounds(
+    con: duckdb.DuckDBPyConnection, staged_files: list[str], count: int
+) -> list[tuple[str | None, str | None]]:
     """The URL ranges [low, high) (None: unbounded) of the change set's `count` chunks, each about as many
-    staged URLs: cut at the quantiles of the staged snapshot's row groups' smallest URLs (`staged_file`, a path
+    staged URLs: cut at the quantiles of the staged snapshot's row groups' smallest URLs (`staged_files`, paths
     DuckDB reads; sql/plan_change_sample.sql), weighted by their rows. (Fewer ranges when the sample has
     fewer distinct URLs.)"""
-    set_variables(con, {"staged_file": staged_file})
+    set_variables(con, {"staged_file": staged_files})
     sample = con.execute(read_sql("plan_change_sample")).fetchall()
     total = sum(rows for _, rows in sample)
     bounds: list[str] = []

@@ -43,6 +43,7 @@ from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.exceptions import CircuitBreakerError
+from sitemap_ops.snapshot import Snapshot, create_snapshot_view, file_paths, load_snapshot
 from sitemap_ops.storage import Storage
 
 
@@ -160,16 +161,19 @@ def live_guard(live_assignment: str | None, config: PlanSettings) -> Iterator[No
 
 def _open_views(
     con: duckdb.DuckDBPyConnection, config: PlanSettings, staged_path: str, previous: str | None, live: str | None
-) -> None:
-    """The views a chunk reads: `staged` (with row numbers), `previous` (the assignment URLs keep their shards
-    from; empty without one) and `live_urls` (the live build's assignment)."""
+) -> Snapshot:
+    """The staged snapshot (its index at `staged_path`) and the views a chunk reads: `staged` (all its rows),
+    `previous` (the assignment URLs keep their shards from; empty without one) and `live_urls` (the live
+    build's assignment)."""
     set_variables(con, {"format": config.render.format})
-    create_parquet_view(con, "staged", duckdb_path(con, staged_path, config.storage), row_numbers=True)
+    snapshot = load_snapshot(staged_path, config.storage)
+    create_snapshot_view(con, "staged", snapshot, config.storage)
     if previous:
         create_parquet_view(con, "previous", duckdb_path(con, previous, config.storage))
     else:
         con.execute(read_sql("plan_no_previous"))
     create_live_view(con, live, config.storage)
+    return snapshot
 
 
 def prepare_plan(
@@ -200,22 +204,23 @@ def prepare_plan(
     live_assignment = previous.assignment if previous else None
     previous_assignment = live_assignment if not full_rebuild else None
     try:
-        _open_views(con, config, staged_path, previous_assignment, live_assignment)
+        snapshot = _open_views(con, config, staged_path, previous_assignment, live_assignment)
         (extended,) = con.execute(read_sql("plan_extended")).fetchall()[0]
-        sections = [(str(name), int(count)) for name, count in con.execute(read_sql("plan_sections")).fetchall()]
     except duckdb.Error as exc:
         raise PlanError(f"cannot read the staged snapshot {staged_path}: {first_line(exc)}") from None
-    total = sum(count for _, count in sections)
+    sections, total = snapshot.sections(), snapshot.rows
     try:
         # the rows in chunks as the memory limit needs, each joined with the live build's assignment when
         # there is one; a first build is cut too, so its chunk tasks share the work of sizing the entries
-        count = config.chunks or chunk_count(con, total, sides=2 if live_assignment else 1)
-        chunks = row_chunks(con, total, count)
+        count = config.chunks or chunk_count(con, snapshot, config.storage, sides=2 if live_assignment else 1)
+        chunks = row_chunks(con, snapshot, config.storage, count)
         with live_guard(live_assignment, config):
-            dated_path = date_snapshot(con, work, created_at, config.news_section, progress, chunks)
+            dated = date_snapshot(
+                con, snapshot, config.storage, work, created_at, config.news_section, progress, chunks
+            )
         # (the change set compares with the live build even in a full rebuild)
-        snapshot = duckdb_path(con, dated_path or staged_path, config.storage)
-        change_ranges = change_bounds(con, snapshot, len(chunks)) if live_assignment else []
+        files = file_paths(con, dated or snapshot, config.storage)
+        change_ranges = change_bounds(con, files, len(chunks)) if live_assignment else []
     except duckdb.Error as exc:
         raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
@@ -234,8 +239,8 @@ def prepare_plan(
     progress.step(f"plan: {total:,} URLs" + (f" (last build: {previous_urls:,})" if previous_urls is not None else ""))
     prepared = PreparedPlan(
         build_id=build_id,
-        staged_path=dated_path or staged_path,
-        lastmods_derived=dated_path is not None,
+        staged_path=(dated or snapshot).url,
+        lastmods_derived=dated is not None,
         extended=bool(extended),
         sections=sections,
         total=total,
@@ -279,10 +284,12 @@ def run_plan_chunk(
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         try:
             with live_guard(prepared.live_assignment, config):
-                _open_views(con, config, prepared.staged_path, prepared.previous_assignment, prepared.live_assignment)
+                snapshot = _open_views(
+                    con, config, prepared.staged_path, prepared.previous_assignment, prepared.live_assignment
+                )
                 if index < len(prepared.chunks):
                     local = os.path.join(scratch, rows_name(index))
-                    write_rows(con, local, prepared.chunks[index])
+                    write_rows(con, snapshot, config.storage, local, prepared.chunks[index])
                     folder.move_in(local, rows_name(index))
                 if index < len(prepared.change_ranges):
                     low, high = prepared.change_ranges[index]
@@ -339,9 +346,9 @@ def run_plan_write(
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
-            create_parquet_view(con, "staged", duckdb_path(con, prepared.staged_path, config.storage), row_numbers=True)
+            snapshot = load_snapshot(prepared.staged_path, config.storage)
             create_parquet_view(con, "assignment", storage_path(con, folder, numbers_name(index)))
-            use_chunk(con, chunk)
+            use_chunk(con, snapshot, config.storage, chunk)
             con.sql(read_sql("plan_planned")).write_parquet(local, compression="snappy", row_group_size=16384)
             create_parquet_view(con, "planned", local)
             con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")

@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.duck import create_parquet_view, duckdb_path, numpy_of, read_sql, set_variables
+from sitemap_ops.duck import duckdb_path, numpy_of, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import shard_bytes, shard_chunks
 from sitemap_ops.manifest import assignment_files
@@ -21,7 +21,8 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.render.codec import gzip_chunks
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.render.exceptions import RenderError, ShardSizeMismatch
-from sitemap_ops.storage import Storage
+from sitemap_ops.snapshot import Snapshot, create_rows_view, load_snapshot
+from sitemap_ops.storage import Storage, StorageConfig
 
 _BATCH_ROWS = 1 << 17
 
@@ -63,10 +64,14 @@ def _row_ranges(plan: Plan, todo: list[ShardPlan]) -> list[tuple[list[ShardPlan]
 
 
 def _entry_batches(
-    con: duckdb.DuckDBPyConnection, plan: Plan, todo: list[ShardPlan]
+    con: duckdb.DuckDBPyConnection, plan: Plan, snapshot: Snapshot, storage: StorageConfig, todo: list[ShardPlan]
 ) -> Iterator[tuple[np.ndarray, pa.Array]]:
-    """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), in shard order."""
+    """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), in shard order, from the
+    view `staged_rows` of the staged snapshot's rows they are in."""
     if not plan.ordered:
+        # a shard's rows are in its section: those of the shards' sections
+        spans = [snapshot.section_rows(section) for section in {s.section for s in todo}]
+        create_rows_view(con, "staged_rows", snapshot, storage, min(a for a, _ in spans), max(b for _, b in spans))
         set_variables(
             con,
             {
@@ -79,7 +84,7 @@ def _entry_batches(
             yield numpy_of(batch.column(0), np.int32), batch.column(1)
         return
     for run, first, end in _row_ranges(plan, todo):
-        set_variables(con, {"render_first_row": first, "render_end_row": end})
+        create_rows_view(con, "staged_rows", snapshot, storage, first, end)
         keys = np.array([s.key for s in run], dtype=np.int32)
         ends = np.cumsum([s.urls for s in run])  # rows of the run before each shard's end
         done = 0
@@ -134,7 +139,7 @@ def render_shards(
     by_key = {s.key: s for s in todo}
     write = write or output.write_bytes
     set_variables(con, {"format": config.format})
-    create_parquet_view(con, "staged", duckdb_path(con, plan.staged_path, output.config), row_numbers=True)
+    snapshot = load_snapshot(plan.staged_path, output.config)
     if not plan.ordered:  # (the assignment's parts, their rows numbered as in the staged snapshot)
         files = assignment_files(plan.planned_path)
         offsets = [0, *itertools.accumulate(plan.planned_rows)][: len(files)]
@@ -163,7 +168,7 @@ def render_shards(
     pending: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="render") as pool:
         try:
-            for key, pieces in _shard_pieces(_entry_batches(con, plan, todo)):
+            for key, pieces in _shard_pieces(_entry_batches(con, plan, snapshot, output.config, todo)):
                 pending.append(pool.submit(finish, by_key[key], pieces))
                 # Bound memory: wait for the oldest shards when too many are in flight.
                 # (one list per check: every future may finish between two looks at them)

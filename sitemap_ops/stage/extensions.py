@@ -188,8 +188,9 @@ def run_extensions(
     return result
 
 
-def count_published(con: duckdb.DuckDBPyConnection, staged_path: str, result: ExtensionResult) -> None:
-    """Fill in the image and alternate counts from the staged snapshot (fast path and checked path alike)."""
-    set_variables(con, {"staged_file": staged_path})
+def count_published(con: duckdb.DuckDBPyConnection, staged_files: list[str], result: ExtensionResult) -> None:
+    """Fill in the image and alternate counts from the staged snapshot's files (fast path and checked path
+    alike)."""
+    set_variables(con, {"staged_file": staged_files})
     row = con.execute(read_sql("stage_ext_published")).fetchall()[0]
     result.pages_with_images, result.images, result.pages_with_alternates, result.alternates = (int(v) for v in row)

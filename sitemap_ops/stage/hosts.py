@@ -9,9 +9,10 @@ import duckdb
 from sitemap_ops.constants import STAGED_NAME
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
+from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.result import StageResult
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.urls import Origin
 
 
@@ -29,14 +30,16 @@ def host_counts(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> li
 def split_hosts(
     con: duckdb.DuckDBPyConnection,
     result: StageResult,
-    staged_path: str,
+    snapshot: Snapshot,
     sites: tuple[Origin, ...],
     works: list[Storage],
     counts: list[dict[str, int]],
     news_section: str,
+    storage: StorageConfig,
 ) -> list[StageResult]:
-    """Write each host's rows of the staged snapshot (`staged_path`, a path DuckDB writes) to its own work
-    folder (`works`, in the site's order) and return each host's StageResult.
+    """Write each host's rows of the staged snapshot (in the work folder) to its own work folder (`works`, in
+    the site's order), file by file (so each host's snapshot has the same layout, sitemap_ops.snapshot), and
+    return each host's StageResult.
 
     A host's result counts its own input, excluded, staged and canonical URLs; rejects that name no host (an
     invalid URL, an unlisted host), dropped fields and the extension counts are the first host's, and every
@@ -44,16 +47,18 @@ def split_hosts(
     """
     results = []
     for index, (site, work) in enumerate(zip(sites, works, strict=True)):
-        path = storage_path(con, work, STAGED_NAME)
-        set_variables(con, {"staged_file": staged_path, "host_prefix": f"{site.scheme}://{site.host}/"})
+        set_variables(con, {"host_prefix": f"{site.scheme}://{site.host}/"})
         try:
-            con.sql(read_sql("stage_host_split")).write_parquet(path, compression="snappy")
-            set_variables(con, {"staged_file": path, "news_section": news_section})
-            ((staged,),) = con.execute(read_sql("stage_host_staged_count")).fetchall()
-        except duckdb.Error as exc:
+            for name, path in zip(snapshot.files, file_paths(con, snapshot, storage), strict=True):
+                set_variables(con, {"staged_file": path})
+                con.sql(read_sql("stage_host_split")).write_parquet(storage_path(con, work, name), compression="snappy")
+            own_snapshot = index_snapshot(con, work, snapshot.files, STAGED_NAME)
+        except (duckdb.Error, OSError) as exc:
             raise StageError(
                 f"cannot write the staged snapshot of {site.host} to {work.url}: {first_line(exc)}"
             ) from None
+        # (without the news series' rows: they repeat pages)
+        staged = sum(rows for section, rows in own_snapshot.sections() if section != news_section)
         own = counts[index]
         excluded = {reason: n for reason, n in own.items() if reason not in ("", "canonical")}
         valid, canonicals = own.get("", 0), own.get("canonical", 0)
@@ -68,11 +73,11 @@ def split_hosts(
             dataclasses.replace(
                 result,
                 rows_in=valid - canonicals + sum(excluded.values()) + invalid,
-                staged=int(staged),
-                duplicates=valid - int(staged),
+                staged=staged,
+                duplicates=valid - staged,
                 rejected=dict(sorted(rejected.items())),
                 fields_dropped=result.fields_dropped if first else {},
-                staged_path=work.url_of(STAGED_NAME),
+                staged_path=own_snapshot.url,
                 extensions=result.extensions if first else None,
                 canonicals=canonicals,
             )

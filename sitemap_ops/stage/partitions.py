@@ -4,9 +4,10 @@ DuckDB 1.5 cannot hash-join, aggregate and sort 100M URLs within a 2 GB limit in
 memory rather than spilling), but it does each step well on a few million rows. So the valid rows are written
 once, one group of files per range of URLs (boundaries from a sample), into the work folder's
 STAGE_RANGES_NAME folder with each range's checked extensions and news entries (`write_ranges`). Each range
-is then deduplicated and sorted by (section, URL) on its own (`dedupe_range`: in the same process, or in a
-task of its own on any machine), and the snapshot is assembled section by section, range by range
-(`merge_ranges`): the same rows in the same order as the one-pass query, so plan and render see the same file.
+is then deduplicated and sorted by (section, URL) on its own into its file of the staged snapshot
+(`dedupe_range`: in the same process, or in a task of its own on any machine), and the snapshot's index lists
+each range's block of each section (`index_ranges`, sitemap_ops.snapshot): read section by section, range
+by range, the same rows in the same order as the one-pass query's, and no task writes them all again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Iterator
 
 import duckdb
 import pyarrow.parquet as pq
@@ -28,7 +28,8 @@ from sitemap_ops.constants import (
     STAGE_RANGE_FILE,
     STAGE_RANGES_NAME,
     STAGE_ROW_OVERHEAD,
-    STAGED_ROW_GROUP,
+    STAGED_NAME,
+    STAGED_PART_NAME,
 )
 from sitemap_ops.duck import (
     create_parquet_view,
@@ -37,9 +38,9 @@ from sitemap_ops.duck import (
     scratch_folder,
     set_variables,
     storage_path,
-    write_relations,
 )
 from sitemap_ops.progress import Progress
+from sitemap_ops.snapshot import Snapshot, index_snapshot
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.storage import Storage
 
@@ -79,7 +80,7 @@ def ranges_of(work: Storage) -> Storage:
 
 def clear_ranges(work: Storage) -> None:
     """Delete what a ranged stage wrote into `work` (only files named as it names them), and the folder when
-    it is then empty: before a stage (an earlier attempt's ranges) and once the snapshot is assembled."""
+    it is then empty: before a stage (an earlier attempt's ranges) and once the snapshot is indexed."""
     ranges = ranges_of(work)
     ranges.delete_many([name for name in ranges.list_details() if re.fullmatch(STAGE_RANGE_FILE, name)])
     if ranges.is_local:
@@ -136,8 +137,8 @@ def write_ranges(
 
 
 def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows: int) -> None:
-    """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its
-    sorted-<range>.parquet there."""
+    """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its file
+    of the staged snapshot in `work` (STAGED_PART_NAME)."""
     ranges = ranges_of(work)
     names = sorted(ranges.list_details())
 
@@ -163,46 +164,22 @@ def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows:
             con.table(kind).create_view(f"dedupe_{kind}", replace=True)
     con.execute(read_sql("stage_dedupe_part"))
     try:
-        out = storage_path(con, ranges, f"sorted-{part:05d}.parquet")
+        out = storage_path(con, work, STAGED_PART_NAME.format(index=part))
         con.sql(read_sql("stage_dedupe")).write_parquet(out, compression="snappy")
     finally:
         con.execute("DROP TABLE IF EXISTS part_dups")
 
 
-def merge_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int], staged_name: str) -> None:
-    """The snapshot (`staged_name` in `work`) from the sorted ranges: each section's rows from each range in URL
-    order (the ranges are URL ranges), so the file is sorted by (section, URL) without a sort of all rows."""
-    ranges = ranges_of(work)
-    present = ranges.list_details()
-    names = {part: f"sorted-{part:05d}.parquet" for part, count in enumerate(rows) if count}
+def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int]) -> Snapshot:
+    """The staged snapshot's index (STAGED_NAME in `work`) over the deduplicated ranges' files: each range holds
+    its URLs sorted by (section, loc), so each section's rows are, range after range, in URL order and no
+    file of all rows is written (sitemap_ops.snapshot)."""
+    present = work.list_details()
+    names = {part: STAGED_PART_NAME.format(index=part) for part, count in enumerate(rows) if count}
     missing = [str(part) for part, name in names.items() if name not in present]
     if missing:
         raise StageError(
-            f"URL range(s) {', '.join(missing)} of this build were not deduplicated (no sorted file in {ranges.url})"
+            f"URL range(s) {', '.join(missing)} of this build were not deduplicated (no {names[int(missing[0])]} "
+            f"in {work.url}): run their stage_range steps again"
         )
-    files = [storage_path(con, ranges, name) for name in names.values()]
-    for index, path in enumerate(files):
-        create_parquet_view(con, f"sorted_{index}", path)
-    create_parquet_view(con, "sorted_all", files)
-    sections = [name for (name,) in con.execute(read_sql("stage_assemble_sections")).fetchall()]
-    ((expected,),) = con.execute("SELECT count(*) FROM sorted_all").fetchall()
-
-    def assembled() -> Iterator[duckdb.DuckDBPyRelation]:
-        for section in sections:
-            set_variables(con, {"assemble_section": section})
-            for index in range(len(files)):
-                # this range's rows of the section, in file order
-                yield con.sql(read_sql("stage_assemble").format(view=f"sorted_{index}"))
-
-    with work.fs.open(work.path(staged_name), "wb") as fh:
-        written = write_relations(
-            assembled(),
-            fh,
-            batch_rows=STAGED_ROW_GROUP,
-            compression="snappy",
-            row_group_size=STAGED_ROW_GROUP,
-            # dictionaries only for the few-valued columns (trying one for the unique URLs cost a fifth of the time)
-            use_dictionary=["section", "changefreq"],
-        )
-    if written != expected:  # (a row whose section is NULL would be in no section)
-        raise StageError(f"the URL ranges hold {expected:,} row(s) but the snapshot got {written:,}")
+    return index_snapshot(con, work, list(names.values()), STAGED_NAME)

@@ -24,16 +24,18 @@ from sitemap_ops.constants import (
     REJECTS_NAME,
     STAGE_EXCLUSIONS_NAME,
     STAGED_NAME,
+    STAGED_PART_NAME,
 )
 from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
+from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_excluded, apply_exclusions, create_exclusions, load_split_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
-from sitemap_ops.stage.partitions import dedupe_range, merge_ranges, part_count, ranges_of, write_ranges
+from sitemap_ops.stage.partitions import dedupe_range, index_ranges, part_count, ranges_of, write_ranges
 from sitemap_ops.stage.result import ExtensionResult, SplitResult, StageRanges, StageResult, StageSplits
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
@@ -114,11 +116,13 @@ def run_stage(
     max_ranges: int = MAX_STAGE_PARTITIONS,
     max_splits: int = MAX_STAGE_SPLITS,
 ) -> StageResult:
-    """Stage the inventory into `staged.parquet` and `rejects.csv` in the build's work storage.
+    """Stage the inventory into the staged snapshot (its file and index, sitemap_ops.snapshot) and
+    `rejects.csv` in the build's work storage.
 
     When the valid rows would not fit DuckDB's memory in one query (or `config.partitions` says so), they are
     written in at most `max_ranges` URL ranges instead, and the result's `ranges` says how many rows each
-    holds: `run_stage_range` then deduplicates each range and `run_stage_merge` writes the snapshot.
+    holds: `run_stage_range` then deduplicates each range into its file of the snapshot and `run_stage_merge`
+    indexes them.
 
     When `config.splits` (at most `max_splits`) cuts the page sources in several input splits, it reads
     nothing but their row counts and a sample: the result's `splits` hands them to `run_stage_split`, one
@@ -150,7 +154,6 @@ def run_stage(
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
-    staged_path = storage_path(con, work, STAGED_NAME)
     (valid_rows, loc_bytes) = con.execute(read_sql("stage_valid_size")).fetchall()[0]
     # (with no valid row there is nothing to range: the one-pass query writes the empty snapshot)
     parts = 1
@@ -167,6 +170,7 @@ def run_stage(
         con.execute(read_sql("stage_exclusions_empty"))
     rows, valid, rejected, dropped = _counts(con)
     rows_in = rows - canonicals  # a canonical published in place of a page is a row of its own, not an input row
+    first = STAGED_PART_NAME.format(index=0)  # (the one file of a snapshot staged in one pass)
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
     # the rejects file names each row's source by its label (database URLs with *** for the password)
     set_variables(con, {"source_labels": inventory.labels})
@@ -180,7 +184,8 @@ def run_stage(
             return result
         with progress.working("stage: deduplicating and sorting", con.query_progress):
             con.execute(read_sql("stage_dedupe_inputs"))
-            con.sql(read_sql("stage_dedupe")).write_parquet(staged_path, compression="snappy")
+            con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, first), compression="snappy")
+            snapshot = index_snapshot(con, work, [first], STAGED_NAME)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
@@ -188,7 +193,7 @@ def run_stage(
             con.execute(f"DROP VIEW IF EXISTS {view}")
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
-    return _finish(config, con, work, result, valid, per_host, progress, host_works)
+    return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
 def _split_stage(
@@ -364,17 +369,18 @@ def run_stage_merge(
     progress: Progress | None = None,
     host_works: list[Storage] | None = None,
 ) -> StageResult:
-    """The staged snapshot from a ranged stage's deduplicated ranges; the finished result (as run_stage's)."""
+    """The staged snapshot's index over a ranged stage's deduplicated ranges; the finished result (as
+    run_stage's)."""
     progress = progress or Progress(enabled=False)
     ranges = staged.ranges
     assert ranges is not None
     try:
-        with progress.working("stage: writing the snapshot", con.query_progress):
-            merge_ranges(con, work, ranges.rows, STAGED_NAME)
-    except (duckdb.Error, OSError, pa.ArrowException) as exc:
-        raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
+        with progress.working("stage: indexing the snapshot's URL ranges", con.query_progress):
+            snapshot = index_ranges(con, work, ranges.rows)
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot index the staged snapshot in {work.url}: {first_line(exc)}") from None
     result = dataclasses.replace(staged, ranges=None)
-    return _finish(config, con, work, result, ranges.valid, ranges.host_counts, progress, host_works)
+    return _finish(config, con, work, result, snapshot, ranges.valid, ranges.host_counts, progress, host_works)
 
 
 def _finish(
@@ -382,29 +388,34 @@ def _finish(
     con: duckdb.DuckDBPyConnection,
     work: Storage,
     result: StageResult,
+    snapshot: Snapshot,
     valid: int,
     per_host: list[dict[str, int]],
     progress: Progress,
     host_works: list[Storage] | None,
 ) -> StageResult:
     """The result of a written snapshot: its counts (and the extensions'), and a multi-host site's split."""
-    staged_path = storage_path(con, work, STAGED_NAME)
     extensions = result.extensions
-    try:
-        set_variables(con, {"staged_file": staged_path})
-        (rows_staged,) = con.execute(read_sql("stage_staged_count")).fetchall()[0]
-        if extensions:
-            count_published(con, staged_path, extensions)
-    except duckdb.Error as exc:
-        raise StageError(f"cannot read the staged snapshot in {work.url}: {first_line(exc)}") from None
+    if extensions:
+        try:
+            count_published(con, file_paths(con, snapshot, config.storage), extensions)
+        except duckdb.Error as exc:
+            raise StageError(f"cannot read the staged snapshot in {work.url}: {first_line(exc)}") from None
     # the news series' rows repeat pages that are staged already
-    staged = rows_staged - (extensions.news if extensions else 0)
+    staged = snapshot.rows - (extensions.news if extensions else 0)
     progress.step(f"stage: {staged:,} URLs staged, {valid - staged:,} duplicates merged")
-    result.staged, result.duplicates, result.staged_path = staged, valid - staged, work.url_of(STAGED_NAME)
+    result.staged, result.duplicates, result.staged_path = staged, valid - staged, snapshot.url
     if host_works:
         with progress.working(f"stage: splitting the snapshot by host ({len(host_works)} hosts)", con.query_progress):
             result.hosts = split_hosts(
-                con, result, staged_path, config.sites, host_works, per_host, config.extensions.news_section
+                con,
+                result,
+                snapshot,
+                config.sites,
+                host_works,
+                per_host,
+                config.extensions.news_section,
+                config.storage,
             )
         staged_by_host = zip(config.sites, result.hosts, strict=True)
         progress.step("stage: by host: " + ", ".join(f"{site.host} {r.staged:,}" for site, r in staged_by_host))

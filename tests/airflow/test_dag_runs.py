@@ -167,7 +167,7 @@ def test_dry_run_publishes_nothing(site) -> None:
     assert _objects(s3, "dry") == {}
     # the dry run keeps its plan, rejects and report, not its snapshots
     kept = {p.name for p in (folder / "work").rglob("*") if p.is_file()}
-    assert {"plan.json", "report.html"} <= kept and not kept & {"staged.parquet", "planned.parquet"}
+    assert {"plan.json", "report.html"} <= kept and not [n for n in kept if n.startswith(("staged", "planned."))]
     assert not [name for name in kept if name.startswith("planned-")]  # the assignment's parts
     # a misspelled run parameter stops the run at its first task: it never publishes for real
     run = _run(folder, dry_rnu=True)

@@ -151,7 +151,7 @@ def test_the_shared_stages_old_work_folders_are_pruned(tmp_path: Path, monkeypat
     assert len(stages) == 2 and stages[-1].startswith("20261121T15")  # the newest two builds' folders
     for host in HOSTS:
         assert len([p for p in (tmp_path / "work" / host).iterdir() if p.is_dir() and p.name[0] == "2"]) == 2
-    assert not list((tmp_path / "work").glob(f"{stages[-1]}/staged.parquet"))  # the snapshot goes at once
+    assert not list((tmp_path / "work").glob(f"{stages[-1]}/staged*"))  # the snapshot goes at once
 
 
 def test_one_hosts_failure_leaves_the_other_hosts_live_sets_intact(

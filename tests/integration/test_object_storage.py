@@ -319,8 +319,8 @@ def test_a_refused_upload_is_one_storage_error(tmp_path: Path, s3) -> None:
 
 
 def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: Path, store) -> None:
-    """The ranges go to the work folder on the store (where a range task on another machine finds them), and
-    are deleted from it once the snapshot is assembled there."""
+    """The ranges go to the work folder on the store (where a range task on another machine finds them), each
+    range's task writes its file of the snapshot there, and the ranges are deleted once it is indexed."""
     rows = _rows(900) + [{**row, "loc": row["loc"].replace(SITE, "HTTPS://WWW.EXAMPLE.COM:443")} for row in _rows(90)]
     write_inventory(tmp_path / "inventory.parquet", rows)
     config = _config(tmp_path, store, duckdb={"stage_partitions": 4})
@@ -328,7 +328,7 @@ def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: 
     assert summary.stage.staged == 900 and summary.stage.duplicates == 90
     if hasattr(store, "app"):  # (moto records the requests it served)
         assert len(store.app.puts("/stage-ranges/rows-0000[0-3]-0.parquet")) == 4
-        assert len(store.app.puts("/stage-ranges/sorted-0000[0-3].parquet")) == 4
+        assert len(store.app.puts("/staged-0000[0-3].parquet")) == 4 and len(store.app.puts("/staged.json")) == 1
     assert Storage.open(summary.work_dir, config.storage).child("stage-ranges").list_details() == {}
     assert summary.shards_written == 9
     assert validate(store.url("site/robots.txt"), now=NOW).urls == 900
@@ -336,7 +336,7 @@ def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: 
 
 def test_an_inventory_on_object_storage_is_read_in_input_splits_through_the_work_folder(tmp_path: Path, store) -> None:
     """Input splits of Parquet files on the store: each split reads its files' row groups there, and hands its
-    rows and rejects over in the work folder on the store, deleted once the snapshot is assembled."""
+    rows and rejects over in the work folder on the store, deleted once the snapshot is indexed."""
     rows = _rows(900) + [{**row, "loc": row["loc"].replace(SITE, "HTTPS://WWW.EXAMPLE.COM:443")} for row in _rows(90)]
     rows += [{"loc": "/relative", "lastmod": dt.datetime(2024, 1, 1)}]
     inventory = Storage.open(store.url("inventory"), _config(tmp_path, store).storage)

@@ -17,6 +17,8 @@ import pytest
 from sitemap_ops.duck import connect, create_parquet_view, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.plan.assign import chunk_count, row_chunks, write_rows
+from sitemap_ops.snapshot import Snapshot, index_snapshot
+from sitemap_ops.storage import Storage
 from tests.helpers import NOW, build, read_assignment, read_file, site_config
 
 SITE = "https://www.example.com"
@@ -90,13 +92,12 @@ def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> Non
         pages = _change(rng, pages, step + 1)
 
 
-def _rows_of(con: duckdb.DuckDBPyConnection, folder: Path, chunks: int) -> pa.Table:
-    """The rows of every chunk of the view `staged`, each written on its own, in chunk order."""
-    rows = int(con.execute("SELECT count(*) FROM staged").fetchall()[0][0])
+def _rows_of(con: duckdb.DuckDBPyConnection, snapshot: Snapshot, folder: Path, chunks: int) -> pa.Table:
+    """The rows of every chunk of the staged snapshot, each written on its own, in chunk order."""
     tables = []
-    for index, chunk in enumerate(row_chunks(con, rows, chunks)):
+    for index, chunk in enumerate(row_chunks(con, snapshot, None, chunks)):
         path = folder / f"rows-{chunks}-{index}.parquet"
-        write_rows(con, str(path), chunk)
+        write_rows(con, snapshot, None, str(path), chunk)
         tables.append(pq.read_table(path))
     return pa.concat_tables(tables)
 
@@ -104,7 +105,8 @@ def _rows_of(con: duckdb.DuckDBPyConnection, folder: Path, chunks: int) -> pa.Ta
 @pytest.mark.parametrize("count", [0, 1, 5, 2000])
 def test_a_previous_assignment_in_any_order_is_joined_exactly(tmp_path: Path, count: int) -> None:
     """An assignment that is not sorted by (section, loc) (an older version's, or one rebuilt from the live
-    files) only reads slower: each chunk's bounds are exact, whatever the row groups hold."""
+    files) only reads slower: each chunk's bounds are exact, whatever the row groups hold. (The staged
+    snapshot is in three URL ranges, as a ranged stage writes it.)"""
     rng = random.Random(count)
     staged = sorted((rng.choice(SECTIONS), f"{SITE}/p/{rng.getrandbits(32):08x}") for _ in range(count))
     staged_table = pa.table(
@@ -132,28 +134,34 @@ def test_a_previous_assignment_in_any_order_is_joined_exactly(tmp_path: Path, co
             "pos": pa.array([p[3] for p in previous], pa.int64()),
         }
     )
-    pq.write_table(staged_table, tmp_path / "staged.parquet", row_group_size=64)
+    bounds = sorted(rng.sample([loc for _, loc in staged], 2)) if count > 2 else []
+    names = []
+    for index, (low, high) in enumerate(itertools.pairwise([None, *bounds, None])):
+        keep = pa.array([(low is None or loc >= low) and (high is None or loc < high) for _, loc in staged], pa.bool_())
+        pq.write_table(staged_table.filter(keep), tmp_path / f"staged-{index}.parquet", row_group_size=64)
+        names.append(f"staged-{index}.parquet")
     pq.write_table(previous_table, tmp_path / "previous.parquet", row_group_size=64)
     con = connect(threads=2)
     set_variables(con, {"format": "xml"})
-    create_parquet_view(con, "staged", str(tmp_path / "staged.parquet"), row_numbers=True)
+    snapshot = index_snapshot(con, Storage.open(str(tmp_path)), names, "staged.json")
     create_parquet_view(con, "previous", str(tmp_path / "previous.parquet"))
     expected = {(p[0], p[1]): (p[2], p[3]) for p in previous}
-    whole = _rows_of(con, tmp_path, 1)
+    whole = _rows_of(con, snapshot, tmp_path, 1)
     assert whole.column("kept_shard").to_pylist() == [expected.get(key, (-1, -1))[0] for key in staged]
     assert whole.column("kept_pos").to_pylist() == [expected.get(key, (-1, -1))[1] for key in staged]
     for chunks in (2, 7, min(count + 3, 40)):
-        assert _rows_of(con, tmp_path, chunks).equals(whole), f"{chunks} chunks"
+        assert _rows_of(con, snapshot, tmp_path, chunks).equals(whole), f"{chunks} chunks"
 
 
 def test_chunk_count_follows_the_memory_limit(tmp_path: Path) -> None:
     rows = 20_000
-    pq.write_table(pa.table({"loc": [f"{SITE}/{'x' * 70}/{n}" for n in range(rows)]}), tmp_path / "s.parquet")
+    locs = [f"{SITE}/{'x' * 70}/{n}" for n in range(rows)]
+    pq.write_table(pa.table({"section": ["pages"] * rows, "loc": locs}), tmp_path / "s.parquet")
     counts = {}
     for limit in ("1GB", "10MB", "4MB"):
         con = connect(memory_limit=limit)
-        create_parquet_view(con, "staged", str(tmp_path / "s.parquet"), row_numbers=True)
-        counts[limit] = (chunk_count(con, rows), chunk_count(con, rows, sides=1))
+        snapshot = index_snapshot(con, Storage.open(str(tmp_path)), ["s.parquet"], "staged.json")
+        counts[limit] = (chunk_count(con, snapshot, None), chunk_count(con, snapshot, None, sides=1))
     # 20,000 rows of about 100-byte URLs: both sides need about 8.0 MB, a bit more than twice 4 MB (3.8 MiB);
     # a first build's one side about 4.0 MB
     assert counts == {"1GB": (1, 1), "10MB": (1, 1), "4MB": (3, 2)}
@@ -176,7 +184,7 @@ def test_the_change_sets_url_ranges_hold_about_equal_shares_whatever_the_section
     rows.sort()
     path = tmp_path / "staged.parquet"
     pq.write_table(pa.table({"section": [s for s, _ in rows], "loc": [u for _, u in rows]}), path, row_group_size=250)
-    ranges = change_bounds(duckdb.connect(), str(path), 4)
+    ranges = change_bounds(duckdb.connect(), [str(path)], 4)
     assert len(ranges) == 4 and ranges[0][0] is None and ranges[-1][1] is None
 
     def inside(low: str | None, high: str | None) -> int:

@@ -1,0 +1,184 @@
+"""The staged snapshot as Parquet files and an index: read as one table sorted by (section, loc), never merged.
+
+Stage writes the snapshot as one file per URL range (each sorted by (section, loc), the ranges in URL order),
+and plan's dated snapshot as one file per chunk of rows: in both, a section's rows are, file after file, in
+URL order. So the snapshot's rows in (section, loc) order are, section by section, each file's block of that
+section's rows in file order: the index (a small JSON file beside the files, `Snapshot`) lists those blocks
+(`Piece`s). A row's number in the snapshot (file_row_number in the views below) is its block's first row
+in the snapshot plus its row in the block, so plan and render read row ranges by number as in one file, and
+no task has to write all rows into one file (at 2.5 billion URLs, a 74 GB file written by one task).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import duckdb
+
+from sitemap_ops.duck import duckdb_path, read_sql, set_variables, storage_path
+from sitemap_ops.errors import StorageError
+from sitemap_ops.storage import Storage, StorageConfig, read_url
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One file's block of one section's rows: rows [start, start + rows) of file `file` (its index)."""
+
+    file: int
+    section: str
+    start: int
+    rows: int
+
+
+@dataclass
+class Snapshot:
+    """The files of a snapshot (names beside its index, at `url`) and its blocks in the snapshot's row order."""
+
+    url: str
+    files: list[str]
+    pieces: list[Piece]
+    # each piece's first row in the snapshot (computed)
+    firsts: list[int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.firsts = [0, *itertools.accumulate(p.rows for p in self.pieces)][: len(self.pieces)]
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.pieces)
+
+    def sections(self) -> list[tuple[str, int]]:
+        """Each section's rows, in order."""
+        counts: dict[str, int] = {}
+        for piece in self.pieces:
+            counts[piece.section] = counts.get(piece.section, 0) + piece.rows
+        return list(counts.items())
+
+    def section_rows(self, section: str) -> tuple[int, int]:
+        """The rows [first, end) of `section` in the snapshot ((0, 0) when it has none)."""
+        spans = [(f, f + p.rows) for f, p in zip(self.firsts, self.pieces, strict=True) if p.section == section]
+        return (spans[0][0], spans[-1][1]) if spans else (0, 0)
+
+    def file_urls(self) -> list[str]:
+        """The URLs of the snapshot's files, in order."""
+        folder = self.url.rpartition("/")[0]
+        return [f"{folder}/{name}" if folder else name for name in self.files]
+
+    def blocks(self, first: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+        """(file, first row in the file, end row in the file, the snapshot's row of the file's first row) of
+        each block with rows in [first, end), in the snapshot's order: the pieces cut to the range."""
+        index = max(0, bisect.bisect_right(self.firsts, first) - 1)
+        for at, piece in zip(self.firsts[index:], self.pieces[index:], strict=True):
+            if at >= end:
+                break
+            low, high = max(first, at), min(end, at + piece.rows)
+            if low < high:
+                yield piece.file, piece.start + low - at, piece.start + high - at, at - piece.start
+
+    def to_json(self) -> bytes:
+        pieces = [[p.file, p.section, p.start, p.rows] for p in self.pieces]
+        return json.dumps({"files": self.files, "pieces": pieces}, indent=0).encode()
+
+    @classmethod
+    def from_json(cls, url: str, data: bytes) -> Snapshot:
+        raw = json.loads(data)
+        return cls(url, list(raw["files"]), [Piece(int(f), str(s), int(a), int(n)) for f, s, a, n in raw["pieces"]])
+
+
+def load_snapshot(url: str, storage: StorageConfig | None = None) -> Snapshot:
+    """The snapshot whose index is at `url` (StorageError when it is gone)."""
+    try:
+        return Snapshot.from_json(url, read_url(url, storage))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StorageError(f"{url} is not a snapshot index: {exc}") from None
+
+
+def index_snapshot(con: duckdb.DuckDBPyConnection, folder: Storage, files: list[str], name: str) -> Snapshot:
+    """Write the index `name` in `folder` of the snapshot made of `files` there (in URL order, each sorted by
+    (section, loc)): each file's rows of each section, counted from its section column alone."""
+    paths = [storage_path(con, folder, f) for f in files]
+    counted: list[tuple[int, str, int]] = []
+    if paths:
+        set_variables(con, {"snapshot_files": paths})
+        counted = [(int(i), str(s), int(n)) for i, s, n in con.execute(read_sql("snapshot_sections")).fetchall()]
+    # each file's blocks in file order (sections sorted), then the snapshot's order: by section, then file
+    starts: dict[tuple[int, str], int] = {}
+    for file, group in itertools.groupby(counted, key=lambda c: c[0]):
+        at = 0
+        for _, section, rows in group:
+            starts[(file, section)] = at
+            at += rows
+    pieces = [
+        Piece(file, section, starts[(file, section)], rows)
+        for file, section, rows in sorted(counted, key=lambda c: (c[1], c[0]))
+    ]
+    snapshot = Snapshot(folder.url_of(name), list(files), pieces)
+    folder.write_bytes(name, snapshot.to_json())
+    return snapshot
+
+
+def file_paths(con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None) -> list[str]:
+    """The snapshot's files as paths DuckDB reads, in order."""
+    return [duckdb_path(con, url, storage) for url in snapshot.file_urls()]
+
+
+def rows_relation(
+    con: duckdb.DuckDBPyConnection,
+    snapshot: Snapshot,
+    storage: StorageConfig | None,
+    first: int = 0,
+    end: int | None = None,
+) -> duckdb.DuckDBPyRelation:
+    """The snapshot's rows [first, end) (end None: to the last) in its order, with file_row_number their row
+    number in the snapshot: one scan per block, each skipping its file's row groups outside the block."""
+    end = snapshot.rows if end is None else min(end, snapshot.rows)
+    paths = file_paths(con, snapshot, storage)
+    blocks = [
+        # (integers only in the SQL text)
+        con.read_parquet(paths[file], file_row_number=True)
+        .filter(f"file_row_number >= {int(low)} AND file_row_number < {int(high)}")
+        .select(f"* REPLACE (file_row_number + {int(shift)} AS file_row_number)")
+        for file, low, high, shift in snapshot.blocks(first, end)
+    ]
+    if not blocks:  # no row in the range: an empty relation of the files' columns
+        if not paths:
+            raise StorageError(f"the snapshot {snapshot.url} has no file")
+        return con.read_parquet(paths[0], file_row_number=True).limit(0)
+    # UNION ALL keeps its inputs' order (DuckDB guarantees it); joined pairwise, so the plan's depth is the
+    # log of the blocks (a chain of them stops at DuckDB's expression depth of 1,000)
+    while len(blocks) > 1:
+        blocks = [
+            blocks[i].union(blocks[i + 1]) if i + 1 < len(blocks) else blocks[i] for i in range(0, len(blocks), 2)
+        ]
+    return blocks[0]
+
+
+def create_rows_view(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    snapshot: Snapshot,
+    storage: StorageConfig | None,
+    first: int = 0,
+    end: int | None = None,
+) -> None:
+    """(Re)create temp view `name` over rows_relation(...)."""
+    rows_relation(con, snapshot, storage, first, end).create_view(name, replace=True)
+
+
+def create_snapshot_view(
+    con: duckdb.DuckDBPyConnection, name: str, snapshot: Snapshot, storage: StorageConfig | None
+) -> None:
+    """(Re)create temp view `name` over all the snapshot's rows, in no particular order (no row numbers): for
+    the queries that filter or count, which then scan every file at once."""
+    con.read_parquet(file_paths(con, snapshot, storage)).create_view(name, replace=True)
+
+
+def clear_snapshot(folder: Storage, name: str, part_file: str) -> None:
+    """Delete the snapshot index `name` in `folder` and the files there named as its parts are (`part_file`, a
+    pattern): only names this project gives."""
+    folder.delete_many([n for n in folder.list_details() if n == name or re.fullmatch(part_file, n)])

@@ -1,0 +1,87 @@
+"""The staged snapshot read from its URL-range files through its index, against the same rows sorted in Python."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sitemap_ops.duck import connect
+from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snapshot, rows_relation
+from sitemap_ops.storage import Storage
+from tests.helpers import read_staged
+
+SITE = "https://www.example.com"
+
+
+def _write_ranges(folder: Path, rows: list[tuple[str, str]], bounds: list[str], group: int) -> list[str]:
+    """Write `rows` ((section, loc)) as stage does: one file per URL range, each sorted by (section, loc)."""
+    names = []
+    for index, (low, high) in enumerate(itertools.pairwise([None, *bounds, None])):
+        part = sorted(r for r in rows if (low is None or r[1] >= low) and (high is None or r[1] < high))
+        table = pa.table({"section": [s for s, _ in part], "loc": [u for _, u in part]}, pa.schema([
+            ("section", pa.string()), ("loc", pa.string())
+        ]))  # fmt: skip
+        pq.write_table(table, folder / f"staged-{index:05d}.parquet", row_group_size=group)
+        names.append(f"staged-{index:05d}.parquet")
+    return names
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_any_row_range_reads_as_the_rows_sorted_by_section_and_url(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    sections = rng.sample(["a", "blog", "news", "pages", "products", "zz"], rng.randint(1, 6))
+    # sections of very different sizes (one may hold a single URL), URLs spread over every range
+    weights = [rng.choice([1, 5, 50, 500]) for _ in sections]
+    rows = sorted(
+        {(rng.choices(sections, weights)[0], f"{SITE}/{rng.getrandbits(24):06x}") for _ in range(rng.randint(0, 3000))}
+    )
+    locs = sorted(u for _, u in rows)
+    bounds = sorted(set(rng.sample(locs, min(len(locs), rng.randint(0, 7)))))
+    names = _write_ranges(tmp_path, rows, bounds, group=rng.choice([7, 64, 1000]))
+    con = connect(threads=2)
+    snapshot = index_snapshot(con, Storage.open(str(tmp_path)), names, "staged.json")
+    assert load_snapshot(str(tmp_path / "staged.json")) == snapshot
+    assert snapshot.rows == len(rows)
+    assert snapshot.sections() == [
+        (s, n) for s, n in ((s, sum(1 for r in rows if r[0] == s)) for s in sorted(sections)) if n
+    ]
+    for section, count in snapshot.sections():
+        first, end = snapshot.section_rows(section)
+        assert end - first == count and all(r[0] == section for r in rows[first:end])
+    assert [(r["section"], r["loc"]) for r in read_staged(snapshot.url).to_pylist()] == rows
+    spans = [(0, None), (0, 0), (len(rows), len(rows) + 5)]
+    spans += [tuple(sorted(rng.sample(range(len(rows) + 1), 2))) for _ in range(20)] if len(rows) > 1 else []
+    for first, end in spans:
+        got = rows_relation(con, snapshot, None, first, end).fetchall()
+        stop = len(rows) if end is None else min(end, len(rows))
+        expected = [(s, u, n) for n, (s, u) in enumerate(rows) if first <= n < stop]
+        assert got == expected, (first, end)
+    create_snapshot_view(con, "staged", snapshot, None)
+    assert sorted(con.execute("SELECT section, loc FROM staged").fetchall()) == rows
+
+
+def test_a_snapshot_index_names_only_its_own_blocks(tmp_path: Path) -> None:
+    rows = [("a", f"{SITE}/{i:03d}") for i in range(10)] + [("b", f"{SITE}/{i:03d}") for i in range(5)]
+    names = _write_ranges(tmp_path, rows, [f"{SITE}/004"], group=3)
+    snapshot = index_snapshot(connect(), Storage.open(str(tmp_path)), names, "staged.json")
+    # section a: range 0's 4 rows, then range 1's 6; section b: range 0's 4 (after its a rows), range 1's 1
+    assert json.loads((tmp_path / "staged.json").read_bytes())["pieces"] == [
+        [0, "a", 0, 4], [1, "a", 0, 6], [0, "b", 4, 4], [1, "b", 6, 1]
+    ]  # fmt: skip
+    assert list(snapshot.blocks(3, 12)) == [(0, 3, 4, 0), (1, 0, 6, 4), (0, 4, 6, 6)]
+
+
+def test_a_range_of_more_blocks_than_duckdbs_expression_depth_reads_in_order(tmp_path: Path) -> None:
+    # two sections in 550 URL ranges: 1,100 blocks, which one chain of UNION ALLs could not join
+    rows = sorted((s, f"{SITE}/{i:04d}") for i in range(550) for s in ("a", "b"))
+    names = _write_ranges(tmp_path, rows, [f"{SITE}/{i:04d}" for i in range(1, 550)], group=1)
+    con = connect(threads=2)
+    snapshot = index_snapshot(con, Storage.open(str(tmp_path)), names, "staged.json")
+    assert len(snapshot.pieces) == 1100
+    assert rows_relation(con, snapshot, None).fetchall() == [(s, u, n) for n, (s, u) in enumerate(rows)]
