@@ -92,7 +92,7 @@ def change_bounds(
     staged URLs: cut at the quantiles of the staged snapshot's row groups' smallest URLs (`staged_files`, paths
     DuckDB reads; sql/plan_change_sample.sql), weighted by their rows. (Fewer ranges when the sample has
     fewer distinct URLs.)"""
-    set_variables(con, {"staged_file": staged_files})
+    set_variables(con, {"staged_files": staged_files})
     sample = con.execute(read_sql("plan_change_sample")).fetchall()
     total = sum(rows for _, rows in sample)
     bounds: list[str] = []

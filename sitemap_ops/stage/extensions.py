@@ -191,6 +191,6 @@ def run_extensions(
 def count_published(con: duckdb.DuckDBPyConnection, staged_files: list[str], result: ExtensionResult) -> None:
     """Fill in the image and alternate counts from the staged snapshot's files (fast path and checked path
     alike)."""
-    set_variables(con, {"staged_file": staged_files})
+    set_variables(con, {"staged_files": staged_files})
     row = con.execute(read_sql("stage_ext_published")).fetchall()[0]
     result.pages_with_images, result.images, result.pages_with_alternates, result.alternates = (int(v) for v in row)

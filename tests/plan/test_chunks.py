@@ -67,7 +67,8 @@ def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> Non
                 rows,
                 now=NOW + dt.timedelta(hours=step),
                 shards={"max_urls": 100},
-                duckdb={"plan_chunks": chunks},
+                # (9 chunks of a snapshot staged in 4 URL ranges: files and blocks on both sides)
+                duckdb={"plan_chunks": chunks, "stage_partitions": 4 if chunks > 1 else 1},
             )
             files = {p.name: read_file(p) for p in sorted(out.iterdir()) if p.name != "manifest.json"}
             # the change set, in whatever order its URL ranges came
