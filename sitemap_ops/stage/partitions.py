@@ -131,6 +131,13 @@ def write_ranges(
                     if kind == "rows":
                         rows[part] += pq.read_metadata(path).num_rows
                     ranges.move_in(path, f"{kind}-{part:05d}{tag}-{index}.parquet")
+        if not rows[0]:
+            # range 0 always gets a rows file, if an empty one: its columns make the snapshot of a stage
+            # whose every range is empty (every row rejected), which plan then reports as such
+            path = os.path.join(local, "empty.parquet")
+            query = read_sql("stage_partition").format(part=expression, table="rows")
+            con.sql(query).limit(0).project("* EXCLUDE (part)").write_parquet(path)
+            ranges.move_in(path, f"rows-00000{tag}-0.parquet")
     finally:
         shutil.rmtree(local, ignore_errors=True)
     return rows
@@ -139,6 +146,8 @@ def write_ranges(
 def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows: int) -> None:
     """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its file
     of the staged snapshot in `work` (STAGED_PART_NAME)."""
+    if not rows and part:  # an empty range has no file of the snapshot
+        return
     ranges = ranges_of(work)
     names = sorted(ranges.list_details())
 
@@ -151,7 +160,7 @@ def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows:
         ((read,),) = con.execute("SELECT count(*) FROM dedupe_rows").fetchall()
     else:
         read = 0
-    if read != rows:
+    if read != rows or not found:
         raise StageError(
             f"URL range {part} of this build has {read:,} row(s) in {ranges.url}, not the {rows:,} stage wrote: "
             "its files were changed or removed; run the stage again"
@@ -175,7 +184,8 @@ def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int])
     its URLs sorted by (section, loc), so each section's rows are, range after range, in URL order and no
     file of all rows is written (sitemap_ops.snapshot)."""
     present = work.list_details()
-    names = {part: STAGED_PART_NAME.format(index=part) for part, count in enumerate(rows) if count}
+    # (range 0's file even when empty: the snapshot of a stage that staged nothing has its columns)
+    names = {part: STAGED_PART_NAME.format(index=part) for part, count in enumerate(rows) if count or not part}
     missing = [str(part) for part, name in names.items() if name not in present]
     if missing:
         raise StageError(

@@ -19,6 +19,7 @@ from sitemap_ops.duck import set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan import assign
+from sitemap_ops.publish.exceptions import CircuitBreakerError
 from sitemap_ops.stage import splits as stage_splits
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.partitions import part_count, part_expression
@@ -489,3 +490,22 @@ def test_the_split_count_is_checked(tmp_path: Path, splits: int) -> None:
 def test_a_split_key_is_for_database_page_sources(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"`split_key` applies to database page sources only$"):
         sources_config(tmp_path, [{"path": "inventory.parquet", "split_key": "id"}])
+
+
+@pytest.mark.parametrize("duckdb_settings", [{}, {"stage_partitions": 3}, {"stage_splits": 2}])
+def test_a_stage_that_rejects_every_row_stops_the_build_the_same_way_in_one_piece_or_in_parts(
+    tmp_path: Path, duckdb_settings: dict[str, int]
+) -> None:
+    """Every range empty: range 0's empty file still gives the snapshot its columns, so plan finds no URL (and
+    a forced build publishes the empty sitemap) as the one query does, not a failure of the range step."""
+    sources = [
+        {"path": write_inventory(tmp_path / f"{name}.parquet", [{"loc": loc} for loc in locs])}
+        for name, locs in (("a", ["ftp://x/1", "not a url"]), ("b", ["mailto:someone@example.com"]))
+    ]
+    config = sources_config(tmp_path, sources, duckdb=duckdb_settings)
+    with pytest.raises(CircuitBreakerError, match="no URL to publish"):
+        run_build(config, now=NOW)
+    summary = run_build(config, now=NOW + dt.timedelta(hours=1), force=True)
+    assert summary.stage.staged == 0 and sum(summary.stage.rejected.values()) == 3
+    assert summary.plan is not None and summary.plan.total_urls == 0
+    assert sorted(p.name for p in (tmp_path / "public").iterdir()) == ["manifest.json", "robots.txt"]
