@@ -127,6 +127,32 @@ def file_paths(con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: Stor
     return [duckdb_path(con, url, storage) for url in snapshot.file_urls()]
 
 
+def block_relations(
+    con: duckdb.DuckDBPyConnection,
+    snapshot: Snapshot,
+    storage: StorageConfig | None,
+    first: int = 0,
+    end: int | None = None,
+) -> list[tuple[int, int, duckdb.DuckDBPyRelation]]:
+    """The snapshot's rows [first, end) (end None: to the last), block by block in the snapshot's order: (the
+    block's rows [first, end) in the snapshot, its rows), each with file_row_number their row number in the
+    snapshot. A block is a scan of one file filtered on its row numbers, so it keeps the file's order and
+    DuckDB skips the row groups outside it."""
+    end = snapshot.rows if end is None else min(end, snapshot.rows)
+    paths = file_paths(con, snapshot, storage)
+    return [
+        (
+            low + shift,
+            high + shift,
+            # (integers only in the SQL text)
+            con.read_parquet(paths[file], file_row_number=True)
+            .filter(f"file_row_number >= {int(low)} AND file_row_number < {int(high)}")
+            .select(f"* REPLACE (file_row_number + {int(shift)} AS file_row_number)"),
+        )
+        for file, low, high, shift in snapshot.blocks(first, end)
+    ]
+
+
 def rows_relation(
     con: duckdb.DuckDBPyConnection,
     snapshot: Snapshot,
@@ -134,23 +160,21 @@ def rows_relation(
     first: int = 0,
     end: int | None = None,
 ) -> duckdb.DuckDBPyRelation:
-    """The snapshot's rows [first, end) (end None: to the last) in its order, with file_row_number their row
-    number in the snapshot: one scan per block, each skipping its file's row groups outside the block."""
-    end = snapshot.rows if end is None else min(end, snapshot.rows)
-    paths = file_paths(con, snapshot, storage)
-    blocks = [
-        # (integers only in the SQL text)
-        con.read_parquet(paths[file], file_row_number=True)
-        .filter(f"file_row_number >= {int(low)} AND file_row_number < {int(high)}")
-        .select(f"* REPLACE (file_row_number + {int(shift)} AS file_row_number)")
-        for file, low, high, shift in snapshot.blocks(first, end)
-    ]
+    """The snapshot's rows [first, end) (end None: to the last) with file_row_number their row number in the
+    snapshot: its blocks joined by UNION ALL, in no order a query may rely on (DuckDB 2 interleaves the
+    inputs of a union under a POSITIONAL JOIN): a query that needs the order sorts by file_row_number, or
+    reads block_relations one after the other."""
+    blocks = [relation for _, _, relation in block_relations(con, snapshot, storage, first, end)]
     if not blocks:  # no row in the range: an empty relation of the files' columns
-        if not paths:
+        if not snapshot.files:
             raise StorageError(f"the snapshot {snapshot.url} has no file")
-        return con.read_parquet(paths[0], file_row_number=True).limit(0)
-    # UNION ALL keeps its inputs' order (DuckDB guarantees it); joined pairwise, so the plan's depth is the
-    # log of the blocks (a chain of them stops at DuckDB's expression depth of 1,000)
+        return con.read_parquet(file_paths(con, snapshot, storage)[0], file_row_number=True).limit(0)
+    # Joined pairwise so that the plan's depth is the log of the blocks. DuckDB 2 still counts about two
+    # levels of expression depth per block against its limit (1,000 by default): allow four (never lowered; a
+    # limit, not an allocation).
+    ((depth,),) = con.execute("SELECT current_setting('max_expression_depth')").fetchall()
+    if int(depth) < 4 * len(blocks):
+        con.execute(f"SET max_expression_depth TO {4 * len(blocks)}")
     while len(blocks) > 1:
         blocks = [
             blocks[i].union(blocks[i + 1]) if i + 1 < len(blocks) else blocks[i] for i in range(0, len(blocks), 2)

@@ -33,17 +33,32 @@ from sitemap_ops.constants import (
     PLAN_PREPARED_NAME,
     PLANNED_PART_FILE,
 )
-from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, scratch_folder, set_variables, storage_path
+from sitemap_ops.duck import (
+    create_parquet_view,
+    duckdb_path,
+    read_sql,
+    scratch_folder,
+    set_variables,
+    storage_path,
+    write_relations,
+)
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import assignment_exists, planned_part_name
-from sitemap_ops.plan.assign import RowChunk, chunk_count, row_chunks, use_chunk, write_rows
+from sitemap_ops.plan.assign import RowChunk, chunk_count, row_chunks, write_rows
 from sitemap_ops.plan.changes import change_bounds, create_live_view, date_snapshot, write_change_chunk
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.exceptions import CircuitBreakerError
-from sitemap_ops.snapshot import Snapshot, create_snapshot_view, file_paths, load_snapshot
+from sitemap_ops.snapshot import (
+    Snapshot,
+    block_relations,
+    create_snapshot_view,
+    file_paths,
+    load_snapshot,
+    rows_relation,
+)
 from sitemap_ops.storage import Storage
 
 
@@ -347,9 +362,21 @@ def run_plan_write(
         local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
             snapshot = load_snapshot(prepared.staged_path, config.storage)
-            create_parquet_view(con, "assignment", storage_path(con, folder, numbers_name(index)))
-            use_chunk(con, snapshot, config.storage, chunk)
-            con.sql(read_sql("plan_planned")).write_parquet(local, compression="snappy", row_group_size=16384)
+            numbers = storage_path(con, folder, numbers_name(index))
+            create_parquet_view(con, "assignment_all", numbers, row_numbers=True)
+
+            def blocks() -> Iterator[duckdb.DuckDBPyRelation]:
+                # block by block, each in its file's order, with its rows of placement's numbers (an empty
+                # chunk: the empty relation, so that the part has its columns)
+                found = block_relations(con, snapshot, config.storage, chunk.first, chunk.end) or [
+                    (chunk.first, chunk.first, rows_relation(con, snapshot, config.storage, chunk.first, chunk.end))
+                ]
+                for low, high, block in found:
+                    block.create_view("staged_rows", replace=True)
+                    set_variables(con, {"block_first": low - chunk.first, "block_end": high - chunk.first})
+                    yield con.sql(read_sql("plan_planned"))
+
+            write_relations(blocks(), local, batch_rows=16384, compression="snappy", row_group_size=16384)
             create_parquet_view(con, "planned", local)
             con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
             if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')

@@ -21,7 +21,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.render.codec import gzip_chunks
 from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.render.exceptions import RenderError, ShardSizeMismatch
-from sitemap_ops.snapshot import Snapshot, create_rows_view, load_snapshot
+from sitemap_ops.snapshot import Snapshot, block_relations, create_rows_view, load_snapshot
 from sitemap_ops.storage import Storage, StorageConfig
 
 _BATCH_ROWS = 1 << 17
@@ -84,15 +84,17 @@ def _entry_batches(
             yield numpy_of(batch.column(0), np.int32), batch.column(1)
         return
     for run, first, end in _row_ranges(plan, todo):
-        create_rows_view(con, "staged_rows", snapshot, storage, first, end)
         keys = np.array([s.key for s in run], dtype=np.int32)
         ends = np.cumsum([s.urls for s in run])  # rows of the run before each shard's end
         done = 0
-        # (streamed, DuckDB renders on one thread; the other core expands and gzips the finished shards)
-        for batch in con.sql(read_sql("render_ranges")).to_arrow_reader(_BATCH_ROWS):
-            rows = done + np.arange(len(batch))
-            yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)
-            done += len(batch)
+        # block by block, each in its file's order (streamed, DuckDB renders on one thread; the other core
+        # expands and gzips the finished shards)
+        for _, _, block in block_relations(con, snapshot, storage, first, end):
+            block.create_view("staged_rows", replace=True)
+            for batch in con.sql(read_sql("render_ranges")).to_arrow_reader(_BATCH_ROWS):
+                rows = done + np.arange(len(batch))
+                yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)
+                done += len(batch)
 
 
 def _shard_pieces(batches: Iterator[tuple[np.ndarray, pa.Array]]) -> Iterator[tuple[int, list[memoryview]]]:

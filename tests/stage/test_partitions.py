@@ -188,8 +188,10 @@ def test_the_ranges_may_be_deduplicated_apart_in_any_order_and_read_as_the_one_p
     assert merged.ranges is None
     assert (merged.staged, merged.duplicates, merged.rejected) == (one.staged, one.duplicates, one.rejected)
     merged_rows, one_rows = read_staged(merged.staged_path), read_staged(one.staged_path)
-    # the same columns, types and rows, in the same order, without a file of all rows
-    assert merged_rows.equals(one_rows)
+    # the same columns, types and rows, in the same order, without a file of all rows (duckdb 2 marks a column
+    # NOT NULL in the file of one query that it does not in a range's)
+    assert [(f.name, f.type) for f in merged_rows.schema] == [(f.name, f.type) for f in one_rows.schema]
+    assert merged_rows.equals(one_rows.cast(merged_rows.schema))
     index = json.loads(Path(merged.staged_path).read_bytes())
     assert len(index["files"]) == 6 and not (Path(run.work.root) / "staged.parquet").exists()
     assert not (Path(run.work.root) / "stage-ranges").exists()

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sitemap_ops.duck import connect
-from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snapshot, rows_relation
+from sitemap_ops.snapshot import block_relations, create_snapshot_view, index_snapshot, load_snapshot, rows_relation
 from sitemap_ops.storage import Storage
 from tests.helpers import read_staged
 
@@ -58,10 +58,14 @@ def test_any_row_range_reads_as_the_rows_sorted_by_section_and_url(tmp_path: Pat
     spans = [(0, None), (0, 0), (len(rows), len(rows) + 5)]
     spans += [tuple(sorted(rng.sample(range(len(rows) + 1), 2))) for _ in range(20)] if len(rows) > 1 else []
     for first, end in spans:
-        got = rows_relation(con, snapshot, None, first, end).fetchall()
         stop = len(rows) if end is None else min(end, len(rows))
         expected = [(s, u, n) for n, (s, u) in enumerate(rows) if first <= n < stop]
+        got = rows_relation(con, snapshot, None, first, end).order("file_row_number").fetchall()
         assert got == expected, (first, end)
+        # block by block, each in its file's order: the rows in the snapshot's order, no sort
+        blocks = block_relations(con, snapshot, None, first, end)
+        assert [row for _, _, block in blocks for row in block.fetchall()] == expected, (first, end)
+        assert all(high - low == len(block.fetchall()) for low, high, block in blocks)
     create_snapshot_view(con, "staged", snapshot, None)
     assert sorted(con.execute("SELECT section, loc FROM staged").fetchall()) == rows
 
@@ -77,11 +81,12 @@ def test_a_snapshot_index_names_only_its_own_blocks(tmp_path: Path) -> None:
     assert list(snapshot.blocks(3, 12)) == [(0, 3, 4, 0), (1, 0, 6, 4), (0, 4, 6, 6)]
 
 
-def test_a_range_of_more_blocks_than_duckdbs_expression_depth_reads_in_order(tmp_path: Path) -> None:
+def test_a_range_of_more_blocks_than_duckdbs_expression_depth_reads_every_row(tmp_path: Path) -> None:
     # two sections in 550 URL ranges: 1,100 blocks, which one chain of UNION ALLs could not join
     rows = sorted((s, f"{SITE}/{i:04d}") for i in range(550) for s in ("a", "b"))
     names = _write_ranges(tmp_path, rows, [f"{SITE}/{i:04d}" for i in range(1, 550)], group=1)
     con = connect(threads=2)
     snapshot = index_snapshot(con, Storage.open(str(tmp_path)), names, "staged.json")
     assert len(snapshot.pieces) == 1100
-    assert rows_relation(con, snapshot, None).fetchall() == [(s, u, n) for n, (s, u) in enumerate(rows)]
+    got = rows_relation(con, snapshot, None).order("file_row_number").fetchall()
+    assert got == [(s, u, n) for n, (s, u) in enumerate(rows)]
