@@ -305,13 +305,15 @@ STAGE_PART_SHARE = 1.0
 PLAN_ROW_OVERHEAD = 100
 PLAN_CHUNK_SHARE = 1.0
 MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
-# The folder of a build's work folder where plan's chunk tasks (sitemap_ops.plan.chunks) hand their rows and
-# change set files to placement, which may run on another machine; emptied once placement gathered them. Only
-# files whose names match PLAN_CHUNK_FILE are ever deleted from it.
+# The folder of a build's work folder where plan's chunk tasks (sitemap_ops.plan.chunks) hand their rows, kept
+# shards' sums and change set files to placement, which may run on another machine, and placement its shard
+# numbers to the part writes; emptied once the build is done with them. Only files whose names match
+# PLAN_CHUNK_FILE are ever deleted from it.
 PLAN_CHUNKS_NAME = "plan-chunks"
-# (rows and changes from the chunk tasks; numbers, each chunk's rows' shard keys, from placement; shards, each
-# assignment part's per-shard fingerprint terms, and feed, its candidates for the feed, from the part writes)
-PLAN_CHUNK_FILE = r"(rows|changes|numbers|shards|feed)-\d{5}\.parquet"
+# (rows, kept and changes from the chunk tasks; numbers, each chunk's rows' shard keys, from placement; shards,
+# each assignment part's per-shard fingerprint terms, and feed, its candidates for the feed, from the part
+# writes)
+PLAN_CHUNK_FILE = r"(rows|kept|changes|numbers|shards|feed)-\d{5}\.parquet"
 # At most this many ranges: the partitioned write keeps one file open per range.
 MAX_STAGE_PARTITIONS = 1000
 # Stage may read and normalize the page sources in input splits, each a task of its own in Airflow

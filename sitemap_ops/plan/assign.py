@@ -1,24 +1,26 @@
 """Plan's shard assignment, streamed: every staged URL keeps its shard or is placed, a chunk of rows at a time.
 
-Plan writes each staged row's entry size and kept shard and position (sql/plan_rows.sql) to a local file in
-file order, which is (section, URL) order, joining the staged rows with the last assignment a chunk of rows
-at a time (`write_rows`, one chunk of rows each; sitemap_ops.plan.chunks runs them). Two passes over that
-file follow, each holding one chunk of rows:
-1. the kept shards of each section (URLs, bytes, highest position); a shard over the limits (limits
-   lowered, entries grown) releases its tail in position order (sql/plan_release.sql, for those shards
-   only); a section whose kept shards are too sparse is compacted (placed anew);
-2. placement: kept rows stay, the others are cut in URL order into the section's open shard (its newest
-   kept one), then into new shards numbered after it. Shard keys number the shards in (section, shard)
-   order; a section's kept shards are known before its rows are placed and its new shards are numbered
-   consecutively, so each row's key is known when the row is placed, and the assignment (shard_key, shard,
-   pos) is written chunk by chunk.
-Plan's memory is one chunk of rows and a few numbers per shard, whatever the site's size.
+Each plan chunk task writes its rows' entry size and kept shard and position (sql/plan_rows.sql) to a file in
+(section, URL) order, joining its staged rows with the last assignment (`write_rows`; sitemap_ops.plan.chunks
+runs them), and sums its rows' kept shards (`kept_shards`: URLs, bytes, highest position per section and
+shard; a few numbers per shard). Placement adds those sums up and makes one pass over the chunks' files, one
+chunk of rows in memory at a time:
+1. before the pass, from the sums: a kept shard over the limits (limits lowered, entries grown) releases its
+   tail in position order (sql/plan_release.sql, which reads only those shards' sections); a section whose
+   kept shards are too sparse is compacted (placed anew);
+2. the pass, placement: kept rows stay, the others are cut in URL order into the section's open shard (its
+   newest kept one), then into new shards numbered after it. Shard keys number the shards in (section,
+   shard) order; a section's kept shards are known before its rows are placed and its new shards are
+   numbered consecutively, so each row's key is known when the row is placed, and the assignment (shard_key,
+   shard, pos) is written chunk by chunk.
+Placement's memory is one chunk of rows and a few numbers per shard, and its disk one part of the shard
+numbers, whatever the site's size.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -29,7 +31,6 @@ import pyarrow.parquet as pq
 
 from sitemap_ops.constants import PLAN_CHUNK_SHARE, PLAN_ROW_OVERHEAD
 from sitemap_ops.duck import (
-    create_parquet_view,
     memory_limit_bytes,
     numpy_of,
     read_sql,
@@ -44,6 +45,9 @@ from sitemap_ops.storage import StorageConfig
 LOC_SAMPLE_ROWS = 100_000
 # Rows per chunk: 4M rows of three int32 columns, about 50 MB with the chunk's temporaries.
 CHUNK_ROWS = 1 << 22
+# Rows per batch of a plan chunk's sums of its kept shards (about 30 MB at a time, beside the chunk's DuckDB
+# session, which still holds the memory of its join).
+KEPT_BATCH_ROWS = 1 << 20
 
 
 def chunk_count(
@@ -212,10 +216,14 @@ class Assignment:
     ordered: bool
 
 
-def _chunks(rows_file: str) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
-    """(first row, sizes, kept shards, kept positions) of each chunk of the rows file, in file order."""
-    first = 0
-    for batch in pq.ParquetFile(rows_file).iter_batches(batch_size=CHUNK_ROWS):
+# (first row, sizes, kept shards, kept positions) of a batch of sql/plan_rows.sql's rows
+RowBatch = tuple[int, np.ndarray, np.ndarray, np.ndarray]
+
+
+def row_batches(batches: Iterable[pa.RecordBatch], first: int = 0) -> Iterator[RowBatch]:
+    """(first row, sizes, kept shards, kept positions) of each batch of sql/plan_rows.sql's rows, in order; the
+    first batch's first row is `first`."""
+    for batch in batches:
         # (numpy_of, not to_numpy(): that imports pandas when it is installed, about 1 s)
         size, shard, pos = (numpy_of(column, np.int32).astype(np.int64) for column in batch.columns)
         yield first, size, shard, pos
@@ -230,10 +238,9 @@ def _segments(sections: list[SectionRows], first: int, rows: int) -> Iterator[tu
             yield index, sec, lo - first, hi - first
 
 
-def kept_shards(rows_file: str, sections: list[SectionRows]) -> int:
-    """Pass 1: fill each section's `kept` from the rows file; returns the rows that had a kept shard."""
-    kept_rows = 0
-    for first, size, shard, pos in _chunks(rows_file):
+def kept_shards(rows: Iterable[RowBatch], sections: list[SectionRows]) -> None:
+    """Add the kept shards of `rows` (row_batches) to each section's `kept`: URLs, bytes, highest position."""
+    for first, size, shard, pos in rows:
         for _, sec, lo, hi in _segments(sections, first, len(size)):
             mask = shard[lo:hi] >= 0
             if not mask.any():
@@ -245,22 +252,53 @@ def kept_shards(rows_file: str, sections: list[SectionRows]) -> int:
             top = np.zeros(length, dtype=np.int64)
             np.maximum.at(top, numbers, pos[lo:hi][mask])
             for n in np.flatnonzero(urls):
-                stats = sec.kept.setdefault(int(n), [0, 0, 0])
-                stats[0] += int(urls[n])
-                stats[1] += int(used[n])
-                stats[2] = max(stats[2], int(top[n]))
-            kept_rows += int(mask.sum())
-    return kept_rows
+                add_kept(sec, int(n), int(urls[n]), int(used[n]), int(top[n]))
 
 
-def release_tails(con: duckdb.DuckDBPyConnection, rows_file: str, sections: list[SectionRows], payload: int) -> None:
+def add_kept(sec: SectionRows, number: int, urls: int, used: int, top: int) -> None:
+    """Count `urls` kept URLs of `used` bytes, positions up to `top`, in kept shard `number` of `sec`."""
+    stats = sec.kept.setdefault(number, [0, 0, 0])
+    stats[0] += urls
+    stats[1] += used
+    stats[2] = max(stats[2], top)
+
+
+# A plan chunk's kept shards, for placement to add up: section index, shard, URLs, bytes, highest position.
+KEPT_SCHEMA = pa.schema(
+    [("section", pa.int32()), ("shard", pa.int32()), ("urls", pa.int64()), ("bytes", pa.int64()), ("top", pa.int64())]
+)
+
+
+def kept_table(sections: list[SectionRows]) -> pa.Table:
+    """The sections' kept shards as a table of KEPT_SCHEMA."""
+    rows = [(index, n, *stats) for index, sec in enumerate(sections) for n, stats in sorted(sec.kept.items())]
+    columns = np.array(rows, dtype=np.int64).reshape(len(rows), len(KEPT_SCHEMA)).T
+    return pa.Table.from_arrays(
+        [int_array(c, f.type) for c, f in zip(columns, KEPT_SCHEMA, strict=True)], schema=KEPT_SCHEMA
+    )
+
+
+def int_array(values: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """An integer numpy array as an Arrow array of `type_` (from its buffer, not pa.array(): that imports pandas
+    when it is installed, about 1 s)."""
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values.astype(f"int{type_.bit_width}"))])
+
+
+def release_tails(
+    con: duckdb.DuckDBPyConnection,
+    rows: Snapshot,
+    storage: StorageConfig | None,
+    sections: list[SectionRows],
+    payload: int,
+) -> None:
     """A kept shard over the limits keeps its rows in position order while they fit and releases the rest
-    (sql/plan_release.sql, over that section's over-limit shards only); each section's `kept` is updated."""
+    (sql/plan_release.sql, over that section's rows of the chunks' files `rows`, read by row number as a
+    snapshot's, and its over-limit shards only); each section's `kept` is updated."""
     for sec in sections:
         over = [n for n, (urls, used, _) in sec.kept.items() if urls > sec.max_urls or used > payload]
         if not over:
             continue
-        create_parquet_view(con, "plan_rows_file", rows_file, row_numbers=True)
+        create_rows_view(con, "plan_rows_file", rows, storage, sec.start, sec.end)
         set_variables(
             con,
             {
@@ -359,16 +397,23 @@ class _Placing:
 
 class _Parts:
     """Rows given in file order, written to consecutive Parquet files of the given row counts (each file
-    written, empty ones too; PlanError when the rows do not fill them exactly)."""
+    written, empty ones too, and handed to `done` once complete; PlanError when the rows do not fill them
+    exactly)."""
 
-    def __init__(self, sinks: list[tuple[str, int]], schema: pa.Schema) -> None:
-        self.sinks, self.schema = sinks, schema
+    def __init__(self, sinks: list[tuple[str, int]], schema: pa.Schema, done: Callable[[int, str], None]) -> None:
+        self.sinks, self.schema, self.done = sinks, schema, done
         self.index, self.left = -1, 0
         self.writer: pq.ParquetWriter | None = None
 
-    def _next(self) -> None:
+    def _close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+            self.writer = None
+            if not self.left:
+                self.done(self.index, self.sinks[self.index][0])
+
+    def _next(self) -> None:
+        self._close()
         self.index += 1
         if self.index >= len(self.sinks):
             raise PlanError(f"placement placed more rows than the {len(self.sinks)} part(s) of the plan hold")
@@ -388,16 +433,29 @@ class _Parts:
     def close(self) -> None:
         while self.index < len(self.sinks) - 1 and self.left == 0:
             self._next()  # (the parts with no rows left)
+        left = self.left
+        self._close()
+        if left:
+            raise PlanError(f"placement left part {self.index} of the plan {left:,} row(s) short")
+
+    def abort(self) -> None:
+        """Close the file being written without handing it over (placement failed)."""
         if self.writer is not None:
             self.writer.close()
-        if self.left:
-            raise PlanError(f"placement left part {self.index} of the plan {self.left:,} row(s) short")
+            self.writer = None
 
 
-def place(rows_file: str, sections: list[SectionRows], payload: int, sinks: list[tuple[str, int]]) -> Assignment:
-    """Pass 2: every row's shard, position and shard key (shard_key, shard, pos), written in file order to the
-    files `sinks` (path, rows: consecutive parts of the rows, one per plan chunk); the shards' totals in key
-    order."""
+def place(
+    rows: Iterable[RowBatch],
+    sections: list[SectionRows],
+    payload: int,
+    sinks: list[tuple[str, int]],
+    done: Callable[[int, str], None],
+) -> Assignment:
+    """Placement: every row of `rows` (row_batches, in file order) gets its shard, position and shard key
+    (shard_key, shard, pos), written in file order to the local files `sinks` (path, rows: consecutive parts of
+    the rows, one per plan chunk), each handed to `done` (its index, its path) as soon as it is complete; the
+    shards' totals in key order."""
     key_shards: list[tuple[int, int]] = []
     urls_per_key: list[int] = []
     bytes_per_key: list[int] = []
@@ -416,14 +474,14 @@ def place(rows_file: str, sections: list[SectionRows], payload: int, sinks: list
         urls_per_key.extend(int(u) for u in urls[:count])
         bytes_per_key.extend(int(b) for b in used[:count])
 
-    out = _Parts(sinks, schema)
+    out = _Parts(sinks, schema, done)
     try:
-        for first, size, shard, pos in _chunks(rows_file):
+        for first, size, shard, pos in rows:
             keys = np.empty(len(size), dtype=np.int64)
             for index, sec, lo, hi in _segments(sections, first, len(size)):
                 if index not in states:
-                    for done in sorted(states):
-                        finish(done)
+                    for ended in sorted(states):
+                        finish(ended)
                     states[index] = _Placing.start(sec, len(key_shards))
                 state = states[index]
                 keys[lo:hi] = state.base_key + state.place(sec, shard[lo:hi], pos[lo:hi], size[lo:hi], payload)
@@ -434,14 +492,12 @@ def place(rows_file: str, sections: list[SectionRows], payload: int, sinks: list
                     ordered = bool(keys[0] > last[0] or (keys[0] == last[0] and pos[0] > last[1]))
             if len(keys):
                 last = (int(keys[-1]), int(pos[-1]))
-            # (from the buffers, not pa.array(): that imports pandas when it is installed, about 1 s)
-            arrays = [
-                pa.Array.from_buffers(pa.int32(), len(a), [None, pa.py_buffer(a.astype(np.int32))])
-                for a in (keys, shard, pos)
-            ]
+            arrays = [int_array(a, pa.int32()) for a in (keys, shard, pos)]
             out.write(pa.RecordBatch.from_arrays(arrays, schema=schema))
-        for done in sorted(states):
-            finish(done)
-    finally:
-        out.close()
+        for index in sorted(states):
+            finish(index)
+    except BaseException:
+        out.abort()
+        raise
+    out.close()
     return Assignment(key_shards, urls_per_key, bytes_per_key, ordered)

@@ -5,10 +5,11 @@ per chunk that writes its part of the assignment (plan_write).
 Prepare reads what is live and the staged snapshot's sections and cuts its rows into chunks, each within the
 memory limit when joined with the last assignment (plan.assign.chunk_count); it writes what the chunk tasks
 need to the work folder (plan-prepared.json). Chunk `i` writes its rows' entry sizes and kept shards
-(sql/plan_rows.sql) and the change set's URL range `i` (sql/plan_changes.sql) into the work folder's
-plan-chunks/; it reads only its row groups of the snapshot and of both assignments, so chunks run on any
-worker, in any order, and a retry rewrites the same files. Placement (plan.plan.run_place) gathers them and
-writes each chunk's shard numbers (numbers-<chunk>.parquet); part `i` of the assignment is chunk `i`'s staged
+(sql/plan_rows.sql), their sums per kept shard (kept-<chunk>.parquet) and the change set's URL range `i`
+(sql/plan_changes.sql) into the work folder's plan-chunks/; it reads only its row groups of the snapshot and
+of both assignments, so chunks run on any worker, in any order, and a retry rewrites the same files.
+Placement (plan.plan.run_place) adds the sums up, streams the rows files in order and writes each chunk's
+shard numbers (numbers-<chunk>.parquet); part `i` of the assignment is chunk `i`'s staged
 rows with those numbers (planned-<i>-of-<parts>.parquet in the work folder, sql/plan_planned.sql), and its
 shards' fingerprint terms (shards-<chunk>.parquet, sql/plan_shards.sql), which naming (plan.plan.run_plan)
 adds up: no task writes or reads the whole assignment.
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 import duckdb
+import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
     EXCLUDED_REASONS,
@@ -44,7 +46,17 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import assignment_exists, planned_part_name
-from sitemap_ops.plan.assign import RowChunk, chunk_count, row_chunks, write_rows
+from sitemap_ops.plan.assign import (
+    KEPT_BATCH_ROWS,
+    RowChunk,
+    SectionRows,
+    chunk_count,
+    kept_shards,
+    kept_table,
+    row_batches,
+    row_chunks,
+    write_rows,
+)
 from sitemap_ops.plan.changes import change_bounds, create_live_view, date_snapshot, write_change_chunk
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
@@ -109,6 +121,10 @@ def rows_name(index: int) -> str:
     return f"rows-{index:05d}.parquet"
 
 
+def kept_name(index: int) -> str:
+    return f"kept-{index:05d}.parquet"
+
+
 def numbers_name(index: int) -> str:
     return f"numbers-{index:05d}.parquet"
 
@@ -139,7 +155,7 @@ def changes_name(index: int) -> str:
 
 def clear_chunks(work: Storage) -> None:
     """Delete what plan's chunk tasks wrote into `work` (only files named as they name them), and the folder
-    when it is then empty: before a plan (an earlier attempt's chunks) and once placement gathered them."""
+    when it is then empty: before a plan (an earlier attempt's chunks) and once the build is done with them."""
     folder = chunks_of(work)
     folder.delete_many([name for name in folder.list_details() if re.fullmatch(PLAN_CHUNK_FILE, name)])
     if folder.is_local:
@@ -151,6 +167,19 @@ def clear_assignment(work: Storage) -> None:
     """Delete the assignment parts in `work` (only files named as plan_write names them): an earlier attempt's,
     before placement, or an old build's, when pruning. Never call it on the live build's work folder."""
     work.delete_many([name for name in work.list_details() if re.fullmatch(PLANNED_PART_FILE, name)])
+
+
+def section_rows(prepared: PreparedPlan, config: PlanSettings) -> list[SectionRows]:
+    """The prepared plan's sections as placement cuts them: their rows and URL limits."""
+    sections, start = [], 0
+    for name, count in prepared.sections:
+        # the news series: at most news_max_urls articles per sitemap
+        limit = config.shards.max_urls
+        if name == config.news_section:
+            limit = min(limit, config.news_max_urls)
+        sections.append(SectionRows(name, start, start + count, limit))
+        start += count
+    return sections
 
 
 def raise_if_live_gone(live_assignment: str | None, config: PlanSettings) -> None:
@@ -289,9 +318,10 @@ def load_prepared(work: Storage) -> PreparedPlan:
 def run_plan_chunk(
     config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
 ) -> None:
-    """Plan's chunk task `index`: its rows' sizes and kept shards (chunk `index` of the rows) and the change
-    set's URL range `index`, each to its file in the work folder's plan-chunks/ (moved in whole, so a file
-    there is complete)."""
+    """Plan's chunk task `index`: its rows' sizes and kept shards (chunk `index` of the rows) and their sums per
+    kept shard, and the change set's URL range `index`, each to its file in the work folder's plan-chunks/
+    (moved in whole, so a file there is complete; the sums before the rows, so a rows file there has its
+    sums)."""
     if not 0 <= index < prepared.tasks:
         raise PlanError(f"this build's plan has {prepared.tasks} chunk(s), not a chunk {index}")
     folder = chunks_of(work)
@@ -303,8 +333,22 @@ def run_plan_chunk(
                     con, config, prepared.staged_path, prepared.previous_assignment, prepared.live_assignment
                 )
                 if index < len(prepared.chunks):
+                    chunk = prepared.chunks[index]
                     local = os.path.join(scratch, rows_name(index))
-                    write_rows(con, snapshot, config.storage, local, prepared.chunks[index])
+                    written = write_rows(con, snapshot, config.storage, local, chunk)
+                    if written != chunk.end - chunk.first:
+                        raise PlanError(
+                            f"plan chunk {index} read {written:,} staged rows, not the {chunk.end - chunk.first:,} "
+                            f"of its rows in {prepared.staged_path}: the snapshot changed after plan_prepare read "
+                            "it; run the plan again"
+                        )
+                    # its kept shards' sums, so that placement needs no pass over all rows to find them
+                    sections = section_rows(prepared, config)
+                    batches = pq.ParquetFile(local).iter_batches(batch_size=KEPT_BATCH_ROWS)
+                    kept_shards(row_batches(batches, chunk.first), sections)
+                    sums = os.path.join(scratch, kept_name(index))
+                    pq.write_table(kept_table(sections), sums)
+                    folder.move_in(sums, kept_name(index))
                     folder.move_in(local, rows_name(index))
                 if index < len(prepared.change_ranges):
                     low, high = prepared.change_ranges[index]
@@ -325,20 +369,28 @@ def raise_if_missing(missing: list[int], of_what: str, folder: Storage, step: st
         )
 
 
-def chunk_files(con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan) -> tuple[list[str], list[str]]:
-    """The chunk tasks' rows files and change set files (paths DuckDB reads), in order; PlanError naming the
-    chunks whose files are missing."""
+def chunk_files(
+    con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan
+) -> tuple[list[str], list[str], list[str]]:
+    """The chunk tasks' rows files, kept shards' sums and change set files (paths DuckDB reads), in order;
+    PlanError naming the chunks whose files are missing."""
     folder = chunks_of(work)
     present = folder.list_details()
     rows = [rows_name(i) for i in range(len(prepared.chunks))]
+    kept = [kept_name(i) for i in range(len(prepared.chunks))]
     changes = [changes_name(i) for i in range(len(prepared.change_ranges))]
     missing = [
         i
         for i in range(prepared.tasks)
-        if (i < len(rows) and rows[i] not in present) or (i < len(changes) and changes[i] not in present)
+        if (i < len(rows) and (rows[i] not in present or kept[i] not in present))
+        or (i < len(changes) and changes[i] not in present)
     ]
     raise_if_missing(missing, f"this build's {prepared.tasks} plan chunk(s)", folder, "plan_chunk")
-    return [storage_path(con, folder, n) for n in rows], [storage_path(con, folder, n) for n in changes]
+
+    def paths(names: list[str]) -> list[str]:
+        return [storage_path(con, folder, n) for n in names]
+
+    return paths(rows), paths(kept), paths(changes)
 
 
 def run_plan_write(

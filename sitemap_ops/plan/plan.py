@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import duckdb
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME
 from sitemap_ops.duck import (
@@ -16,12 +17,11 @@ from sitemap_ops.duck import (
     read_sql,
     scratch_folder,
     storage_path,
-    write_relations,
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
 from sitemap_ops.manifest import planned_glob
-from sitemap_ops.plan.assign import CHUNK_ROWS, SectionRows, compact, kept_shards, place, release_tails
+from sitemap_ops.plan.assign import CHUNK_ROWS, add_kept, compact, place, release_tails, row_batches
 from sitemap_ops.plan.changes import gather_changes
 from sitemap_ops.plan.chunks import (
     PreparedPlan,
@@ -32,6 +32,8 @@ from sitemap_ops.plan.chunks import (
     numbers_name,
     raise_if_missing,
     read_step_file,
+    rows_name,
+    section_rows,
     set_feed_variables,
     shards_name,
 )
@@ -39,6 +41,7 @@ from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState, digest
 from sitemap_ops.progress import Progress
+from sitemap_ops.snapshot import Piece, Snapshot
 from sitemap_ops.storage import Storage
 
 # Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
@@ -160,19 +163,6 @@ class Placement:
         return cls(**raw)
 
 
-def _sections(prepared: PreparedPlan, config: PlanSettings) -> list[SectionRows]:
-    """The prepared plan's sections as placement cuts them: their rows and URL limits."""
-    sections, start = [], 0
-    for name, count in prepared.sections:
-        # the news series: at most news_max_urls articles per sitemap
-        limit = config.shards.max_urls
-        if name == config.news_section:
-            limit = min(limit, config.news_max_urls)
-        sections.append(SectionRows(name, start, start + count, limit))
-        start += count
-    return sections
-
-
 def run_place(
     config: PlanSettings,
     con: duckdb.DuckDBPyConnection,
@@ -181,48 +171,66 @@ def run_place(
     work: Storage,
     progress: Progress | None = None,
 ) -> Placement:
-    """Placement: gather the chunk tasks' files (sitemap_ops.plan.chunks; `prepared` is the prepare step's),
-    place every URL, and write each chunk's shard numbers (plan-chunks/numbers-<chunk>.parquet), the change set
-    and plan-placed.json to the build's work folder. The parts of the assignment are written by the plan_write
-    steps, one per chunk, and the shards named by run_plan.
+    """Placement: add up the chunk tasks' sums of their kept shards (sitemap_ops.plan.chunks; `prepared` is the
+    prepare step's), place every URL in one pass over their rows files, and write each chunk's shard numbers
+    (plan-chunks/numbers-<chunk>.parquet), the change set and plan-placed.json to the build's work folder.
+    The parts of the assignment are written by the plan_write steps, one per chunk, and the shards named by
+    run_plan.
 
-    The staged file is sorted by (section, loc), so each section is a contiguous range of rows and file
-    order is URL order: shard assignment streams the rows in file order a chunk at a time (plan.assign;
-    vectorized per section and per shard), and each chunk's numbers are row for row with its staged rows.
-    Placement's own memory is one chunk of rows and a few numbers per shard, whatever the size.
+    The staged snapshot is sorted by (section, loc), so each section is a contiguous range of rows and file
+    order is URL order: placement streams the chunks' rows files in order, a batch at a time (plan.assign;
+    vectorized per section and per shard), and each chunk's numbers, row for row with its staged rows, are
+    moved into the work folder as soon as they are complete. Placement's own memory is one batch of rows and
+    a few numbers per shard, and its local disk one chunk's numbers, whatever the size.
     """
     progress = progress or Progress(enabled=False)
     total, payload = prepared.total, config.shards.max_bytes - shard_overhead(config.render.format, prepared.extended)
-    rows_parts, change_parts = chunk_files(con, work, prepared)
+    rows_parts, kept_parts, change_parts = chunk_files(con, work, prepared)
     clear_assignment(work)  # (an earlier attempt's parts, perhaps of another count, and their terms below)
     folder = chunks_of(work)
     folder.delete_many([name for name in folder.list_details() if name.startswith(("shards-", "feed-"))])
-    # the chunks' rows, in file order, to a local file that the assignment passes stream
-    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
-        rows_file = os.path.join(scratch, "rows.parquet")
+    sections = section_rows(prepared, config)
+    # the chunks' rows files, read by row number as one table (release_tails) or streamed in order (place)
+    rows = Snapshot(
+        folder.url_of(rows_name(0)),
+        [rows_name(i) for i in range(len(prepared.chunks))],
+        [Piece(i, "", 0, chunk.end - chunk.first) for i, chunk in enumerate(prepared.chunks)],
+    )
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        # each chunk's rows file must hold its chunk's rows: more or fewer would shift every row after them
+        for index, (path, chunk) in enumerate(zip(rows_parts, prepared.chunks, strict=True)):
+            found = 0
+            with con.read_parquet(path).to_arrow_reader(CHUNK_ROWS) as reader:  # (closed: its file too)
+                for batch in reader:
+                    found += batch.num_rows
+                    yield batch
+            if found != chunk.end - chunk.first:
+                raise PlanError(
+                    f"this build's plan chunk {index} holds {found:,} rows, not the {chunk.end - chunk.first:,} of its "
+                    f"rows of the staged snapshot {prepared.staged_path}: it changed after plan_prepare read it; run "
+                    "the plan again"
+                )
+
+    def done(index: int, path: str) -> None:
         try:
-            with progress.working("plan: gathering the chunks' rows", con.query_progress):
-                parts = (con.read_parquet(path) for path in rows_parts)
-                write_relations(parts, rows_file, batch_rows=CHUNK_ROWS, compression="none")
-        except (duckdb.Error, OSError) as exc:
-            raise PlanError(f"cannot read this build's plan chunks in {work.url}: {first_line(exc)}") from None
-        read = pq.ParquetFile(rows_file).metadata.num_rows
-        if read != total:
-            raise PlanError(
-                f"this build's plan chunks hold {read:,} rows, not the {total:,} of its staged snapshot "
-                f"{prepared.staged_path}: it changed after plan_prepare read it; run the plan again"
-            )
-        sections = _sections(prepared, config)
-        kept = kept_shards(rows_file, sections)
-        release_tails(con, rows_file, sections, payload)
-        compacted = compact(sections, payload, config.shards.compact_below)
-        sinks = [(os.path.join(scratch, numbers_name(i)), c.end - c.first) for i, c in enumerate(prepared.chunks)]
-        assignment = place(rows_file, sections, payload, sinks)
-        try:
-            for index, (path, _) in enumerate(sinks):
-                folder.move_in(path, numbers_name(index))
+            folder.move_in(path, numbers_name(index))
         except OSError as exc:
             raise PlanError(f"cannot write this build's shard numbers to {folder.url}: {first_line(exc)}") from None
+
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+        try:
+            # each section's kept shards: the chunks' sums, added up (no pass over the rows)
+            for index, number, urls, used, top in con.read_parquet(kept_parts).fetchall():
+                add_kept(sections[index], number, urls, used, top)
+            kept = sum(urls for sec in sections for urls, _, _ in sec.kept.values())
+            release_tails(con, rows, config.storage, sections, payload)
+            compacted = compact(sections, payload, config.shards.compact_below)
+            sinks = [(os.path.join(scratch, numbers_name(i)), c.end - c.first) for i, c in enumerate(prepared.chunks)]
+            with progress.working("plan: placing the URLs", con.query_progress):
+                assignment = place(row_batches(batches()), sections, payload, sinks, done)
+        except duckdb.Error as exc:
+            raise PlanError(f"cannot read this build's plan chunks in {work.url}: {first_line(exc)}") from None
     progress.step(f"plan: {kept:,} URL(s) kept their shard, {total - kept:,} placed")
     if prepared.live_assignment:
         with progress.working("plan: gathering the change set", con.query_progress):

@@ -11,8 +11,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from sitemap_ops.plan import assign as assign_module
-from sitemap_ops.plan.assign import SectionRows, compact, cut_points, kept_shards, place, release_tails
+from sitemap_ops.plan.assign import (
+    SectionRows,
+    add_kept,
+    compact,
+    cut_points,
+    kept_shards,
+    kept_table,
+    place,
+    release_tails,
+    row_batches,
+)
 from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.snapshot import Piece, Snapshot
 
 
 def _spans(cuts) -> list[tuple[int, int, int, int]]:
@@ -53,21 +64,37 @@ def test_no_rows_no_cuts() -> None:
 def _section(
     tmp_path: Path, shard: list[int], pos: list[int], size: list[int], max_urls: int = 3, compact_below: float = 0.0
 ):
-    """Place one section's rows as plan does (its passes over a rows file); returns (shards, positions, compacted)."""
-    rows = tmp_path / "rows.parquet"
-    pq.write_table(pa.table({"bytes": size, "kept_shard": shard, "kept_pos": pos}, schema=pa.schema(
-        [("bytes", pa.int32()), ("kept_shard", pa.int32()), ("kept_pos", pa.int32())])), rows)  # fmt: skip
+    """Place one section's rows as plan does: two chunk tasks each write their rows file and the sums of their
+    kept shards, placement adds the sums up and streams the files; returns (shards, positions, compacted)."""
+    schema = pa.schema([("bytes", pa.int32()), ("kept_shard", pa.int32()), ("kept_pos", pa.int32())])
+    half = len(shard) // 2  # (the first chunk empty for a single row)
+    spans = [(0, half), (half, len(shard))]
+    files, sums = [], []
+    for index, (first, end) in enumerate(spans):
+        path = tmp_path / f"rows-{index}.parquet"
+        table = pa.table({"bytes": size[first:end], "kept_shard": shard[first:end], "kept_pos": pos[first:end]})
+        pq.write_table(table.cast(schema), path)
+        files.append(path)
+        mine = [SectionRows("pages", 0, len(shard), max_urls)]
+        kept_shards(row_batches(pq.ParquetFile(path).iter_batches(batch_size=assign_module.CHUNK_ROWS), first), mine)
+        sums.append(kept_table(mine))
     sections = [SectionRows("pages", 0, len(shard), max_urls)]
-    kept_shards(str(rows), sections)
-    release_tails(duckdb.connect(), str(rows), sections, 10_000)
+    for table in sums:
+        for row in table.to_pylist():
+            add_kept(sections[row["section"]], row["shard"], row["urls"], row["bytes"], row["top"])
+    rows = Snapshot(str(files[0]), [f.name for f in files], [Piece(i, "", 0, e - f) for i, (f, e) in enumerate(spans)])
+    release_tails(duckdb.connect(), rows, None, sections, 10_000)
     compacted = compact(sections, 10_000, compact_below)
-    # in two parts, as a plan of two chunks writes them (the first one empty for a single row)
-    parts = [
-        (str(tmp_path / "numbers-0.parquet"), len(shard) // 2),
-        (str(tmp_path / "numbers-1.parquet"), len(shard) - len(shard) // 2),
-    ]
-    assignment = place(str(rows), sections, 10_000, parts)
+    parts = [(str(tmp_path / f"numbers-{i}.parquet"), end - first) for i, (first, end) in enumerate(spans)]
+    handed: list[int] = []
+
+    def batches():
+        for path in files:
+            yield from pq.ParquetFile(path).iter_batches(batch_size=assign_module.CHUNK_ROWS)
+
+    assignment = place(row_batches(batches()), sections, 10_000, parts, lambda index, _: handed.append(index))
     assert type(assignment.ordered) is bool  # plan.json holds it
+    assert handed == [0, 1], "each part is handed over once complete, in order"
     assert [pq.ParquetFile(path).metadata.num_rows for path, _ in parts] == [rows for _, rows in parts]
     table = pa.concat_tables(pq.read_table(path) for path, _ in parts)
     return table["shard"].to_pylist(), table["pos"].to_pylist(), bool(compacted)

@@ -7,6 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from sitemap_ops.cli import summary_lines
@@ -133,17 +134,13 @@ def test_plan_steps_in_other_processes_rebuild_a_lost_state_once(tmp_path: Path)
     assert any("rebuilt from the live index: 250 URL(s) in 3 shard(s)" in n for n in plan.state_notes)
 
 
-def test_parts_of_the_assignment_written_in_any_order_make_the_same_plan(tmp_path: Path) -> None:
-    """plan_write's parts are independent: written last to first, in other sessions, they give the plan the
-    CLI's sequence gives (the same names, so the same objects); a part not written stops plan_name with a
-    clear error naming it, before anything is published."""
+def _chunked_rebuild(tmp_path: Path, changed: list[dict]):
+    """A first build of 250 URLs, then `changed` built in 3 plan chunks by run_build (the expected build) and
+    again step by step, up to its chunks: (the expected summary, the step-by-step run, its prepared plan)."""
     from sitemap_ops import pipeline
-    from sitemap_ops.plan.exceptions import PlanError
-    from tests.helpers import read_assignment, site_config
+    from tests.helpers import site_config
 
-    rows = _rows(250)
-    build(tmp_path, rows, shards={"max_urls": 100})
-    changed = _rows(240, start=5) + _rows(30, section="q")
+    build(tmp_path, _rows(250), shards={"max_urls": 100})
     expected, _ = build(tmp_path, changed, now=LATER, shards={"max_urls": 100}, duckdb={"plan_chunks": 3})
     config = site_config(
         tmp_path, str(tmp_path / "inventory.parquet"), shards={"max_urls": 100}, duckdb={"plan_chunks": 3}
@@ -152,6 +149,18 @@ def test_parts_of_the_assignment_written_in_any_order_make_the_same_plan(tmp_pat
     prepared = pipeline.plan_prepare(run, pipeline.stage(run), force=True)
     for index in range(prepared.tasks):
         pipeline.plan_chunk(run, prepared, index)
+    return expected, run, prepared
+
+
+def test_parts_of_the_assignment_written_in_any_order_make_the_same_plan(tmp_path: Path) -> None:
+    """plan_write's parts are independent: written last to first, in other sessions, they give the plan the
+    CLI's sequence gives (the same names, so the same objects); a part not written stops plan_name with a
+    clear error naming it, before anything is published."""
+    from sitemap_ops import pipeline
+    from sitemap_ops.plan.exceptions import PlanError
+    from tests.helpers import read_assignment
+
+    expected, run, prepared = _chunked_rebuild(tmp_path, _rows(240, start=5) + _rows(30, section="q"))
     pipeline.plan_place(run, prepared)
     for index in (2, 0):
         pipeline.plan_write(run, prepared, index)
@@ -160,6 +169,40 @@ def test_parts_of_the_assignment_written_in_any_order_make_the_same_plan(tmp_pat
     pipeline.plan_write(run, prepared, 1)
     plan = pipeline.plan_name(run, prepared)
     assert plan.planned_path.endswith("/planned-*-of-00003.parquet") and plan.planned_rows == [90, 90, 90]
+    assert [(s.name, s.urls) for s in plan.shards] == [(s.name, s.urls) for s in expected.plan.shards]
+    assert read_assignment(plan.planned_path).equals(read_assignment(expected.plan.planned_path))
+
+
+def test_placement_stops_on_a_chunks_missing_or_changed_files_before_writing_anything(tmp_path: Path) -> None:
+    """Placement adds up the chunks' kept sums and streams their rows files: a chunk whose sums are gone stops
+    it with a clear error before it writes anything, one whose rows file holds other rows than its chunk's
+    before it writes that chunk's shard numbers; the chunk's task run again, placement places every row as in
+    one process."""
+    from sitemap_ops import pipeline
+    from sitemap_ops.plan.exceptions import PlanError
+    from tests.helpers import read_assignment
+
+    expected, run, prepared = _chunked_rebuild(tmp_path, _rows(240, start=5))
+    chunks = Path(run.work.path("plan-chunks"))
+    (chunks / "kept-00001.parquet").unlink()
+    with pytest.raises(PlanError, match=r"1 of this build's 3 plan chunk\(s\) were not written \(1;"):
+        pipeline.plan_place(run, prepared)
+    assert not list(chunks.glob("numbers-*")), "no shard numbers written"
+    pipeline.plan_chunk(run, prepared, 1)
+    sizes = [c.end - c.first for c in prepared.chunks]
+    assert sizes == [80, 80, 80]
+    rows = chunks / "rows-00001.parquet"
+    kept = rows.read_bytes()
+    pq.write_table(pq.read_table(rows).slice(1), rows)  # one row short
+    with pytest.raises(PlanError, match=r"plan chunk 1 holds 79 rows, not the 80 of its rows of the staged snapshot"):
+        pipeline.plan_place(run, prepared)
+    assert not list(chunks.glob("numbers-0000[12].parquet")), "no shard numbers written for chunks 1 and 2"
+    rows.write_bytes(kept)
+    pipeline.plan_place(run, prepared)
+    assert sorted(p.name for p in chunks.glob("numbers-*")) == [f"numbers-0000{i}.parquet" for i in range(3)]
+    for index in range(3):
+        pipeline.plan_write(run, prepared, index)
+    plan = pipeline.plan_name(run, prepared)
     assert [(s.name, s.urls) for s in plan.shards] == [(s.name, s.urls) for s in expected.plan.shards]
     assert read_assignment(plan.planned_path).equals(read_assignment(expected.plan.planned_path))
 
