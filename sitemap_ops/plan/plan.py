@@ -201,7 +201,7 @@ def run_place(
         # each chunk's rows file must hold its chunk's rows: more or fewer would shift every row after them
         for index, (path, chunk) in enumerate(zip(rows_parts, prepared.chunks, strict=True)):
             found = 0
-            with con.read_parquet(path).to_arrow_reader(CHUNK_ROWS) as reader:  # (closed: its file too)
+            with con.read_parquet(path).to_arrow_reader(CHUNK_ROWS) as reader:  # (closed once read)
                 for batch in reader:
                     found += batch.num_rows
                     yield batch
