@@ -203,7 +203,11 @@ DATED_PART_NAME = "dated-{index:05d}.parquet"
 DATED_PART_FILE = r"dated-\d{5}\.parquet"
 # earlier versions' snapshots in one file each (an older build's work folder may hold them)
 LEGACY_SNAPSHOT_NAMES = ("staged.parquet", "dated.parquet")
-CHANGES_NAME = "changes.parquet"  # plan: the URLs added, removed and updated since the live build
+CHANGES_NAME = "changes.parquet"  # plan, earlier versions: the change set in one file
+# plan: the URLs added, removed and updated since the live build, in parts: one per URL range of the change set,
+# each written by its plan_chunk task; a manifest names them all by the glob changes-*-of-<parts>.parquet
+# (sitemap_ops.manifest.assignment_files lists them)
+CHANGES_PART_FILE = r"changes-(\d{5})-of-(\d{5})\.parquet"
 PLAN_PREPARED_NAME = "plan-prepared.json"  # plan: its chunks of rows and the breaker's verdict, for the chunk tasks
 PLAN_PLACED_NAME = "plan-placed.json"  # plan: placement's shards (sizes, numbers), for the part writes and naming
 REPORT_NAME = "report.html"  # report: the build's page for people
@@ -305,14 +309,14 @@ STAGE_PART_SHARE = 1.0
 PLAN_ROW_OVERHEAD = 100
 PLAN_CHUNK_SHARE = 1.0
 MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
-# The folder of a build's work folder where plan's chunk tasks (sitemap_ops.plan.chunks) hand their rows, kept
-# shards' sums and change set files to placement, which may run on another machine, and placement its shard
-# numbers to the part writes; emptied once the build is done with them. Only files whose names match
-# PLAN_CHUNK_FILE are ever deleted from it.
+# The folder of a build's work folder where plan's chunk tasks (sitemap_ops.plan.chunks) hand their rows and
+# kept shards' sums to placement, which may run on another machine, and placement its shard numbers to the
+# part writes; emptied once the build is done with them. Only files whose names match PLAN_CHUNK_FILE are
+# ever deleted from it.
 PLAN_CHUNKS_NAME = "plan-chunks"
-# (rows, kept and changes from the chunk tasks; numbers, each chunk's rows' shard keys, from placement; shards,
-# each assignment part's per-shard fingerprint terms, and feed, its candidates for the feed, from the part
-# writes)
+# (rows and kept from the chunk tasks, and changes from an earlier version's; numbers, each chunk's rows'
+# shard keys, from placement; shards, each assignment part's per-shard fingerprint terms, and feed, its
+# candidates for the feed, from the part writes)
 PLAN_CHUNK_FILE = r"(rows|kept|changes|numbers|shards|feed)-\d{5}\.parquet"
 # At most this many ranges: the partitioned write keeps one file open per range.
 MAX_STAGE_PARTITIONS = 1000

@@ -110,19 +110,30 @@ def planned_glob(parts: int) -> str:
     return f"planned-*-of-{parts:05d}.parquet"
 
 
+def changes_part_name(index: int, parts: int) -> str:
+    """The file name of part `index` of a change set in `parts` parts (constants.CHANGES_PART_FILE)."""
+    return f"changes-{index:05d}-of-{parts:05d}.parquet"
+
+
+def changes_glob(parts: int) -> str:
+    """The name that stands for all `parts` parts of a change set (Manifest.changes_file)."""
+    return f"changes-*-of-{parts:05d}.parquet"
+
+
 def assignment_files(url: str) -> list[str]:
-    """The files an assignment URL (Manifest.assignment) names, in row order: every part of a planned_glob
-    name, else the one file."""
+    """The files an assignment or change set URL (Manifest.assignment, Manifest.changes_file) names, in row
+    order: every part of a planned_glob or changes_glob name, else the one file."""
     name = url.rsplit("/", 1)[-1]
-    found = re.fullmatch(r"planned-\*-of-(\d{5})\.parquet", name)
+    found = re.fullmatch(r"(planned|changes)-\*-of-(\d{5})\.parquet", name)
     if found is None:
         return [url]
-    folder = url[: len(url) - len(name)]
-    return [folder + planned_part_name(index, int(found.group(1))) for index in range(int(found.group(1)))]
+    folder, parts = url[: len(url) - len(name)], int(found.group(2))
+    part_name = planned_part_name if found.group(1) == "planned" else changes_part_name
+    return [folder + part_name(index, parts) for index in range(parts)]
 
 
 def assignment_exists(url: str, storage: StorageConfig | None = None) -> bool:
-    """Whether every file of the assignment at `url` (Manifest.assignment: its parts, or one file) exists."""
+    """Whether every file of the assignment or change set at `url` (its parts, or one file) exists."""
     files = assignment_files(url)
     folder, name = open_file(files[0], storage)
     if len(files) == 1:

@@ -27,7 +27,7 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.host import owner_is_gone, owner_tag
 from sitemap_ops.manifest import Manifest, assignment_files
-from sitemap_ops.plan.chunks import clear_assignment, clear_chunks
+from sitemap_ops.plan.chunks import clear_assignment, clear_changes, clear_chunks
 from sitemap_ops.snapshot import clear_snapshot
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.storage import Storage, open_file
@@ -90,6 +90,7 @@ def prune_work(root: Storage, live_folder: str = "") -> None:
         clear_ranges(folder)  # (a ranged stage whose ranges were never indexed)
         clear_chunks(folder)  # (a plan that never published)
         clear_assignment(folder)
+        clear_changes(folder)
         if folder.is_local:
             for spill in folder.list_dirs():
                 if spill.startswith(SPILL_PREFIX):  # the folder is gone from the kept builds: its spill too

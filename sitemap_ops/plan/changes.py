@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import duckdb
 
-from sitemap_ops.constants import CHANGE_KINDS, CHANGES_NAME, DATED_NAME, DATED_PART_NAME
+from sitemap_ops.constants import CHANGE_KINDS, DATED_NAME, DATED_PART_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -19,6 +19,7 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
+from sitemap_ops.manifest import assignment_files
 from sitemap_ops.plan.assign import RowChunk, use_chunk
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.progress import Chunked, Progress
@@ -116,29 +117,26 @@ def write_change_chunk(
     return write_relations([con.sql(read_sql("plan_changes"))], sink, batch_rows=CHANGE_BATCH_ROWS, compression="zstd")
 
 
-def gather_changes(con: duckdb.DuckDBPyConnection, work: Storage, parts: list[str]) -> dict[str, int]:
-    """Write the change set's chunks (`parts`, paths DuckDB reads, in URL order) to the work folder's change set,
-    one file; its counts by kind (every kind listed)."""
-    path = storage_path(con, work, CHANGES_NAME)
+def count_changes(con: duckdb.DuckDBPyConnection, work: Storage, parts: list[str]) -> dict[str, int]:
+    """The change set's counts by kind (every kind listed), from its parts (`parts`, paths DuckDB reads: the
+    plan_chunk tasks wrote them to `work`; only their `change` column is read)."""
     try:
-        with work.fs.open(work.path(CHANGES_NAME), "wb") as fh:
-            relations = (con.read_parquet(part) for part in parts)
-            write_relations(relations, fh, batch_rows=CHANGE_BATCH_ROWS, compression="zstd")
-        create_parquet_view(con, "changes", path)
+        create_parquet_view(con, "changes", parts)
         counts = dict.fromkeys(CHANGE_KINDS, 0)
         counts.update({kind: int(n) for kind, n in con.execute(read_sql("plan_change_counts")).fetchall()})
-    except (duckdb.Error, OSError) as exc:
-        raise PlanError(f"cannot write the change set to {work.url}: {first_line(exc)}") from None
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the change set in {work.url}: {first_line(exc)}") from None
     finally:
         con.execute("DROP VIEW IF EXISTS changes")
     return counts
 
 
 def sample_changes(path: str, storage: StorageConfig, sample: int) -> list[dict[str, str | None]]:
-    """The first `sample` URLs of each kind in the change set at `path` (a work folder's file), by URL."""
+    """The first `sample` URLs of each kind in the change set at `path` (Manifest.changes_file: its parts in a
+    work folder, or an earlier version's one file), by URL."""
     con = duckdb.connect()
     try:
-        create_parquet_view(con, "changes", duckdb_path(con, path, storage))
+        create_parquet_view(con, "changes", [duckdb_path(con, f, storage) for f in assignment_files(path)])
         set_variables(con, {"sample": sample})
         rows = con.execute(read_sql("changes_sample")).fetchall()
     except duckdb.Error as exc:

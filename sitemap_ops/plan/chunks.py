@@ -5,9 +5,11 @@ per chunk that writes its part of the assignment (plan_write).
 Prepare reads what is live and the staged snapshot's sections and cuts its rows into chunks, each within the
 memory limit when joined with the last assignment (plan.assign.chunk_count); it writes what the chunk tasks
 need to the work folder (plan-prepared.json). Chunk `i` writes its rows' entry sizes and kept shards
-(sql/plan_rows.sql), their sums per kept shard (kept-<chunk>.parquet) and the change set's URL range `i`
-(sql/plan_changes.sql) into the work folder's plan-chunks/; it reads only its row groups of the snapshot and
-of both assignments, so chunks run on any worker, in any order, and a retry rewrites the same files.
+(sql/plan_rows.sql) and their sums per kept shard (kept-<chunk>.parquet) into the work folder's plan-chunks/,
+and the change set's URL range `i` (sql/plan_changes.sql) as part `i` of the change set
+(changes-<i>-of-<parts>.parquet in the work folder, which the manifest names by one glob); it reads only its
+row groups of the snapshot and of both assignments, so chunks run on any worker, in any order, and a retry
+rewrites the same files.
 Placement (plan.plan.run_place) adds the sums up, streams the rows files in order and writes each chunk's
 shard numbers (numbers-<chunk>.parquet); part `i` of the assignment is chunk `i`'s staged
 rows with those numbers (planned-<i>-of-<parts>.parquet in the work folder, sql/plan_planned.sql), and its
@@ -29,6 +31,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
+    CHANGES_PART_FILE,
     EXCLUDED_REASONS,
     PLAN_CHUNK_FILE,
     PLAN_CHUNKS_NAME,
@@ -45,7 +48,7 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import assignment_exists, planned_part_name
+from sitemap_ops.manifest import assignment_exists, changes_part_name, planned_part_name
 from sitemap_ops.plan.assign import (
     KEPT_BATCH_ROWS,
     RowChunk,
@@ -149,10 +152,6 @@ def set_feed_variables(con: duckdb.DuckDBPyConnection, config: PlanSettings) -> 
     )
 
 
-def changes_name(index: int) -> str:
-    return f"changes-{index:05d}.parquet"
-
-
 def clear_chunks(work: Storage) -> None:
     """Delete what plan's chunk tasks wrote into `work` (only files named as they name them), and the folder
     when it is then empty: before a plan (an earlier attempt's chunks) and once the build is done with them."""
@@ -161,6 +160,12 @@ def clear_chunks(work: Storage) -> None:
     if folder.is_local:
         with contextlib.suppress(OSError):  # absent, or something else lives there, and stays
             os.rmdir(folder.root)
+
+
+def clear_changes(work: Storage) -> None:
+    """Delete the change set's parts in `work` (only files named as plan_chunk names them): an earlier attempt's,
+    before the chunk tasks, or an old build's, when pruning. Never call it on the live build's work folder."""
+    work.delete_many([name for name in work.list_details() if re.fullmatch(CHANGES_PART_FILE, name)])
 
 
 def clear_assignment(work: Storage) -> None:
@@ -244,6 +249,7 @@ def prepare_plan(
     URLs the stage's exclusion sources kept out (the breaker compares them with the live build's)."""
     progress = progress or Progress(enabled=False)
     clear_chunks(work)  # an earlier attempt's
+    clear_changes(work)  # (an earlier attempt's parts, perhaps of another count)
     previous = live.manifest
     live_assignment = previous.assignment if previous else None
     previous_assignment = live_assignment if not full_rebuild else None
@@ -319,9 +325,9 @@ def run_plan_chunk(
     config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
 ) -> None:
     """Plan's chunk task `index`: its rows' sizes and kept shards (chunk `index` of the rows) and their sums per
-    kept shard, and the change set's URL range `index`, each to its file in the work folder's plan-chunks/
-    (moved in whole, so a file there is complete; the sums before the rows, so a rows file there has its
-    sums)."""
+    kept shard, each to its file in the work folder's plan-chunks/ (moved in whole, so a file there is
+    complete; the sums before the rows, so a rows file there has its sums), and the change set's URL range
+    `index` as its part `index` in the work folder."""
     if not 0 <= index < prepared.tasks:
         raise PlanError(f"this build's plan has {prepared.tasks} chunk(s), not a chunk {index}")
     folder = chunks_of(work)
@@ -352,9 +358,9 @@ def run_plan_chunk(
                     folder.move_in(local, rows_name(index))
                 if index < len(prepared.change_ranges):
                     low, high = prepared.change_ranges[index]
-                    local = os.path.join(scratch, changes_name(index))
-                    write_change_chunk(con, local, config.news_section, low, high)
-                    folder.move_in(local, changes_name(index))
+                    name = changes_part_name(index, len(prepared.change_ranges))
+                    write_change_chunk(con, os.path.join(scratch, name), config.news_section, low, high)
+                    work.move_in(os.path.join(scratch, name), name)
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot plan chunk {index} in {work.url}: {first_line(exc)}") from None
 
@@ -372,25 +378,24 @@ def raise_if_missing(missing: list[int], of_what: str, folder: Storage, step: st
 def chunk_files(
     con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan
 ) -> tuple[list[str], list[str], list[str]]:
-    """The chunk tasks' rows files, kept shards' sums and change set files (paths DuckDB reads), in order;
-    PlanError naming the chunks whose files are missing."""
+    """The chunk tasks' rows files and kept shards' sums (in plan-chunks/) and the change set's parts (in the
+    work folder), as paths DuckDB reads, in order; PlanError naming the chunks whose files are missing."""
     folder = chunks_of(work)
+    of_what = f"this build's {prepared.tasks} plan chunk(s)"
     present = folder.list_details()
     rows = [rows_name(i) for i in range(len(prepared.chunks))]
     kept = [kept_name(i) for i in range(len(prepared.chunks))]
-    changes = [changes_name(i) for i in range(len(prepared.change_ranges))]
-    missing = [
-        i
-        for i in range(prepared.tasks)
-        if (i < len(rows) and (rows[i] not in present or kept[i] not in present))
-        or (i < len(changes) and changes[i] not in present)
-    ]
-    raise_if_missing(missing, f"this build's {prepared.tasks} plan chunk(s)", folder, "plan_chunk")
-
-    def paths(names: list[str]) -> list[str]:
-        return [storage_path(con, folder, n) for n in names]
-
-    return paths(rows), paths(kept), paths(changes)
+    missing = [i for i in range(len(rows)) if rows[i] not in present or kept[i] not in present]
+    raise_if_missing(missing, of_what, folder, "plan_chunk")
+    changes = [changes_part_name(i, len(prepared.change_ranges)) for i in range(len(prepared.change_ranges))]
+    if changes:
+        present = work.list_details()
+        raise_if_missing([i for i, name in enumerate(changes) if name not in present], of_what, work, "plan_chunk")
+    return (
+        [storage_path(con, folder, n) for n in rows],
+        [storage_path(con, folder, n) for n in kept],
+        [storage_path(con, work, n) for n in changes],
+    )
 
 
 def run_plan_write(

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import duckdb
 import pyarrow as pa
 
-from sitemap_ops.constants import CHANGES_NAME, NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME
+from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME
 from sitemap_ops.duck import (
     create_parquet_view,
     read_sql,
@@ -20,9 +20,9 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
-from sitemap_ops.manifest import planned_glob
+from sitemap_ops.manifest import changes_glob, planned_glob
 from sitemap_ops.plan.assign import CHUNK_ROWS, add_kept, compact, place, release_tails, row_batches
-from sitemap_ops.plan.changes import gather_changes
+from sitemap_ops.plan.changes import count_changes
 from sitemap_ops.plan.chunks import (
     PreparedPlan,
     chunk_files,
@@ -112,8 +112,8 @@ class Plan:
     state_notes: list[str] = field(default_factory=list)  # what disagreed in the live state (summary lines)
     repaired: list[str] = field(default_factory=list)  # live shards that differed from their record (replaced)
     breaker: str | None = None  # a preview's plan: why the circuit breaker would stop the build
-    # URLs added, removed and updated since the live build (sitemap_ops.plan.changes), and where they are
-    # ("" on a site's first build: every URL of the assignment is added)
+    # URLs added, removed and updated since the live build (sitemap_ops.plan.changes), and where they are: the
+    # glob naming the change set's parts ("" on a site's first build: every URL of the assignment is added)
     changes: dict[str, int] = field(default_factory=dict)
     changes_path: str = ""
     lastmods_derived: bool = False  # some lastmods came from content hashes (staged_path is the dated snapshot)
@@ -173,9 +173,9 @@ def run_place(
 ) -> Placement:
     """Placement: add up the chunk tasks' sums of their kept shards (sitemap_ops.plan.chunks; `prepared` is the
     prepare step's), place every URL in one pass over their rows files, and write each chunk's shard numbers
-    (plan-chunks/numbers-<chunk>.parquet), the change set and plan-placed.json to the build's work folder.
-    The parts of the assignment are written by the plan_write steps, one per chunk, and the shards named by
-    run_plan.
+    (plan-chunks/numbers-<chunk>.parquet) and plan-placed.json (with the change set's counts, read from the
+    parts the chunk tasks wrote) to the build's work folder. The parts of the assignment are written by the
+    plan_write steps, one per chunk, and the shards named by run_plan.
 
     The staged snapshot is sorted by (section, loc), so each section is a contiguous range of rows and file
     order is URL order: placement streams the chunks' rows files in order, a batch at a time (plan.assign;
@@ -233,8 +233,9 @@ def run_place(
             raise PlanError(f"cannot read this build's plan chunks in {work.url}: {first_line(exc)}") from None
     progress.step(f"plan: {kept:,} URL(s) kept their shard, {total - kept:,} placed")
     if prepared.live_assignment:
-        with progress.working("plan: gathering the change set", con.query_progress):
-            changes, changes_path = gather_changes(con, work, change_parts), work.url_of(CHANGES_NAME)
+        with progress.working("plan: counting the change set", con.query_progress):
+            changes = count_changes(con, work, change_parts)
+        changes_path = work.url_of(changes_glob(len(change_parts)))
     else:  # a site's first build: every URL is added, and the assignment lists them already
         news = sum(s.end - s.start for s in sections if s.name == config.news_section)
         changes, changes_path = {"added": total - news, "removed": 0, "updated": 0}, ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import duckdb
 import pytest
 
 from sitemap_ops.errors import SitemapOpsError
-from sitemap_ops.manifest import Manifest
+from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.storage import Storage
 from tests.helpers import NOW, build, published
 
@@ -71,6 +72,59 @@ def test_a_sequence_of_builds_gives_exact_change_sets(tmp_path: Path) -> None:
         "updated": {f"{BASE}/p1"},
     }
     assert published(out)[f"{BASE}/p3"] is not None  # the moved URL is still listed
+
+
+def test_the_change_set_is_written_in_parts_one_per_plan_chunk(tmp_path: Path) -> None:
+    from sitemap_ops.pipeline import BuildRun, plan_chunk, plan_prepare, stage
+    from tests.helpers import site_config
+
+    rows = [page(f"p{i:03d}") for i in range(300)]
+    build(tmp_path, rows, now=at(0), duckdb={"plan_chunks": 3, "stage_partitions": 4})
+    # changes all over the URL order: every 10th page removed, every 10th updated, new pages in between
+    rows2 = [page(f"p{i:03d}", day=2 if i % 10 == 5 else 1) for i in range(300) if i % 10]
+    rows2 += [page(f"p{i:03d}n") for i in range(0, 300, 7)]
+    summary, out = build(tmp_path, rows2, now=at(1), duckdb={"plan_chunks": 3, "stage_partitions": 4})
+    manifest = Manifest.load(Storage.open(str(out)))
+    assert manifest is not None and manifest.changes_file == summary.plan.changes_path
+    parts = assignment_files(manifest.changes_file)
+    assert len(parts) > 1 and manifest.changes_file == str(
+        Path(summary.work_dir) / f"changes-*-of-{len(parts):05d}.parquet"
+    )
+    # each part one URL range of the change set (some may hold no change), the ranges in URL order
+    locs = [
+        [loc for (loc,) in duckdb.sql(f"SELECT loc FROM read_parquet('{p}') ORDER BY loc").fetchall()] for p in parts
+    ]
+    held = [part for part in locs if part]
+    assert len(held) > 1 and all(a[-1] < b[0] for a, b in itertools.pairwise(held))
+    assert changes_of(out) == {
+        "added": {f"{BASE}/p{i:03d}n" for i in range(0, 300, 7)},
+        "removed": {f"{BASE}/p{i:03d}" for i in range(0, 300, 10)},
+        "updated": {f"{BASE}/p{i:03d}" for i in range(5, 300, 10)},
+    }
+
+    # another attempt at a build's plan, cut in other chunks: the earlier attempt's parts go, no foreign file
+    config = site_config(
+        tmp_path, str(tmp_path / "inventory.parquet"), duckdb={"plan_chunks": 3, "stage_partitions": 4}
+    )
+    run = BuildRun(config, "20260101T000000Z-aaaaaa", at(2))
+    staged = stage(run)
+    prepared = plan_prepare(run, staged)
+    for index in range(prepared.tasks):
+        plan_chunk(run, prepared, index)
+    work = Path(config.work_dir) / run.build_id
+    n = len(prepared.change_ranges)
+    assert n > 1 and sorted(p.name for p in work.glob("changes-*")) == [
+        f"changes-{i:05d}-of-{n:05d}.parquet" for i in range(n)
+    ]
+    (work / "changes-notes.parquet").write_text("not sitemap-ops'")
+    retry = BuildRun(
+        site_config(tmp_path, str(tmp_path / "inventory.parquet"), duckdb={"plan_chunks": 1}), run.build_id, at(2)
+    )
+    prepared = plan_prepare(retry, staged)
+    assert sorted(p.name for p in work.glob("changes-*")) == ["changes-notes.parquet"]
+    for index in range(prepared.tasks):
+        plan_chunk(retry, prepared, index)
+    assert sorted(p.name for p in work.glob("changes-*-of-*")) == ["changes-00000-of-00001.parquet"]
 
 
 def test_content_hash_changes_are_updates(tmp_path: Path) -> None:
@@ -148,8 +202,9 @@ def test_the_changes_command_prints_counts_and_a_sample(tmp_path: Path, capsys: 
     assert len([r for r in report["sample"] if r["change"] == "added"]) == 10
     assert main(["inspect", out]) == 0
     assert "added 12, removed 3, updated 0" in capsys.readouterr().out
-    # the change set's file gone (work folders pruned): counts still, and a note
-    Path(report["file"]).unlink()
+    # the change set's files gone (work folders pruned): counts still, and a note
+    assert report["file"].endswith("changes-*-of-00001.parquet")
+    Path(assignment_files(report["file"])[0]).unlink()
     assert main(["changes", out]) == 0
     assert "pruned" in capsys.readouterr().out
     assert main(["changes", out, "--sample", "-1"]) == 2

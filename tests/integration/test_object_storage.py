@@ -378,8 +378,12 @@ def test_a_rebuild_planned_in_chunks_writes_its_dated_snapshot_and_change_set_to
     assert first.plan.lastmods_derived and summary.plan.lastmods_derived
     assert summary.plan.changes == {"added": 20, "removed": 0, "updated": 30}
     work = Storage.open(summary.work_dir, _config(tmp_path, store).storage)
-    with work.fs.open(work.path("changes.parquet"), "rb") as fh:
-        changes = pq.read_table(fh).to_pylist()
+    changes = []
+    parts = assignment_files(summary.plan.changes_path)  # (its parts, one per plan chunk, in the store)
+    assert len(parts) > 1 and summary.plan.changes_path.startswith(work.url), parts
+    for part in parts:
+        with work.fs.open(part, "rb") as fh:
+            changes.extend(pq.read_table(fh).to_pylist())
     assert sorted((c["change"], c["loc"]) for c in changes) == sorted(
         [("added", p["loc"]) for p in new] + [("updated", p["loc"]) for p in changed[:30]]
     )

@@ -16,6 +16,7 @@ import pytest
 
 from sitemap_ops.duck import connect, create_parquet_view, set_variables
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.manifest import assignment_files
 from sitemap_ops.plan.assign import chunk_count, row_chunks, write_rows
 from sitemap_ops.snapshot import Snapshot, index_snapshot
 from sitemap_ops.storage import Storage
@@ -71,8 +72,10 @@ def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> Non
                 duckdb={"plan_chunks": chunks, "stage_partitions": 4 if chunks > 1 else 1},
             )
             files = {p.name: read_file(p) for p in sorted(out.iterdir()) if p.name != "manifest.json"}
-            # the change set, in whatever order its URL ranges came
-            changes = sorted(pq.read_table(summary.plan.changes_path).to_pylist(), key=str) if step else []
+            # the change set, in whatever order its URL ranges came (one part per URL range)
+            parts = assignment_files(summary.plan.changes_path) if step else []
+            assert (len(parts) > 1 if chunks > 1 else len(parts) == 1) if step else not parts, parts
+            changes = sorted((r for p in parts for r in pq.read_table(p).to_pylist()), key=str)
             results[chunks] = (files, read_assignment(summary.plan.planned_path), changes, summary.plan.changes)
         one = results[1]
         assert summary.plan.lastmods_derived

@@ -83,3 +83,8 @@ def test_pruning_a_shared_work_folder_removes_only_this_project_s_build_folders(
     # the live build's assignment survives; older builds' snapshots are gone
     assert all(assignment_files_exist(summaries[-1].plan.planned_path))
     assert not any(assignment_files_exist(summaries[-2].plan.planned_path))
+    # the change sets' parts: the kept builds' stay (IndexNow reads them), the pruned builds' are gone
+    assert all(assignment_files_exist(summaries[-1].plan.changes_path))
+    assert all(assignment_files_exist(summaries[3].plan.changes_path))
+    assert not any(assignment_files_exist(summaries[1].plan.changes_path))
+    assert not (shared / summaries[1].build_id).exists()
