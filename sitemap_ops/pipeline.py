@@ -173,7 +173,7 @@ def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:
     """Deduplicate and sort one URL range of a ranged stage (`staged.ranges`) in the work folder."""
     work = open_work(run.config, run.build_id)
     with duckdb_session(run.config, work) as con:
-        run_stage_range(run.config.stage_settings(), con, work, staged, part)
+        run_stage_range(run.config.stage_settings(), con, work, staged, part, run.now)
 
 
 def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> StageResult:

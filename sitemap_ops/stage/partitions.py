@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Callable
 
 import duckdb
 import pyarrow.parquet as pq
@@ -97,11 +98,12 @@ def range_bounds(sample: list[str], parts: int) -> list[str]:
 
 def write_ranges(
     con: duckdb.DuckDBPyConnection, parts: int, work: Storage, progress: Progress, bounds: list[str] | None = None,
-    split: int | None = None,
+    split: int | None = None, unchecked: bool = False,
 ) -> list[int]:  # fmt: skip
     """Write the valid rows of the temp table `normalized`, and the temp tables page_ext and news_ext, in about
     `parts` URL ranges (or in the ranges `bounds` gives) into the ranges folder of `work`; each range's row
-    count, in range order.
+    count, in range order. With `unchecked`, the rows keep every column (their extensions as they came, which
+    each range checks: sql/stage_partition_raw.sql).
 
     DuckDB writes them partitioned into its spill folder (the build's local scratch space); they then move
     into the work folder (a rename when that is local), flat: <kind>-<range>-<n>.parquet, or
@@ -120,6 +122,7 @@ def write_ranges(
     try:
         with progress.working(f"stage: writing the rows in {parts} URL ranges", con.query_progress):
             for kind, sql in _RANGE_KINDS:
+                sql = "stage_partition_raw" if unchecked and kind == "rows" else sql
                 query = read_sql(sql).format(part=expression, table=kind)
                 con.sql(query).write_parquet(os.path.join(local, kind), partition_by=["part"])
         for kind, _ in _RANGE_KINDS:
@@ -135,7 +138,7 @@ def write_ranges(
             # range 0 always gets a rows file, if an empty one: its columns make the snapshot of a stage
             # whose every range is empty (every row rejected), which plan then reports as such
             path = os.path.join(local, "empty.parquet")
-            query = read_sql("stage_partition").format(part=expression, table="rows")
+            query = read_sql("stage_partition_raw" if unchecked else "stage_partition").format(part=expression)
             con.sql(query).limit(0).project("* EXCLUDE (part)").write_parquet(path)
             ranges.move_in(path, f"rows-00000{tag}-0.parquet")
     finally:
@@ -143,9 +146,12 @@ def write_ranges(
     return rows
 
 
-def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows: int) -> None:
+def dedupe_range(
+    con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows: int, check: Callable[[], None] | None = None
+) -> None:
     """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its file
-    of the staged snapshot in `work` (STAGED_PART_NAME)."""
+    of the staged snapshot in `work` (STAGED_PART_NAME). With `check`, the range's rows (the view dedupe_rows)
+    carry their extensions unchecked: `check` makes the tables page_ext and news_ext from them."""
     if not rows and part:  # an empty range has no file of the snapshot
         return
     ranges = ranges_of(work)
@@ -165,7 +171,10 @@ def dedupe_range(con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows:
             f"URL range {part} of this build has {read:,} row(s) in {ranges.url}, not the {rows:,} stage wrote: "
             "its files were changed or removed; run the stage again"
         )
-    con.execute(read_sql("stage_ext_empty"))  # the ranges without extensions or news read these
+    if check is None:
+        con.execute(read_sql("stage_ext_empty"))  # the ranges without extensions or news read these
+    else:
+        check()
     for kind in ("page_ext", "news_ext"):
         if found := files(kind):
             create_parquet_view(con, f"dedupe_{kind}", found)

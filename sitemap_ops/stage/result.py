@@ -26,6 +26,16 @@ class ExtensionResult:
     hreflang_issues_left: dict[str, int] = field(default_factory=dict)  # after completion
     hreflang_path: str = ""
 
+    def add(self, other: ExtensionResult) -> None:
+        """Add `other`'s counts to these (the URL ranges of a split stage each check their own pages)."""
+        for item in dataclasses.fields(self):
+            mine, theirs = getattr(self, item.name), getattr(other, item.name)
+            if isinstance(mine, int):
+                setattr(self, item.name, mine + theirs)
+            elif isinstance(mine, dict):
+                for key, n in theirs.items():
+                    mine[key] = mine.get(key, 0) + n
+
 
 @dataclass
 class StageRanges:
@@ -36,6 +46,8 @@ class StageRanges:
     valid: int  # the valid rows in all (the duplicates are those the merged snapshot does not keep)
     # a multi-host site: each host's counts (sitemap_ops.stage.hosts.host_counts, the valid rows under "")
     host_counts: list[dict[str, int]] = field(default_factory=list)
+    # a split stage's: the inline extension kinds its rows carry unchecked, which each range checks for its pages
+    extensions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -63,6 +75,10 @@ class StageSplits:
     splits: list[InputSplit]
     bounds: list[str]
     exclusions: bool = False  # the inventory has exclusion sources: each split applies them (their URLs in a file)
+    # the inline extension kinds of the page sources (images, videos, news): each split writes them into the
+    # ranges unchecked, and each range checks its pages' (no check joins across ranges: no alternates, no
+    # extension sources)
+    extensions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -126,6 +142,8 @@ class StageResult:
         if fields.get("splits") is not None:
             splits = fields["splits"]
             inputs = [InputSplit(**split) for split in splits["splits"]]
-            fields["splits"] = StageSplits(inputs, list(splits["bounds"]), splits.get("exclusions", False))
+            fields["splits"] = StageSplits(
+                inputs, list(splits["bounds"]), splits.get("exclusions", False), list(splits.get("extensions", []))
+            )
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         return cls(**fields)

@@ -390,12 +390,18 @@ def create_inventory_view(
         con.execute(f"CREATE OR REPLACE TEMP VIEW {_EXCLUDE_VIEW} AS " + "\nUNION ALL\n".join(exclude_parts))
     else:
         _empty_view(con, _EXCLUDE_VIEW, _EXCLUDE_VIEW_COLUMNS)
+    create_extension_views(con, extension_parts)
+    return inventory
+
+
+def create_extension_views(con: duckdb.DuckDBPyConnection, parts: dict[str, list[str]] | None = None) -> None:
+    """The views of the extension sources (ext_images_src, ...) over their SELECTs (`parts`, by kind), each empty
+    without any (all of them without `parts`: a URL range checking its own pages' inline extensions)."""
     for kind, (view, columns) in _EXTENSION_VIEWS.items():
-        if extension_parts[kind]:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS " + "\nUNION ALL\n".join(extension_parts[kind]))
+        if parts and parts[kind]:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS " + "\nUNION ALL\n".join(parts[kind]))
         else:
             _empty_view(con, view, (("source", "INTEGER"), ("page_raw", "VARCHAR"), *columns))
-    return inventory
 
 
 def _split_relation(

@@ -20,7 +20,7 @@ import shutil
 
 import duckdb
 
-from sitemap_ops.constants import REJECTS_NAME, SPLIT_SAMPLE_PIECES, SPLIT_SAMPLE_ROWS, SPLIT_SAMPLE_WINDOW
+from sitemap_ops.constants import SPLIT_SAMPLE_PIECES, SPLIT_SAMPLE_ROWS, SPLIT_SAMPLE_WINDOW
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.partitions import part_count, range_bounds, ranges_of
@@ -218,15 +218,14 @@ def clear_split(work: Storage, split: int) -> None:
     ranges.delete_many([name for name in ranges.list_details() if mine.fullmatch(name)])
 
 
-def gather_rejects(work: Storage, splits: int) -> None:
-    """The rejects file of `work`: the splits' rejects files one after another (one header), then deleted."""
-    ranges = ranges_of(work)
-    names = [split_rejects_name(split) for split in range(splits)]
-    with work.fs.open(work.path(REJECTS_NAME), "wb") as out:
-        for number, name in enumerate(names):
-            with ranges.fs.open(ranges.path(name), "rb") as part:
+def join_csv(folder: Storage, names: list[str], out: Storage, name: str) -> None:
+    """The CSV files `names` of `folder` (each with the same header) one after another as `name` in `out` (one
+    header): the splits' rejects files, or the ranges' extension rejects and hreflang reports. They stay until
+    the ranges folder is cleared (a retried step finds them again)."""
+    with out.fs.open(out.path(name), "wb") as joined:
+        for number, part_name in enumerate(names):
+            with folder.fs.open(folder.path(part_name), "rb") as part:
                 header = part.readline()
                 if number == 0:
-                    out.write(header)
-                shutil.copyfileobj(part, out, 1 << 20)
-    ranges.delete_many(names)
+                    joined.write(header)
+                shutil.copyfileobj(part, joined, 1 << 20)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from typing import Any
 
 import duckdb
@@ -23,6 +24,7 @@ from sitemap_ops.constants import (
     PRIORITY_MIN,
     REJECTS_NAME,
     STAGE_EXCLUSIONS_NAME,
+    STAGE_SPLIT_REJECTS_NAME,
     STAGED_NAME,
     STAGED_PART_NAME,
 )
@@ -40,13 +42,14 @@ from sitemap_ops.stage.result import ExtensionResult, SplitResult, StageRanges, 
 from sitemap_ops.stage.sources import (
     INLINE_EXTENSIONS,
     Inventory,
+    create_extension_views,
     create_inventory_view,
     create_url_inventory_view,
     quote_identifier,
 )
 from sitemap_ops.stage.splits import (
     clear_split,
-    gather_rejects,
+    join_csv,
     list_splits,
     split_bounds,
     split_rejects_name,
@@ -127,8 +130,9 @@ def run_stage(
     When `config.splits` (at most `max_splits`) cuts the page sources in several input splits, it reads
     nothing but their row counts and a sample: the result's `splits` hands them to `run_stage_split`, one
     each, and `run_stage_gather` sums them up into a ranged result. The exclusion sources' excluded URLs are
-    written to the ranges folder, where each split reads those of its rows. An inventory with extensions is
-    read in one piece (their checks join across all its rows).
+    written to the ranges folder, where each split reads those of its rows. Inline images, videos and news
+    are checked by each URL range for its pages (`run_stage_range`); an inventory with hreflang alternates or
+    extension sources is read in one piece (their checks join across all its rows).
 
     A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
     folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
@@ -139,8 +143,8 @@ def run_stage(
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     if min(config.splits, max_splits) > 1:
-        if inventory.extensions:
-            progress.step("stage: the inventory has extensions: read in one piece, not split")
+        if inventory.extensions and not _checked_by_range(config, inventory):
+            progress.step("stage: the inventory has hreflang alternates or extension sources: read in one piece")
         elif (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)) is not None:
             return split
     canonicals = 0
@@ -163,7 +167,7 @@ def run_stage(
         con.execute(read_sql("stage_duplicates"))
     extensions = None
     if inventory.extensions:
-        extensions = _stage_extensions(config, con, work, build_time, inventory.extensions, progress)
+        extensions = _stage_extensions(config, con, build_time, inventory.extensions, work, progress=progress)
     else:
         con.execute(read_sql("stage_ext_empty"))
     if not inventory.exclusions:
@@ -196,6 +200,14 @@ def run_stage(
     return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
+def _checked_by_range(config: StageSettings, inventory: Inventory) -> bool:
+    """Whether each URL range can check its own pages' extensions: only inline images, videos and news, whose
+    checks look at one page at a time. hreflang's look across pages (return links, clusters), and an extension
+    source's rows name their pages by raw URLs, which no range can route yet."""
+    separate = any(source.kind not in ("pages", "exclude") for source in config.sources)
+    return not separate and "alternates" not in inventory.extensions
+
+
 def _split_stage(
     config: StageSettings,
     con: duckdb.DuckDBPyConnection,
@@ -209,6 +221,8 @@ def _split_stage(
     (in the ranges folder); None when the inventory is one split."""
     # (a query source reads with its database as the default catalog: kept for the one-piece path)
     ((catalog,),) = con.execute("SELECT current_database()").fetchall()
+    if inventory.extensions:
+        _refuse_text_format(config, inventory.extensions)
     try:
         found = survey(con, config.sources, config.storage, inventory)
         splits = list_splits(found, min(config.splits, max_splits))
@@ -221,7 +235,8 @@ def _split_stage(
         if inventory.exclusions:
             with progress.working("stage: reading the exclusion sources", con.query_progress):
                 _write_exclusions(con, work)
-        return _read_result(work, 0, {}, {}, splits=StageSplits(splits, bounds, exclusions=inventory.exclusions))
+        handed = StageSplits(splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions))
+        return _read_result(work, 0, {}, {}, splits=handed)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
@@ -285,8 +300,9 @@ def run_stage_split(
     ranges_of(work).makedirs()
     inventory = create_inventory_view(con, config.sources, config.storage, staged.splits.splits[number])
     set_variables(con, normalize_variables(config, build_time))
+    unchecked = bool(staged.splits.extensions)  # (each range checks them: run_stage_range)
     try:
-        _create_normalized(con, False)
+        _create_normalized(con, unchecked)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
@@ -307,7 +323,7 @@ def run_stage_split(
         rejects = storage_path(con, ranges_of(work), split_rejects_name(number))
         con.sql(read_sql("stage_rejects")).write_csv(rejects, header=True)
         per_host = host_counts(con, config.sites) if len(config.sites) > 1 else []
-        in_ranges = write_ranges(con, 0, work, progress, bounds=staged.splits.bounds, split=number)
+        in_ranges = write_ranges(con, 0, work, progress, bounds=staged.splits.bounds, split=number, unchecked=unchecked)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
     return SplitResult(rows - canonicals, valid, rejected, dropped, in_ranges, per_host, canonicals)
@@ -322,8 +338,13 @@ def run_stage_gather(
     progress = progress or Progress(enabled=False)
     if len(splits) != len(staged.splits.splits):
         raise StageError(f"{len(splits)} of this build's {len(staged.splits.splits)} input splits were read")
+    checked = staged.splits.extensions  # (the ranges' extension rejects join the splits' in stage_merge)
     try:
-        gather_rejects(work, len(splits))
+        names = [split_rejects_name(split) for split in range(len(splits))]
+        if checked:
+            join_csv(ranges_of(work), names, ranges_of(work), STAGE_SPLIT_REJECTS_NAME)
+        else:
+            join_csv(ranges_of(work), names, work, REJECTS_NAME)
     except OSError as exc:
         raise StageError(f"cannot gather the input splits' rejects in {work.url}: {first_line(exc)}") from None
     rejected: dict[str, int] = {}
@@ -345,20 +366,75 @@ def run_stage_gather(
                   f"{len(rows)} URL ranges")  # fmt: skip
     canonicals = sum(split.canonicals for split in splits)
     return _read_result(
-        work, rows_in, rejected, dropped, ranges=StageRanges(rows, valid, per_host), canonicals=canonicals
+        work,
+        rows_in,
+        rejected,
+        dropped,
+        ranges=StageRanges(rows, valid, per_host, extensions=checked),
+        canonicals=canonicals,
     )
 
 
 def run_stage_range(
-    config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    staged: StageResult,
+    part: int,
+    build_time: dt.datetime | None = None,
 ) -> None:
-    """Deduplicate and sort URL range `part` of a ranged stage (`staged.ranges`) in the work storage."""
-    assert staged.ranges is not None
+    """Deduplicate and sort URL range `part` of a ranged stage (`staged.ranges`) in the work storage. A split
+    stage's range whose rows carry their inline extensions unchecked checks them first (its pages are all
+    here), as of `build_time`: its extension rejects, hreflang report and counts go to the ranges folder,
+    where run_stage_merge gathers them."""
+    ranges = staged.ranges
+    assert ranges is not None
     set_variables(con, {"news_section": config.extensions.news_section})  # (sql/stage_dedupe.sql's one variable)
+
+    def check() -> None:
+        _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), set(ranges.extensions))
+
     try:
-        dedupe_range(con, work, part, staged.ranges.rows[part])
+        dedupe_range(con, work, part, ranges.rows[part], check if ranges.extensions else None)
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot deduplicate URL range {part} in {work.url}: {first_line(exc)}") from None
+
+
+def _check_range(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    part: int,
+    build_time: dt.datetime,
+    kinds: set[str],
+) -> None:
+    """The extension checks of one URL range's pages (the view dedupe_rows: every spelling of each of its URLs,
+    from all input splits): the tables page_ext and news_ext, and in the ranges folder its extension rejects
+    (as rows of the rejects file), hreflang report and counts (ExtensionResult and the dropped values)."""
+    ranges = ranges_of(work)
+    con.execute(read_sql("stage_range_normalized"))
+    set_variables(con, normalize_variables(config, build_time))
+    set_variables(con, {"source_labels": [source.label for source in config.sources]})
+    create_extension_views(con)  # (no extension source: their checks join across ranges)
+    # the view normalized_urls, which normalizes the extension URLs (run_extensions points `inventory` at them)
+    create_url_inventory_view(con, "normalized_rows")
+    con.execute(read_sql("stage_normalize"))
+    con.execute(read_sql("stage_duplicates"))
+    try:
+        result = _stage_extensions(config, con, build_time, kinds, ranges, _range_file("hreflang", part))
+        result.hreflang_path = ""  # (the merged report's, once gathered)
+    except SourceError as exc:
+        raise StageError(f"URL range {part}: {exc}") from None
+    rejects = storage_path(con, ranges, _range_file("rejects", part))
+    con.sql(read_sql("stage_range_ext_rejects")).write_csv(rejects, header=True)
+    dropped = dict(con.execute(read_sql("stage_range_ext_dropped")).fetchall())
+    counts = {"extensions": dataclasses.asdict(result), "dropped": dropped}
+    ranges.write_bytes(_range_file("counts", part), json.dumps(counts).encode())
+
+
+def _range_file(kind: str, part: int) -> str:
+    """A range's file of its extension checks in the ranges folder (constants.STAGE_RANGE_FILE)."""
+    return f"ext-{kind}-{part:05d}." + ("json" if kind == "counts" else "csv")
 
 
 def run_stage_merge(
@@ -380,7 +456,36 @@ def run_stage_merge(
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot index the staged snapshot in {work.url}: {first_line(exc)}") from None
     result = dataclasses.replace(staged, ranges=None)
+    if ranges.extensions:
+        _gather_range_checks(work, result, [part for part, rows in enumerate(ranges.rows) if rows or not part])
     return _finish(config, con, work, result, snapshot, ranges.valid, ranges.host_counts, progress, host_works)
+
+
+def _gather_range_checks(work: Storage, result: StageResult, parts: list[int]) -> None:
+    """A split stage's extension checks, made by its URL ranges `parts` (run_stage_range): their counts added
+    to `result`, their rejects after the splits' in the rejects file, their hreflang reports in one."""
+    ranges = ranges_of(work)
+    extensions = ExtensionResult()
+    dropped = dict(result.fields_dropped)
+    try:
+        for part in parts:
+            data = ranges.read_bytes(_range_file("counts", part))
+            if data is None:
+                raise StageError(
+                    f"URL range {part} of this build has no extension counts in {ranges.url}: run its stage_range "
+                    "step again"
+                )
+            counts = json.loads(data)
+            extensions.add(ExtensionResult(**counts["extensions"]))
+            for reason, n in counts["dropped"].items():
+                dropped[reason] = dropped.get(reason, 0) + n
+        rejects = [STAGE_SPLIT_REJECTS_NAME, *(_range_file("rejects", part) for part in parts)]
+        join_csv(ranges, rejects, work, REJECTS_NAME)
+        join_csv(ranges, [_range_file("hreflang", part) for part in parts], work, HREFLANG_NAME)
+    except OSError as exc:
+        raise StageError(f"cannot gather the URL ranges' extension checks in {work.url}: {first_line(exc)}") from None
+    extensions.hreflang_path = work.url_of(HREFLANG_NAME)
+    result.extensions, result.fields_dropped = extensions, dict(sorted(dropped.items()))
 
 
 def _finish(
@@ -448,20 +553,27 @@ def _create_normalized(con: duckdb.DuckDBPyConnection, extensions: bool) -> None
     con.execute(read_sql("stage_normalized_pages").format(excluded=excluded, nulls=nulls))
 
 
-def _stage_extensions(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    build_time: dt.datetime,
-    kinds: set[str],
-    progress: Progress,
-) -> ExtensionResult:
-    """Check and render the inventory's extensions (tables page_ext, news_ext, ext_rejects)."""
+def _refuse_text_format(config: StageSettings, kinds: set[str]) -> None:
+    """StageError when the site renders text sitemaps, which cannot hold the extensions `kinds`."""
     if config.text_format:
         raise StageError(
             f"the inventory carries {', '.join(sorted(kinds))}, which text sitemaps cannot hold; "
             'use render.format = "xml" or drop those columns'
         )
+
+
+def _stage_extensions(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    build_time: dt.datetime,
+    kinds: set[str],
+    folder: Storage,
+    hreflang_name: str = HREFLANG_NAME,
+    progress: Progress | None = None,
+) -> ExtensionResult:
+    """Check and render the extensions of the pages of `normalized` (tables page_ext, news_ext, ext_rejects),
+    with the hreflang report as `hreflang_name` in `folder`."""
+    _refuse_text_format(config, kinds)
     if "news" in kinds:
         (clash,) = con.execute(read_sql("stage_news_clash")).fetchall()[0]
         if clash:
@@ -469,12 +581,13 @@ def _stage_extensions(
                 f"{clash:,} page(s) are in section {config.extensions.news_section!r}, the news series' section; "
                 "set extensions.news_section to another name"
             )
-    progress.step(f"stage: checking {', '.join(sorted(kinds))}")
+    if progress is not None:
+        progress.step(f"stage: checking {', '.join(sorted(kinds))}")
     try:
-        result = run_extensions(config, con, build_time, storage_path(con, work, HREFLANG_NAME))
+        result = run_extensions(config, con, build_time, storage_path(con, folder, hreflang_name))
     except duckdb.Error as exc:
         raise SourceError(f"cannot read the extensions: {first_line(exc)}") from None
-    result.hreflang_path = work.url_of(HREFLANG_NAME)
+    result.hreflang_path = folder.url_of(hreflang_name)
     return result
 
 

@@ -3,6 +3,7 @@ snapshot, rejects and output as the one-pass query."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import random
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -27,7 +29,7 @@ from sitemap_ops.stage.result import InputSplit, SplitResult, StageResult
 from sitemap_ops.stage.sources import Inventory, create_inventory_view
 from sitemap_ops.stage.splits import list_splits, sample_pieces, split_bounds, survey
 from sitemap_ops.stage.stage import normalize_variables
-from tests.extensions.rich import SITE, alternates, write_rich
+from tests.extensions.rich import SCHEMA, SITE, alternates, video, write_rich
 from tests.helpers import (
     NOW,
     assert_schema_valid,
@@ -475,10 +477,73 @@ def test_the_ranges_sample_holds_the_rows_of_its_windows(tmp_path: Path, monkeyp
     assert sampled == sorted(expected)
 
 
-def test_an_inventory_with_extensions_is_read_in_one_piece(tmp_path: Path) -> None:
+def _inline_rows(seed: int, count: int) -> list[dict[str, Any]]:
+    """Pages with inline images, videos and news (no alternates), with what the checks drop: images on other
+    hosts, videos without a title or with a bad rating, news too old; and a fifth of the pages again, spelled
+    otherwise, with other images (the checks merge a page's rows wherever their input splits are)."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for i in range(count):
+        row: dict[str, Any] = {"loc": f"{SITE}/p/{rng.choice('abcdefgh')}/page-{i}", "lastmod": NOW}
+        if i % 2:
+            host = "www.example.com" if i % 7 else "elsewhere.example.org"
+            row["images"] = [f"https://{host}/img/{i}-{n}.jpg" for n in range(i % 4)]
+        if i % 5 == 0:
+            row["videos"] = [video(title="" if i % 15 == 0 else f"Video {i}", rating=6.0 if i % 25 == 0 else 4.0)]
+        if i % 11 == 0:
+            row["loc"] = f"{SITE}/news/story-{i}"
+            age = 100 if i % 3 == 0 else 2  # hours: past the default 48 hours, or recent
+            row |= {"news_publication": "The Example Times", "news_language": "en",
+                    "news_publication_date": NOW - dt.timedelta(hours=age), "news_title": f"Story {i}"}  # fmt: skip
+        rows.append(row)
+    for row in rng.sample(rows, count // 5):
+        again = {**row, "loc": row["loc"].replace("https://www.example.com", "HTTPS://WWW.EXAMPLE.COM")}
+        again["images"] = [f"{SITE}/img/again-{n}.jpg" for n in range(3)]
+        rows.append(again)
+    rng.shuffle(rows)
+    return rows
+
+
+def test_input_splits_check_inline_images_videos_and_news_as_one_piece_does(tmp_path: Path) -> None:
+    """Each URL range checks its own pages' inline extensions: the same sitemaps, counts, rejects and
+    assignment as the checks over all rows at once, with a page's rows in several input splits."""
+    schema = SCHEMA.remove(SCHEMA.get_field_index("alternates"))  # (a column of alternates keeps one piece)
+    table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in _inline_rows(31, 1800)], schema)
+    (tmp_path / "pages").mkdir()
+    for number in range(3):
+        part = table.slice(number * 800, 800)
+        pq.write_table(part, tmp_path / "pages" / f"part-{number}.parquet", row_group_size=200)
+    source = str(tmp_path / "pages" / "*.parquet")
+    pair = []
+    for splits in (1, 5):
+        root = tmp_path / f"s{splits}"
+        config = site_config(root, source, duckdb={"stage_splits": splits, "stage_partitions": 3})
+        staged = pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
+        assert (staged.splits is not None) == (splits > 1)
+        summary = run_build(config, now=NOW)
+        assert_schema_valid(Path(config.output))
+        pair.append((summary, Path(config.output)))
+    _assert_same_build(*pair)
+    extensions = [dataclasses.replace(s.stage.extensions, hreflang_path="") for s, _ in pair if s.stage.extensions]
+    assert len(extensions) == 2 and extensions[0] == extensions[1]
+    assert extensions[0].images and extensions[0].videos and extensions[0].news and extensions[0].news_too_old
+    dropped = pair[1][0].stage.fields_dropped
+    assert dropped["image_host_not_allowed"] and dropped["video_title_missing"] and dropped["video_rating_invalid"]
+    assert Path(pair[1][0].stage.extensions.hreflang_path).read_text().count("\n") == 1  # (its header: no alternates)
+    assert not list((Path(pair[1][0].work_dir) / "stage-ranges").glob("*"))
+
+
+def test_an_inventory_with_alternates_or_extension_sources_is_read_in_one_piece(tmp_path: Path) -> None:
     rows = [{"loc": f"{SITE}/en/page-{i}", "images": [f"{SITE}/img/{i}.jpg"]} for i in range(300)]
-    source = write_rich(tmp_path / "rich.parquet", rows)
+    source = write_rich(tmp_path / "rich.parquet", rows)  # (with a column of alternates, if empty)
     run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_splits": 4}), NOW)
+    staged = pipeline.stage_rows(run)
+    assert staged.splits is None and staged.staged == 300
+    images = {"page": [f"{SITE}/en/page-{i}" for i in range(9)], "image": [f"{SITE}/img/{i}.jpg" for i in range(9)]}
+    pq.write_table(pa.table(images), tmp_path / "images.parquet")
+    pages = write_inventory(tmp_path / "pages.parquet", [{"loc": f"{SITE}/en/page-{i}"} for i in range(300)])
+    sources = [{"path": pages}, {"path": str(tmp_path / "images.parquet"), "kind": "images"}]
+    run = pipeline.BuildRun.new(sources_config(tmp_path / "sources", sources, duckdb={"stage_splits": 4}), NOW)
     staged = pipeline.stage_rows(run)
     assert staged.splits is None and staged.staged == 300
 
