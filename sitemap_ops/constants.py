@@ -338,11 +338,13 @@ STAGE_RANGES_NAME = "stage-ranges"
 # (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits,
 # and the URLs the exclusion sources keep out, which every input split applies)
 STAGE_EXCLUSIONS_NAME = "exclusions.parquet"
+# A split stage's extension sources' rows go to the range of their page (src_<kind>-<range>-<n>.parquet).
 # A split stage whose ranges check their pages' extensions also hands over the splits' rejects joined
 # (STAGE_SPLIT_REJECTS_NAME) and, from each range, its extension rejects, hreflang report and counts
 # (ext-rejects-<range>.csv, ext-hreflang-<range>.csv, ext-counts-<range>.json), which stage_merge gathers.
 STAGE_SPLIT_REJECTS_NAME = "rejects-splits.csv"
 STAGE_RANGE_FILE = (
-    r"(rows|page_ext|news_ext)-\d{5}(-\d{5})?-\d+\.parquet|rejects-(\d{5}|splits)\.csv|exclusions\.parquet"
+    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news))-\d{5}(-\d{5})?-\d+\.parquet"
+    r"|rejects-(\d{5}|splits)\.csv|exclusions\.parquet"
     r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-counts-\d{5}\.json"
 )

@@ -105,45 +105,59 @@ def write_ranges(
     count, in range order. With `unchecked`, the rows keep every column (their extensions as they came, which
     each range checks: sql/stage_partition_raw.sql).
 
-    DuckDB writes them partitioned into its spill folder (the build's local scratch space); they then move
-    into the work folder (a rename when that is local), flat: <kind>-<range>-<n>.parquet, or
-    <kind>-<range>-<split>-<n>.parquet for input split `split` (sitemap_ops.stage.splits)."""
+    Flat files (write_by_range): <kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet for input
+    split `split` (sitemap_ops.stage.splits)."""
     if bounds is None:
         bounds = range_bounds([loc for (loc,) in con.execute(read_sql("stage_part_sample")).fetchall()], parts)
-    parts = len(bounds) + 1
+    expression = use_bounds(con, bounds)
+    rows_sql = "stage_partition_raw" if unchecked else "stage_partition"
+    queries = [(kind, read_sql(rows_sql if kind == "rows" else sql).format(part=expression, table=kind))
+               for kind, sql in _RANGE_KINDS]  # fmt: skip
+    tag = "" if split is None else f"-{split:05d}"
+    with progress.working(f"stage: writing the rows in {len(bounds) + 1} URL ranges", con.query_progress):
+        rows = write_by_range(con, queries, len(bounds) + 1, ranges_of(work), tag)["rows"]
+    if not rows[0]:
+        # range 0 always gets a rows file, if an empty one: its columns make the snapshot of a stage
+        # whose every range is empty (every row rejected), which plan then reports as such
+        path = os.path.join(scratch_folder(con), f"{STAGE_RANGES_NAME}-empty.parquet")
+        con.sql(queries[0][1]).limit(0).project("* EXCLUDE (part)").write_parquet(path)
+        ranges_of(work).move_in(path, f"rows-00000{tag}-0.parquet")
+    return rows
+
+
+def use_bounds(con: duckdb.DuckDBPyConnection, bounds: list[str]) -> str:
+    """The SQL expression numbering a row's URL range by its `loc`, for ranges cut at `bounds` (each range's
+    lowest URL but the first's; the variable part_bounds holds them)."""
     set_variables(con, {"part_bounds": bounds or [""]})
-    expression = part_expression(parts)
+    return part_expression(len(bounds) + 1)
+
+
+def write_by_range(
+    con: duckdb.DuckDBPyConnection, queries: list[tuple[str, str]], parts: int, ranges: Storage, tag: str = ""
+) -> dict[str, list[int]]:
+    """Write each (kind, query) of `queries` (its rows with their range in a column `part`, use_bounds) into the
+    ranges folder `ranges`, range by range: <kind>-<range><tag>-<n>.parquet; each kind's rows per range.
+
+    DuckDB writes them partitioned into its spill folder (the build's local scratch space); they then move
+    into the ranges folder (a rename when that is local)."""
     local = os.path.join(scratch_folder(con), STAGE_RANGES_NAME)
     shutil.rmtree(local, ignore_errors=True)
     os.makedirs(local)
-    ranges = ranges_of(work)
-    tag = "" if split is None else f"-{split:05d}"
-    rows = [0] * parts
+    counts = {kind: [0] * parts for kind, _ in queries}
     try:
-        with progress.working(f"stage: writing the rows in {parts} URL ranges", con.query_progress):
-            for kind, sql in _RANGE_KINDS:
-                sql = "stage_partition_raw" if unchecked and kind == "rows" else sql
-                query = read_sql(sql).format(part=expression, table=kind)
-                con.sql(query).write_parquet(os.path.join(local, kind), partition_by=["part"])
-        for kind, _ in _RANGE_KINDS:
+        for kind, query in queries:
+            con.sql(query).write_parquet(os.path.join(local, kind), partition_by=["part"])
+        for kind, _ in queries:
             folder = os.path.join(local, kind)
             for entry in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
                 part = int(entry.removeprefix("part="))
                 for index, name in enumerate(sorted(os.listdir(os.path.join(folder, entry)))):
                     path = os.path.join(folder, entry, name)
-                    if kind == "rows":
-                        rows[part] += pq.read_metadata(path).num_rows
+                    counts[kind][part] += pq.read_metadata(path).num_rows
                     ranges.move_in(path, f"{kind}-{part:05d}{tag}-{index}.parquet")
-        if not rows[0]:
-            # range 0 always gets a rows file, if an empty one: its columns make the snapshot of a stage
-            # whose every range is empty (every row rejected), which plan then reports as such
-            path = os.path.join(local, "empty.parquet")
-            query = read_sql("stage_partition_raw" if unchecked else "stage_partition").format(part=expression)
-            con.sql(query).limit(0).project("* EXCLUDE (part)").write_parquet(path)
-            ranges.move_in(path, f"rows-00000{tag}-0.parquet")
     finally:
         shutil.rmtree(local, ignore_errors=True)
-    return rows
+    return counts
 
 
 def dedupe_range(

@@ -54,7 +54,7 @@ INLINE_EXTENSIONS = (
     *((name, "VARCHAR") for name in NEWS_FIELDS),
 )
 # The views of the extension sources (`kind` images | alternates | videos | news) and their columns.
-_EXTENSION_VIEWS = {
+EXTENSION_VIEWS = {
     "images": ("ext_images_src", (("image", "VARCHAR"),)),
     "alternates": ("ext_alternates_src", (("hreflang", "VARCHAR"), ("href", "VARCHAR"))),
     "videos": ("ext_videos_src", (("video", VIDEO_TYPE),)),
@@ -345,7 +345,7 @@ def create_inventory_view(
     its Parquet files, or the rows of one file between two row numbers (the scan skips the other row groups)."""
     inventory = Inventory(labels=[s.label for s in sources])
     parts: list[str] = []
-    extension_parts: dict[str, list[str]] = {kind: [] for kind in _EXTENSION_VIEWS}
+    extension_parts: dict[str, list[str]] = {kind: [] for kind in EXTENSION_VIEWS}
     exclude_parts: list[str] = []
     for index, source in enumerate(sources):
         if split is not None and (source.kind != "pages" or index != split.source):
@@ -394,12 +394,18 @@ def create_inventory_view(
     return inventory
 
 
-def create_extension_views(con: duckdb.DuckDBPyConnection, parts: dict[str, list[str]] | None = None) -> None:
-    """The views of the extension sources (ext_images_src, ...) over their SELECTs (`parts`, by kind), each empty
-    without any (all of them without `parts`: a URL range checking its own pages' inline extensions)."""
-    for kind, (view, columns) in _EXTENSION_VIEWS.items():
+def create_extension_views(
+    con: duckdb.DuckDBPyConnection,
+    parts: dict[str, list[str]] | None = None,
+    files: dict[str, list[str]] | None = None,
+) -> None:
+    """The views of the extension sources (ext_images_src, ...) over their SELECTs (`parts`, by kind) or over
+    Parquet files of their rows (`files`: a URL range's, sql/stage_partition_src.sql), each empty without any."""
+    for kind, (view, columns) in EXTENSION_VIEWS.items():
         if parts and parts[kind]:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS " + "\nUNION ALL\n".join(parts[kind]))
+        elif files and files.get(kind):
+            con.read_parquet(files[kind]).create_view(view, replace=True)
         else:
             _empty_view(con, view, (("source", "INTEGER"), ("page_raw", "VARCHAR"), *columns))
 

@@ -37,9 +37,18 @@ from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_excluded, apply_exclusions, create_exclusions, load_split_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
-from sitemap_ops.stage.partitions import dedupe_range, index_ranges, part_count, ranges_of, write_ranges
+from sitemap_ops.stage.partitions import (
+    dedupe_range,
+    index_ranges,
+    part_count,
+    ranges_of,
+    use_bounds,
+    write_by_range,
+    write_ranges,
+)
 from sitemap_ops.stage.result import ExtensionResult, SplitResult, StageRanges, StageResult, StageSplits
 from sitemap_ops.stage.sources import (
+    EXTENSION_VIEWS,
     INLINE_EXTENSIONS,
     Inventory,
     create_extension_views,
@@ -143,8 +152,8 @@ def run_stage(
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     if min(config.splits, max_splits) > 1:
-        if inventory.extensions and not _checked_by_range(config, inventory):
-            progress.step("stage: the inventory has hreflang alternates or extension sources: read in one piece")
+        if inventory.extensions and not _checked_by_range(inventory):
+            progress.step("stage: the inventory has hreflang alternates: read in one piece")
         elif (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)) is not None:
             return split
     canonicals = 0
@@ -200,12 +209,11 @@ def run_stage(
     return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
-def _checked_by_range(config: StageSettings, inventory: Inventory) -> bool:
-    """Whether each URL range can check its own pages' extensions: only inline images, videos and news, whose
-    checks look at one page at a time. hreflang's look across pages (return links, clusters), and an extension
-    source's rows name their pages by raw URLs, which no range can route yet."""
-    separate = any(source.kind not in ("pages", "exclude") for source in config.sources)
-    return not separate and "alternates" not in inventory.extensions
+def _checked_by_range(inventory: Inventory) -> bool:
+    """Whether each URL range can check its own pages' extensions: images, videos and news, whose checks look at
+    one page at a time (an extension source's rows go to the range of their page's normalized URL). hreflang's
+    look across pages (return links, clusters)."""
+    return "alternates" not in inventory.extensions
 
 
 def _split_stage(
@@ -235,6 +243,10 @@ def _split_stage(
         if inventory.exclusions:
             with progress.working("stage: reading the exclusion sources", con.query_progress):
                 _write_exclusions(con, work)
+        sources = [kind for kind in EXTENSION_VIEWS if any(s.kind == kind for s in config.sources)]
+        if sources:
+            with progress.working(f"stage: routing the {', '.join(sources)} sources' rows", con.query_progress):
+                _write_extension_sources(con, work, bounds, sources)
         handed = StageSplits(splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions))
         return _read_result(work, 0, {}, {}, splits=handed)
     except duckdb.Error as exc:
@@ -255,6 +267,33 @@ def _write_exclusions(con: duckdb.DuckDBPyConnection, work: Storage) -> None:
         raise StageError(f"cannot write the exclusion sources' URLs to {work.url}: {first_line(exc)}") from None
     finally:
         con.execute("DROP TABLE IF EXISTS exclusions")
+
+
+def _write_extension_sources(
+    con: duckdb.DuckDBPyConnection, work: Storage, bounds: list[str], kinds: list[str]
+) -> None:
+    """The rows of a split stage's extension sources (`kinds`), each written to the ranges folder in the URL range
+    of its page (src_<kind>-<range>-<n>.parquet, sql/stage_partition_src.sql), where that range's checks read
+    them: their page URLs normalized as the checks normalize them."""
+    try:
+        con.execute(read_sql("stage_ext_src_pages"))
+        create_url_inventory_view(con, "ext_url_raw")
+        con.execute(read_sql("stage_normalize"))
+        set_variables(con, {"check_scope": False, "keep_raw": True})
+        try:
+            con.execute(read_sql("stage_ext_url_map"))
+        finally:
+            set_variables(con, {"check_scope": True, "keep_raw": False})
+        expression = use_bounds(con, bounds)
+        template = read_sql("stage_partition_src")
+        queries = [(f"src_{kind}", template.format(part=expression, view=EXTENSION_VIEWS[kind][0])) for kind in kinds]
+        ranges_of(work).makedirs()
+        write_by_range(con, queries, len(bounds) + 1, ranges_of(work))
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot write the extension sources' rows to {work.url}: {first_line(exc)}") from None
+    finally:
+        for table in ("ext_url_raw", "ext_url_map"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _read_result(
@@ -415,7 +454,11 @@ def _check_range(
     con.execute(read_sql("stage_range_normalized"))
     set_variables(con, normalize_variables(config, build_time))
     set_variables(con, {"source_labels": [source.label for source in config.sources]})
-    create_extension_views(con)  # (no extension source: their checks join across ranges)
+    # the extension sources' rows whose page is in this range (stage_rows routed them: _write_extension_sources)
+    present = sorted(ranges.list_details())
+    files = {kind: [storage_path(con, ranges, name) for name in present if name.startswith(f"src_{kind}-{part:05d}-")]
+             for kind in EXTENSION_VIEWS}  # fmt: skip
+    create_extension_views(con, files=files)
     # the view normalized_urls, which normalizes the extension URLs (run_extensions points `inventory` at them)
     create_url_inventory_view(con, "normalized_rows")
     con.execute(read_sql("stage_normalize"))

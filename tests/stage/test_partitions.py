@@ -533,16 +533,72 @@ def test_input_splits_check_inline_images_videos_and_news_as_one_piece_does(tmp_
     assert not list((Path(pair[1][0].work_dir) / "stage-ranges").glob("*"))
 
 
-def test_an_inventory_with_alternates_or_extension_sources_is_read_in_one_piece(tmp_path: Path) -> None:
+def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece_joins_them(tmp_path: Path) -> None:
+    """Images, videos and news in sources of their own, naming their pages in any spelling (or pages that are
+    not in the inventory, or not URLs): each row goes to its page's URL range, whose checks give the same
+    sitemaps, counts and rejects as the one piece's."""
+    rng = random.Random(41)
+    pages = [f"{SITE}/p/{rng.choice('abcdefgh')}/page-{i}" for i in range(1500)]
+    (tmp_path / "pages").mkdir()
+    for number in range(3):
+        rows = [{"loc": loc, "lastmod": NOW} for loc in pages[number * 500 : (number + 1) * 500]]
+        write_inventory(tmp_path / "pages" / f"part-{number}.parquet", rows, row_group_size=100)
+    named = [*rng.sample(pages, 600), f"{SITE}/not/a/page", "not a url", ""]
+    spelled = [page.replace("https://www.example.com", rng.choice([SITE, "HTTPS://WWW.EXAMPLE.COM"])) for page in named]
+    images = {"page": spelled, "image": [f"https://{'www.example.com' if i % 9 else 'other.org'}/i/{i}.jpg"
+                                          for i in range(len(spelled))]}  # fmt: skip
+    pq.write_table(pa.table(images), tmp_path / "images.parquet")
+    videos = {
+        "page": spelled[:200],
+        "thumbnail_loc": [f"{SITE}/t/{i}.jpg" for i in range(200)],
+        "title": ["" if i % 13 == 0 else f"Video {i}" for i in range(200)],
+        "description": ["About it"] * 200,
+        "content_loc": [f"{SITE}/v/{i}.mp4" for i in range(200)],
+    }
+    pq.write_table(pa.table(videos), tmp_path / "videos.parquet")
+    news = {
+        "page": spelled[300:360],
+        "news_publication": ["The Example Times"] * 60,
+        "news_language": ["en"] * 60,
+        "news_publication_date": [NOW - dt.timedelta(hours=2 if i % 4 else 90) for i in range(60)],
+        "news_title": [f"Story {i}" for i in range(60)],
+    }
+    pq.write_table(pa.table(news), tmp_path / "news.parquet")
+    sources = [
+        {"path": str(tmp_path / "pages" / "*.parquet")},
+        {"path": str(tmp_path / "images.parquet"), "kind": "images"},
+        {"path": str(tmp_path / "videos.parquet"), "kind": "videos"},
+        {"path": str(tmp_path / "news.parquet"), "kind": "news"},
+    ]
+    pair = []
+    for splits in (1, 4):
+        config = sources_config(
+            tmp_path / f"s{splits}", sources, duckdb={"stage_splits": splits, "stage_partitions": 3}
+        )
+        staged = pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
+        assert (staged.splits is not None) == (splits > 1)
+        summary = run_build(config, now=NOW)
+        assert_schema_valid(Path(config.output))
+        pair.append((summary, Path(config.output)))
+    _assert_same_build(*pair)
+    extensions = [dataclasses.replace(s.stage.extensions, hreflang_path="") for s, _ in pair if s.stage.extensions]
+    assert len(extensions) == 2 and extensions[0] == extensions[1]
+    assert extensions[0].images and extensions[0].videos and extensions[0].news and extensions[0].news_too_old
+    dropped = pair[1][0].stage.fields_dropped
+    assert dropped["image_page_not_in_inventory"] and dropped["image_host_not_allowed"]
+    assert dropped["video_title_missing"] and any(reason.startswith("image_page_") for reason in dropped)
+
+
+def test_an_inventory_with_alternates_is_read_in_one_piece(tmp_path: Path) -> None:
     rows = [{"loc": f"{SITE}/en/page-{i}", "images": [f"{SITE}/img/{i}.jpg"]} for i in range(300)]
     source = write_rich(tmp_path / "rich.parquet", rows)  # (with a column of alternates, if empty)
     run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_splits": 4}), NOW)
     staged = pipeline.stage_rows(run)
     assert staged.splits is None and staged.staged == 300
-    images = {"page": [f"{SITE}/en/page-{i}" for i in range(9)], "image": [f"{SITE}/img/{i}.jpg" for i in range(9)]}
-    pq.write_table(pa.table(images), tmp_path / "images.parquet")
+    links = {"page": [f"{SITE}/en/page-{i}" for i in range(9)], "hreflang": ["en"] * 9}
+    pq.write_table(pa.table({**links, "href": links["page"]}), tmp_path / "alternates.parquet")
     pages = write_inventory(tmp_path / "pages.parquet", [{"loc": f"{SITE}/en/page-{i}"} for i in range(300)])
-    sources = [{"path": pages}, {"path": str(tmp_path / "images.parquet"), "kind": "images"}]
+    sources = [{"path": pages}, {"path": str(tmp_path / "alternates.parquet"), "kind": "alternates"}]
     run = pipeline.BuildRun.new(sources_config(tmp_path / "sources", sources, duckdb={"stage_splits": 4}), NOW)
     staged = pipeline.stage_rows(run)
     assert staged.splits is None and staged.staged == 300
