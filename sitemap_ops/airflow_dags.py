@@ -320,6 +320,18 @@ def _stage_range(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
     _step(lambda: _pipeline().stage_range(_build_run(config), StageResult.from_dict(staged), part))
 
 
+def _hreflang_parts(staged: dict[str, Any]) -> list[int]:
+    """The URL ranges hreflang's keyed pass checks (none unless a split stage's pages carry alternates)."""
+    ranges = StageResult.from_dict(staged).ranges
+    return ranges.hreflang_parts() if ranges else []
+
+
+def _stage_hreflang(config: SiteConfig, part: int) -> None:
+    """The stage_hreflang task's work: the hreflang links that point into one URL range, checked there."""
+    get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
+    _step(lambda: _pipeline().stage_hreflang(_build_run(config), part))
+
+
 def _stage_merge(config: SiteConfig, staged: dict[str, Any]) -> dict[str, Any]:
     """The stage_merge task's work: the snapshot's index over the ranges' files (stage's own result when it
     wrote the snapshot)."""
@@ -703,8 +715,9 @@ def _render_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
 
 def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_params: bool) -> Any:
     """The stage's tasks (stage -> stage_split, mapped over the input splits stage left, if any ->
-    stage_gather -> stage_range, mapped over the URL ranges, if any -> stage_merge); the XComArg of the
-    finished stage result."""
+    stage_gather -> stage_range, mapped over the URL ranges, if any -> stage_hreflang, mapped over the ranges
+    whose hreflang links a split stage checks, if any -> stage_merge); the XComArg of the finished stage
+    result."""
     af = config.airflow
 
     @task(**io_retries, **_task_args(af, "stage", af.source_pool))
@@ -751,7 +764,23 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
         """Deduplicate and sort one URL range of a ranged stage into its file of the snapshot (work folder)."""
         _stage_range(config, staged, part)
 
-    # runs when stage_range was skipped (no ranges: mapped over nothing), never when a range failed
+    @task
+    def stage_hreflang_ranges(staged: dict[str, Any], ranged: Any = None) -> list[int]:
+        """The URL ranges hreflang's keyed pass checks, once every range is deduplicated (none unless a split
+        stage's pages carry alternates)."""
+        return _hreflang_parts(staged)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_hreflang"),
+        doc_md="Check the hreflang links that point into one URL range of the inventory.",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_hreflang(part: int) -> None:
+        """hreflang's keyed pass over one URL range: the links that point into it, checked there."""
+        _stage_hreflang(config, part)
+
+    # runs when stage_range or stage_hreflang was skipped (mapped over nothing), never when one failed
     @task(**io_retries, **_task_args(af, "stage_merge"), trigger_rule="none_failed")
     def stage_merge(staged: dict[str, Any], ranged: Any = None) -> dict[str, Any]:
         """The staged snapshot's index over the deduplicated URL ranges' files (stage's own result when it
@@ -762,7 +791,8 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
     read = stage_split.partial(staged=prepared).expand(number=stage_splits(prepared))
     gathered: Any = stage_gather(prepared, read)  # (an XComArg that stands for the dict)
     ranged = stage_range.partial(staged=gathered).expand(part=stage_ranges(gathered))
-    return stage_merge(gathered, ranged)
+    checked = stage_hreflang.expand(part=stage_hreflang_ranges(gathered, ranged))
+    return stage_merge(gathered, checked)
 
 
 def _add_plan_tasks(config: SiteConfig, io_retries: dict[str, Any], staged: Any) -> Any:

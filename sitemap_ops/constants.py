@@ -341,10 +341,14 @@ STAGE_EXCLUSIONS_NAME = "exclusions.parquet"
 # A split stage's extension sources' rows go to the range of their page (src_<kind>-<range>-<n>.parquet).
 # A split stage whose ranges check their pages' extensions also hands over the splits' rejects joined
 # (STAGE_SPLIT_REJECTS_NAME) and, from each range, its extension rejects, hreflang report and counts
-# (ext-rejects-<range>.csv, ext-hreflang-<range>.csv, ext-counts-<range>.json), which stage_merge gathers.
+# (ext-rejects-<range>.csv, ext-counts-<range>.json) and its hreflang report and problems
+# (ext-hreflang-<range>.csv, ext-issues-<range>.json), which stage_merge gathers. With hreflang alternates,
+# each range writes its links by the range of the URL each points at (alt_edges-<to>-<from>-<n>.parquet),
+# its links as hashes and its pages without a link to themselves (alt-links-<range>.parquet,
+# alt-self-<range>.parquet), and a stage_hreflang step per range then writes its report and problems.
 STAGE_SPLIT_REJECTS_NAME = "rejects-splits.csv"
 STAGE_RANGE_FILE = (
-    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news))-\d{5}(-\d{5})?-\d+\.parquet"
+    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news)|alt_edges)-\d{5}(-\d{5})?-\d+\.parquet"
     r"|rejects-(\d{5}|splits)\.csv|exclusions\.parquet"
-    r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-counts-\d{5}\.json"
+    r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json|alt-(links|self)-\d{5}\.parquet"
 )

@@ -51,7 +51,14 @@ from sitemap_ops.render.render import RenderedShard, render_shards
 from sitemap_ops.report.report import config_digest, gather, write_report
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.result import SplitResult, StageResult
-from sitemap_ops.stage.stage import run_stage, run_stage_gather, run_stage_merge, run_stage_range, run_stage_split
+from sitemap_ops.stage.stage import (
+    run_stage,
+    run_stage_gather,
+    run_stage_hreflang,
+    run_stage_merge,
+    run_stage_range,
+    run_stage_split,
+)
 from sitemap_ops.storage import Storage
 from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, prune_work, work_root
 
@@ -111,7 +118,8 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
 def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file):
     stage_rows, then stage_split for each input split it left and stage_gather, then stage_range for each URL
-    range, then stage_merge, in this process."""
+    range (and stage_hreflang for each, when a split stage's pages carry alternates), then stage_merge, in this
+    process."""
     staged = stage_rows(run, progress)
     if staged.splits is not None:
         if progress is not None:
@@ -130,6 +138,13 @@ def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
         stage_range(run, staged, part)
         if progress is not None:
             progress.advance()
+    if checked := staged.ranges.hreflang_parts():
+        if progress is not None:
+            progress.start("stage: checking the hreflang links by range", len(checked))
+        for part in checked:
+            stage_hreflang(run, part)
+            if progress is not None:
+                progress.advance()
     return stage_merge(run, staged, progress)
 
 
@@ -174,6 +189,14 @@ def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:
     work = open_work(run.config, run.build_id)
     with duckdb_session(run.config, work) as con:
         run_stage_range(run.config.stage_settings(), con, work, staged, part, run.now)
+
+
+def stage_hreflang(run: BuildRun, part: int) -> None:
+    """hreflang's keyed pass over one URL range of a split stage (stage.hreflang_parts), once every range is
+    deduplicated: the links that point into it checked there, its part of the hreflang report."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_hreflang(con, work, part)
 
 
 def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> StageResult:

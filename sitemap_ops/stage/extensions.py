@@ -138,12 +138,14 @@ def _complete_alternates(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def run_extensions(
-    config: StageSettings, con: duckdb.DuckDBPyConnection, build_time: dt.datetime, hreflang_path: str
+    config: StageSettings, con: duckdb.DuckDBPyConnection, build_time: dt.datetime, hreflang_path: str | None
 ) -> ExtensionResult:
     """Check and render the extensions of the staged pages (the tables page_ext, news_ext, ext_rejects).
 
     Needs the temp table `normalized` and the extension source views; writes the hreflang report to
-    `hreflang_path` (a path DuckDB can write).
+    `hreflang_path` (a path DuckDB can write). Without `hreflang_path`, the hreflang checks, which look across
+    pages, are left to the keyed pass of a split stage (sitemap_ops.stage.hreflang): the alternates are
+    published as found.
     """
     con.execute(read_sql("stage_ext_sets"))
     con.execute(read_sql("stage_ext_collect"))
@@ -158,6 +160,9 @@ def run_extensions(
     con.execute(read_sql("stage_ext_resolve"))
 
     result = ExtensionResult()
+    if hreflang_path is None:
+        con.execute("CREATE OR REPLACE TEMP VIEW alt_final AS SELECT * FROM ext_alt_edges")
+        return _render(con, result)
     con.execute("CREATE OR REPLACE TEMP VIEW alt_checked_edges AS SELECT * FROM ext_alt_edges")
     con.execute(read_sql("stage_hreflang_edges"))
     con.execute(read_sql("stage_hreflang_check"))
@@ -181,7 +186,11 @@ def run_extensions(
         report = "stage_hreflang_report"
     con.sql(read_sql(report)).write_csv(hreflang_path, header=True)
     result.hreflang_path = hreflang_path
+    return _render(con, result)
 
+
+def _render(con: duckdb.DuckDBPyConnection, result: ExtensionResult) -> ExtensionResult:
+    """Each page's extension XML (page_ext, news_ext, over the view alt_final) and the video and news counts."""
     con.execute(read_sql("stage_ext_xml"))
     row = con.execute(read_sql("stage_ext_counts")).fetchall()[0]
     result.videos, result.news, result.news_too_old = (int(v) for v in row)

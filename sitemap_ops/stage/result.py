@@ -46,8 +46,19 @@ class StageRanges:
     valid: int  # the valid rows in all (the duplicates are those the merged snapshot does not keep)
     # a multi-host site: each host's counts (sitemap_ops.stage.hosts.host_counts, the valid rows under "")
     host_counts: list[dict[str, int]] = field(default_factory=list)
-    # a split stage's: the inline extension kinds its rows carry unchecked, which each range checks for its pages
+    # a split stage's: the extension kinds its rows carry unchecked, which each range checks for its pages, and
+    # the ranges' lower bounds (hreflang's keyed pass sends each link to the range of the URL it points at)
     extensions: list[str] = field(default_factory=list)
+    bounds: list[str] = field(default_factory=list)
+
+    def written(self) -> list[int]:
+        """The ranges with a file of the snapshot once deduplicated (range 0 always, the others when not empty)."""
+        return [part for part, rows in enumerate(self.rows) if rows or not part]
+
+    def hreflang_parts(self) -> list[int]:
+        """The ranges hreflang's keyed pass checks (stage_hreflang, once every range is deduplicated): all of a
+        split stage's ranges whose rows carry alternates, none otherwise."""
+        return self.written() if "alternates" in self.extensions else []
 
 
 @dataclass

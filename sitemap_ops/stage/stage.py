@@ -37,6 +37,7 @@ from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_excluded, apply_exclusions, create_exclusions, load_split_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
+from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, write_range_links
 from sitemap_ops.stage.partitions import (
     dedupe_range,
     index_ranges,
@@ -152,8 +153,8 @@ def run_stage(
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     if min(config.splits, max_splits) > 1:
-        if inventory.extensions and not _checked_by_range(inventory):
-            progress.step("stage: the inventory has hreflang alternates: read in one piece")
+        if inventory.extensions and not _checked_by_range(config, inventory):
+            progress.step("stage: hreflang clusters are completed (extensions.complete_alternates): read in one piece")
         elif (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)) is not None:
             return split
     canonicals = 0
@@ -209,11 +210,12 @@ def run_stage(
     return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
-def _checked_by_range(inventory: Inventory) -> bool:
-    """Whether each URL range can check its own pages' extensions: images, videos and news, whose checks look at
-    one page at a time (an extension source's rows go to the range of their page's normalized URL). hreflang's
-    look across pages (return links, clusters)."""
-    return "alternates" not in inventory.extensions
+def _checked_by_range(config: StageSettings, inventory: Inventory) -> bool:
+    """Whether each URL range can check its own pages' extensions: images, videos and news look at one page at
+    a time (an extension source's rows go to the range of their page's normalized URL), hreflang's return
+    links at the page linked to (each link goes to that page's range: sitemap_ops.stage.hreflang). Completing
+    hreflang clusters joins across all pages: it keeps the inventory in one piece."""
+    return "alternates" not in inventory.extensions or not config.extensions.complete_alternates
 
 
 def _split_stage(
@@ -409,7 +411,7 @@ def run_stage_gather(
         rows_in,
         rejected,
         dropped,
-        ranges=StageRanges(rows, valid, per_host, extensions=checked),
+        ranges=StageRanges(rows, valid, per_host, extensions=checked, bounds=staged.splits.bounds if checked else []),
         canonicals=canonicals,
     )
 
@@ -431,7 +433,8 @@ def run_stage_range(
     set_variables(con, {"news_section": config.extensions.news_section})  # (sql/stage_dedupe.sql's one variable)
 
     def check() -> None:
-        _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), set(ranges.extensions))
+        when = build_time or dt.datetime.now(dt.UTC)
+        _check_range(config, con, work, part, when, set(ranges.extensions), ranges.bounds)
 
     try:
         dedupe_range(con, work, part, ranges.rows[part], check if ranges.extensions else None)
@@ -446,10 +449,12 @@ def _check_range(
     part: int,
     build_time: dt.datetime,
     kinds: set[str],
+    bounds: list[str],
 ) -> None:
     """The extension checks of one URL range's pages (the view dedupe_rows: every spelling of each of its URLs,
     from all input splits): the tables page_ext and news_ext, and in the ranges folder its extension rejects
-    (as rows of the rejects file), hreflang report and counts (ExtensionResult and the dropped values)."""
+    (as rows of the rejects file), its counts (ExtensionResult and the dropped values) and, with alternates,
+    its links by the range of the URL each points at (`bounds`: the ranges' lower bounds)."""
     ranges = ranges_of(work)
     con.execute(read_sql("stage_range_normalized"))
     set_variables(con, normalize_variables(config, build_time))
@@ -464,8 +469,12 @@ def _check_range(
     con.execute(read_sql("stage_normalize"))
     con.execute(read_sql("stage_duplicates"))
     try:
-        result = _stage_extensions(config, con, build_time, kinds, ranges, _range_file("hreflang", part))
-        result.hreflang_path = ""  # (the merged report's, once gathered)
+        # (hreflang's checks look across ranges: their keyed pass, write_range_links and check_range_links)
+        result = _stage_extensions(config, con, build_time, kinds, ranges, None)
+        if "alternates" in kinds:
+            write_range_links(con, work, part, bounds)
+        else:  # (no link: the range's report is empty)
+            _hreflang_report(con, work, part, None)
     except SourceError as exc:
         raise StageError(f"URL range {part}: {exc}") from None
     rejects = storage_path(con, ranges, _range_file("rejects", part))
@@ -476,8 +485,27 @@ def _check_range(
 
 
 def _range_file(kind: str, part: int) -> str:
-    """A range's file of its extension checks in the ranges folder (constants.STAGE_RANGE_FILE)."""
-    return f"ext-{kind}-{part:05d}." + ("json" if kind == "counts" else "csv")
+    """A range's file of its extension checks in the ranges folder (constants.STAGE_RANGE_FILE): its rejects,
+    counts, or hreflang problems by kind (its hreflang report: hreflang.HREFLANG_PART)."""
+    return f"ext-{kind}-{part:05d}." + ("csv" if kind == "rejects" else "json")
+
+
+def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, part: int) -> None:
+    """hreflang's keyed pass over URL range `part` (StageRanges.hreflang_parts), once every range wrote its
+    links: its part of the hreflang report and its problems by kind, in the ranges folder
+    (sitemap_ops.stage.hreflang)."""
+    try:
+        _hreflang_report(con, work, part, storage_path(con, work, STAGED_PART_NAME.format(index=part)))
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(
+            f"cannot check the hreflang links of URL range {part} in {work.url}: {first_line(exc)}"
+        ) from None
+
+
+def _hreflang_report(con: duckdb.DuckDBPyConnection, work: Storage, part: int, staged_file: str | None) -> None:
+    """Range `part`'s part of the hreflang report and its problems by kind (ext-issues-<range>.json)."""
+    issues = check_range_links(con, work, part, staged_file)
+    ranges_of(work).write_bytes(_range_file("issues", part), json.dumps(issues).encode())
 
 
 def run_stage_merge(
@@ -500,31 +528,36 @@ def run_stage_merge(
         raise StageError(f"cannot index the staged snapshot in {work.url}: {first_line(exc)}") from None
     result = dataclasses.replace(staged, ranges=None)
     if ranges.extensions:
-        _gather_range_checks(work, result, [part for part, rows in enumerate(ranges.rows) if rows or not part])
+        _gather_range_checks(work, result, ranges.written(), "alternates" in ranges.extensions)
     return _finish(config, con, work, result, snapshot, ranges.valid, ranges.host_counts, progress, host_works)
 
 
-def _gather_range_checks(work: Storage, result: StageResult, parts: list[int]) -> None:
-    """A split stage's extension checks, made by its URL ranges `parts` (run_stage_range): their counts added
-    to `result`, their rejects after the splits' in the rejects file, their hreflang reports in one."""
+def _gather_range_checks(work: Storage, result: StageResult, parts: list[int], alternates: bool) -> None:
+    """A split stage's extension checks, made by its URL ranges `parts` (run_stage_range, and run_stage_hreflang
+    with `alternates`): their counts added to `result`, their rejects after the splits' in the rejects file,
+    their hreflang reports in one."""
     ranges = ranges_of(work)
     extensions = ExtensionResult()
     dropped = dict(result.fields_dropped)
+
+    def read(kind: str, part: int) -> Any:
+        data = ranges.read_bytes(_range_file(kind, part))
+        if data is None:
+            step = "stage_hreflang" if kind == "issues" and alternates else "stage_range"
+            raise StageError(
+                f"URL range {part} of this build has no extension {kind} in {ranges.url}: run its {step} step again"
+            )
+        return json.loads(data)
+
     try:
         for part in parts:
-            data = ranges.read_bytes(_range_file("counts", part))
-            if data is None:
-                raise StageError(
-                    f"URL range {part} of this build has no extension counts in {ranges.url}: run its stage_range "
-                    "step again"
-                )
-            counts = json.loads(data)
-            extensions.add(ExtensionResult(**counts["extensions"]))
+            counts = read("counts", part)
+            extensions.add(ExtensionResult(**{**counts["extensions"], "hreflang_issues": read("issues", part)}))
             for reason, n in counts["dropped"].items():
                 dropped[reason] = dropped.get(reason, 0) + n
         rejects = [STAGE_SPLIT_REJECTS_NAME, *(_range_file("rejects", part) for part in parts)]
         join_csv(ranges, rejects, work, REJECTS_NAME)
-        join_csv(ranges, [_range_file("hreflang", part) for part in parts], work, HREFLANG_NAME)
+        join_csv(ranges, [HREFLANG_PART.format(index=part) for part in parts], work, HREFLANG_NAME)
     except OSError as exc:
         raise StageError(f"cannot gather the URL ranges' extension checks in {work.url}: {first_line(exc)}") from None
     extensions.hreflang_path = work.url_of(HREFLANG_NAME)
@@ -611,11 +644,11 @@ def _stage_extensions(
     build_time: dt.datetime,
     kinds: set[str],
     folder: Storage,
-    hreflang_name: str = HREFLANG_NAME,
+    hreflang_name: str | None = HREFLANG_NAME,
     progress: Progress | None = None,
 ) -> ExtensionResult:
     """Check and render the extensions of the pages of `normalized` (tables page_ext, news_ext, ext_rejects),
-    with the hreflang report as `hreflang_name` in `folder`."""
+    with the hreflang report as `hreflang_name` in `folder` (None: no hreflang check, a URL range's)."""
     _refuse_text_format(config, kinds)
     if "news" in kinds:
         (clash,) = con.execute(read_sql("stage_news_clash")).fetchall()[0]
@@ -627,10 +660,11 @@ def _stage_extensions(
     if progress is not None:
         progress.step(f"stage: checking {', '.join(sorted(kinds))}")
     try:
-        result = run_extensions(config, con, build_time, storage_path(con, folder, hreflang_name))
+        path = storage_path(con, folder, hreflang_name) if hreflang_name else None
+        result = run_extensions(config, con, build_time, path)
     except duckdb.Error as exc:
         raise SourceError(f"cannot read the extensions: {first_line(exc)}") from None
-    result.hreflang_path = folder.url_of(hreflang_name)
+    result.hreflang_path = folder.url_of(hreflang_name) if hreflang_name else ""
     return result
 
 

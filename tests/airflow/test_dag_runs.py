@@ -343,12 +343,21 @@ def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site
     import pyarrow.parquet as pq
 
     folder, db, s3 = site
-    # 3 Parquet files on S3, read through the storage connection; each page also in another spelling
+    # 3 Parquet files on S3, read through the storage connection; each page also in another spelling, and
+    # each lists itself and its partner 60 pages on as hreflang alternates (9 pages do not list theirs back)
+    link = pa.struct([("hreflang", pa.string()), ("href", pa.string())])
+
+    def links(i: int) -> list[dict[str, str]]:
+        own = [{"hreflang": "en", "href": f"{SITE}/q/{i}"}]
+        return own if i < 60 and i % 7 == 0 else [*own, {"hreflang": "de", "href": f"{SITE}/q/{(i + 60) % 120}"}]
+
     for number in range(3):
         pages = range(number * 40, number * 40 + 40)
+        numbers = [*pages, *(i for i in pages if i % 4 == 0)]
         locs = [f"{SITE}/q/{i}" for i in pages] + [f"HTTPS://WWW.EXAMPLE.COM/q/{i}" for i in pages if i % 4 == 0]
+        table = pa.table({"loc": locs, "alternates": pa.array([links(i) for i in numbers], pa.list_(link))})
         buffer = io.BytesIO()
-        pq.write_table(pa.table({"loc": locs}), buffer, row_group_size=20)
+        pq.write_table(table, buffer, row_group_size=20)
         s3.client.put_object(Bucket=s3.bucket, Key=f"inventory/part-{number}.parquet", Body=buffer.getvalue())
     (folder / "shop.toml").write_text(
         f"""name = "shop"
@@ -379,10 +388,15 @@ retry_delay_seconds = 1
     assert splits == ["input split 0", "input split 1"]
     ranges = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_range")
     assert ranges == ["URL range 0", "URL range 1"]
+    # hreflang's keyed pass: a task per range checks the links that point into it
+    checked = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_hreflang")
+    assert checked == ["URL range 0", "URL range 1"]
     assert _published_locs(s3, "split") == {f"{SITE}/q/{i}" for i in range(120)}
     tis = {ti.task_id: ti for ti in run.get_task_instances() if ti.map_index < 1}
     staged = tis["stage_merge"].xcom_pull(task_ids="stage_merge")
     assert (staged["rows_in"], staged["staged"], staged["duplicates"]) == (150, 120, 30)
+    assert staged["extensions"]["hreflang_issues"] == {"missing_return_link": 9}
+    assert staged["extensions"]["alternates"] == 2 * 120 - 9
     assert staged["splits"] is None and staged["ranges"] is None
     # each split's XCom is its counts; the work folder keeps no split or range file once merged
     assert {

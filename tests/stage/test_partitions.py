@@ -477,6 +477,23 @@ def test_the_ranges_sample_holds_the_rows_of_its_windows(tmp_path: Path, monkeyp
     assert sampled == sorted(expected)
 
 
+def _whole_and_split(configs: list[Any]) -> tuple[list[tuple[Any, Path]], Any]:
+    """Build the site of each config (the same sources, in one piece and in input splits): each stage split as
+    configured, the same sitemaps, assignment, counts and rejects (_assert_same_build) and extension counts;
+    the builds and their extension counts."""
+    pair = []
+    for config in configs:
+        staged = pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
+        assert (staged.splits is not None) == (config.duckdb.stage_splits > 1)
+        summary = run_build(config, now=NOW)
+        assert_schema_valid(Path(config.output))
+        pair.append((summary, Path(config.output)))
+    _assert_same_build(*pair)
+    extensions = [dataclasses.replace(s.stage.extensions, hreflang_path="") for s, _ in pair if s.stage.extensions]
+    assert len(extensions) == 2 and extensions[0] == extensions[1]
+    return pair, extensions[0]
+
+
 def _inline_rows(seed: int, count: int) -> list[dict[str, Any]]:
     """Pages with inline images, videos and news (no alternates), with what the checks drop: images on other
     hosts, videos without a title or with a bad rating, news too old; and a fifth of the pages again, spelled
@@ -514,19 +531,10 @@ def test_input_splits_check_inline_images_videos_and_news_as_one_piece_does(tmp_
         part = table.slice(number * 800, 800)
         pq.write_table(part, tmp_path / "pages" / f"part-{number}.parquet", row_group_size=200)
     source = str(tmp_path / "pages" / "*.parquet")
-    pair = []
-    for splits in (1, 5):
-        root = tmp_path / f"s{splits}"
-        config = site_config(root, source, duckdb={"stage_splits": splits, "stage_partitions": 3})
-        staged = pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
-        assert (staged.splits is not None) == (splits > 1)
-        summary = run_build(config, now=NOW)
-        assert_schema_valid(Path(config.output))
-        pair.append((summary, Path(config.output)))
-    _assert_same_build(*pair)
-    extensions = [dataclasses.replace(s.stage.extensions, hreflang_path="") for s, _ in pair if s.stage.extensions]
-    assert len(extensions) == 2 and extensions[0] == extensions[1]
-    assert extensions[0].images and extensions[0].videos and extensions[0].news and extensions[0].news_too_old
+    pair, found = _whole_and_split(
+        [site_config(tmp_path / f"s{n}", source, duckdb={"stage_splits": n, "stage_partitions": 3}) for n in (1, 5)]
+    )
+    assert found.images and found.videos and found.news and found.news_too_old
     dropped = pair[1][0].stage.fields_dropped
     assert dropped["image_host_not_allowed"] and dropped["video_title_missing"] and dropped["video_rating_invalid"]
     assert Path(pair[1][0].stage.extensions.hreflang_path).read_text().count("\n") == 1  # (its header: no alternates)
@@ -534,9 +542,9 @@ def test_input_splits_check_inline_images_videos_and_news_as_one_piece_does(tmp_
 
 
 def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece_joins_them(tmp_path: Path) -> None:
-    """Images, videos and news in sources of their own, naming their pages in any spelling (or pages that are
-    not in the inventory, or not URLs): each row goes to its page's URL range, whose checks give the same
-    sitemaps, counts and rejects as the one piece's."""
+    """Images, videos, news and alternates in sources of their own, naming their pages in any spelling (or pages
+    that are not in the inventory, or not URLs): each row goes to its page's URL range, whose checks give the
+    same sitemaps, counts, rejects and hreflang report as the one piece's."""
     rng = random.Random(41)
     pages = [f"{SITE}/p/{rng.choice('abcdefgh')}/page-{i}" for i in range(1500)]
     (tmp_path / "pages").mkdir()
@@ -564,44 +572,89 @@ def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece
         "news_title": [f"Story {i}" for i in range(60)],
     }
     pq.write_table(pa.table(news), tmp_path / "news.parquet")
+    # pairs of pages that list each other (or, every third pair, only one of them lists the other)
+    links: list[tuple[str, str, str]] = []
+    for n in range(50):
+        one, other = spelled[400 + 2 * n], spelled[401 + 2 * n]
+        links += [(one, "en", one), (one, "de", other), (other, "de", other)] + ([(other, "en", one)] if n % 3 else [])
+    columns = {name: [link[i] for link in links] for i, name in enumerate(("page", "hreflang", "href"))}
+    pq.write_table(pa.table(columns), tmp_path / "alternates.parquet")
     sources = [
         {"path": str(tmp_path / "pages" / "*.parquet")},
         {"path": str(tmp_path / "images.parquet"), "kind": "images"},
         {"path": str(tmp_path / "videos.parquet"), "kind": "videos"},
         {"path": str(tmp_path / "news.parquet"), "kind": "news"},
+        {"path": str(tmp_path / "alternates.parquet"), "kind": "alternates"},
     ]
-    pair = []
-    for splits in (1, 4):
-        config = sources_config(
-            tmp_path / f"s{splits}", sources, duckdb={"stage_splits": splits, "stage_partitions": 3}
-        )
-        staged = pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
-        assert (staged.splits is not None) == (splits > 1)
-        summary = run_build(config, now=NOW)
-        assert_schema_valid(Path(config.output))
-        pair.append((summary, Path(config.output)))
-    _assert_same_build(*pair)
-    extensions = [dataclasses.replace(s.stage.extensions, hreflang_path="") for s, _ in pair if s.stage.extensions]
-    assert len(extensions) == 2 and extensions[0] == extensions[1]
-    assert extensions[0].images and extensions[0].videos and extensions[0].news and extensions[0].news_too_old
+    settings = [{"stage_splits": n, "stage_partitions": 3} for n in (1, 4)]
+    pair, found = _whole_and_split(
+        [sources_config(tmp_path / f"s{s['stage_splits']}", sources, duckdb=s) for s in settings]
+    )
+    assert found.images and found.videos and found.news and found.news_too_old
     dropped = pair[1][0].stage.fields_dropped
     assert dropped["image_page_not_in_inventory"] and dropped["image_host_not_allowed"]
     assert dropped["video_title_missing"] and any(reason.startswith("image_page_") for reason in dropped)
+    assert found.alternates and found.hreflang_issues["missing_return_link"]
+    reports = [Path(s.stage.extensions.hreflang_path).read_text() for s, _ in pair if s.stage.extensions]
+    assert reports[0] == reports[1]
 
 
-def test_an_inventory_with_alternates_is_read_in_one_piece(tmp_path: Path) -> None:
-    rows = [{"loc": f"{SITE}/en/page-{i}", "images": [f"{SITE}/img/{i}.jpg"]} for i in range(300)]
-    source = write_rich(tmp_path / "rich.parquet", rows)  # (with a column of alternates, if empty)
-    run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_splits": 4}), NOW)
+def _hreflang_rows(count: int) -> list[dict[str, Any]]:
+    """hreflang clusters of three pages (en, de, fr) with what the checks report: a de page that does not list
+    its fr page back, en pages that do not list themselves, pages listed twice in two spellings, a set that
+    gives one code two pages, invalid codes, links to URLs that are no page of the site."""
+    rows: list[dict[str, Any]] = []
+    for i in range(count):
+        group = f"guide-{i}"
+        for lang in ("en", "de", "fr"):
+            links = alternates(group, ("en", "de", "fr"))
+            if lang == "de" and i % 5 == 0:
+                links = [link for link in links if link["hreflang"] != "fr"]
+            if lang == "en" and i % 7 == 0:
+                links = [link for link in links if link["hreflang"] != "en"]
+            if i % 13 == 0:
+                links.append({"hreflang": "en", "href": f"{SITE}/en/other-{i}"})
+            if i % 17 == 0:
+                links += [
+                    {"hreflang": "xx", "href": f"{SITE}/xx/{group}"},
+                    {"hreflang": "x-default", "href": f"{SITE}/"},
+                ]
+            rows.append({"loc": f"{SITE}/{lang}/{group}", "lastmod": NOW, "alternates": links,
+                         "images": [f"{SITE}/img/{i}.jpg"] if i % 3 == 0 else None})  # fmt: skip
+    rows += [{**row, "loc": row["loc"].replace(SITE, "HTTPS://WWW.EXAMPLE.COM")} for row in rows[::11]]
+    random.Random(51).shuffle(rows)
+    return rows
+
+
+def test_input_splits_check_hreflang_links_in_the_range_of_the_page_linked_to(tmp_path: Path) -> None:
+    """hreflang's keyed pass: each link goes to the URL range of the page it points at, which checks its return
+    link there: the same report (row for row), counts, sitemaps and rejects as the one piece's."""
+    table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in SCHEMA} for r in _hreflang_rows(500)], SCHEMA)
+    (tmp_path / "pages").mkdir()
+    for number in range(3):
+        part = table.slice(number * 600, 600 if number < 2 else table.num_rows)
+        pq.write_table(part, tmp_path / "pages" / f"part-{number}.parquet", row_group_size=150)
+    source = str(tmp_path / "pages" / "*.parquet")
+    sections = [{"name": lang, "prefix": f"/{lang}/"} for lang in ("en", "de", "fr")]
+    shards = {"max_urls": 200, "sections": sections}
+    pair, found = _whole_and_split([
+        site_config(tmp_path / f"s{n}", source, duckdb={"stage_splits": n, "stage_partitions": 4}, shards=shards)
+        for n in (1, 5)
+    ])  # fmt: skip
+    issues = found.hreflang_issues
+    assert issues["missing_return_link"] and issues["missing_self"] and found.alternates
+    reports = [Path(s.stage.extensions.hreflang_path).read_text() for s, _ in pair if s.stage.extensions]
+    assert reports[0] == reports[1] and reports[0].count("\n") == sum(issues.values()) + 1
+    dropped = pair[1][0].stage.fields_dropped
+    assert dropped["alternate_hreflang_conflict"] and dropped["alternate_hreflang_invalid"]
+
+
+def test_an_inventory_whose_hreflang_clusters_are_completed_is_read_in_one_piece(tmp_path: Path) -> None:
+    source = write_rich(tmp_path / "rich.parquet", _hreflang_rows(50))
+    extensions = {"complete_alternates": True}
+    run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_splits": 4}, extensions=extensions), NOW)
     staged = pipeline.stage_rows(run)
-    assert staged.splits is None and staged.staged == 300
-    links = {"page": [f"{SITE}/en/page-{i}" for i in range(9)], "hreflang": ["en"] * 9}
-    pq.write_table(pa.table({**links, "href": links["page"]}), tmp_path / "alternates.parquet")
-    pages = write_inventory(tmp_path / "pages.parquet", [{"loc": f"{SITE}/en/page-{i}"} for i in range(300)])
-    sources = [{"path": pages}, {"path": str(tmp_path / "alternates.parquet"), "kind": "alternates"}]
-    run = pipeline.BuildRun.new(sources_config(tmp_path / "sources", sources, duckdb={"stage_splits": 4}), NOW)
-    staged = pipeline.stage_rows(run)
-    assert staged.splits is None and staged.staged == 300
+    assert staged.splits is None and staged.staged == 150
 
 
 @pytest.mark.parametrize("splits", [0, -1, 1001])
