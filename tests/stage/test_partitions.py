@@ -477,15 +477,15 @@ def test_the_ranges_sample_holds_the_rows_of_its_windows(tmp_path: Path, monkeyp
     assert sampled == sorted(expected)
 
 
-def _whole_and_split(configs: list[Any]) -> tuple[list[tuple[Any, Path]], Any]:
-    """Build the site of each config (the same sources, in one piece and in input splits): each stage split as
-    configured, the same sitemaps, assignment, counts and rejects (_assert_same_build) and extension counts;
+def _whole_and_split(configs: list[Any], now: dt.datetime = NOW) -> tuple[list[tuple[Any, Path]], Any]:
+    """Build the site of each config at `now` (the same sources, in one piece and in input splits): each stage
+    split as configured, the same sitemaps, assignment, counts and rejects (_assert_same_build) and extension counts;
     the builds and their extension counts."""
     pair = []
     for config in configs:
-        staged = pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
+        staged = pipeline.stage_rows(pipeline.BuildRun.new(config, now))
         assert (staged.splits is not None) == (config.duckdb.stage_splits > 1)
-        summary = run_build(config, now=NOW)
+        summary = run_build(config, now=now)
         assert_schema_valid(Path(config.output))
         pair.append((summary, Path(config.output)))
     _assert_same_build(*pair)
@@ -628,25 +628,34 @@ def _hreflang_rows(count: int) -> list[dict[str, Any]]:
 
 def test_input_splits_check_hreflang_links_in_the_range_of_the_page_linked_to(tmp_path: Path) -> None:
     """hreflang's keyed pass: each link goes to the URL range of the page it points at, which checks its return
-    link there: the same report (row for row), counts, sitemaps and rejects as the one piece's."""
-    table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in SCHEMA} for r in _hreflang_rows(500)], SCHEMA)
-    (tmp_path / "pages").mkdir()
-    for number in range(3):
-        part = table.slice(number * 600, 600 if number < 2 else table.num_rows)
-        pq.write_table(part, tmp_path / "pages" / f"part-{number}.parquet", row_group_size=150)
-    source = str(tmp_path / "pages" / "*.parquet")
+    link there: the same report (row for row), counts, sitemaps, rejects and assignment as the one piece's, on
+    a first build and on a rebuild that keeps the last build's shards."""
+    rows = _hreflang_rows(500)
     sections = [{"name": lang, "prefix": f"/{lang}/"} for lang in ("en", "de", "fr")]
     shards = {"max_urls": 200, "sections": sections}
-    pair, found = _whole_and_split([
+    source = str(tmp_path / "pages" / "*.parquet")
+    configs = [
         site_config(tmp_path / f"s{n}", source, duckdb={"stage_splits": n, "stage_partitions": 4}, shards=shards)
         for n in (1, 5)
-    ])  # fmt: skip
-    issues = found.hreflang_issues
-    assert issues["missing_return_link"] and issues["missing_self"] and found.alternates
-    reports = [Path(s.stage.extensions.hreflang_path).read_text() for s, _ in pair if s.stage.extensions]
-    assert reports[0] == reports[1] and reports[0].count("\n") == sum(issues.values()) + 1
-    dropped = pair[1][0].stage.fields_dropped
-    assert dropped["alternate_hreflang_conflict"] and dropped["alternate_hreflang_invalid"]
+    ]
+    # the rebuild: the clusters guide-49* gone, the images of guide-3* replaced (the other shards stay as they are)
+    gone = [r for r in rows if "/guide-49" not in r["loc"]]
+    rebuilt = [{**r, "images": [f"{SITE}/img/new.jpg"]} if "/guide-3" in r["loc"] else r for r in gone]
+    for step, inventory in enumerate((rows, rebuilt)):
+        table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in SCHEMA} for r in inventory], SCHEMA)
+        (tmp_path / "pages").mkdir(exist_ok=True)
+        for number in range(3):
+            part = table.slice(number * 600, 600 if number < 2 else table.num_rows)
+            pq.write_table(part, tmp_path / "pages" / f"part-{number}.parquet", row_group_size=150)
+        pair, found = _whole_and_split(configs, NOW + dt.timedelta(hours=step))
+        issues = found.hreflang_issues
+        assert issues["missing_return_link"] and issues["missing_self"] and found.alternates
+        reports = [Path(s.stage.extensions.hreflang_path).read_text() for s, _ in pair if s.stage.extensions]
+        assert reports[0] == reports[1] and reports[0].count("\n") == sum(issues.values()) + 1
+        dropped = pair[1][0].stage.fields_dropped
+        assert dropped["alternate_hreflang_conflict"] and dropped["alternate_hreflang_invalid"]
+    assert 0 < pair[1][0].shards_unchanged < len(pair[1][0].plan.shards)
+    assert pair[1][0].plan.changes["removed"] > 0
 
 
 def test_an_inventory_whose_hreflang_clusters_are_completed_is_read_in_one_piece(tmp_path: Path) -> None:
