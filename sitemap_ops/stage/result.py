@@ -86,9 +86,9 @@ class StageSplits:
     splits: list[InputSplit]
     bounds: list[str]
     exclusions: bool = False  # the inventory has exclusion sources: each split applies them (their URLs in a file)
-    # the inline extension kinds of the page sources (images, videos, news): each split writes them into the
-    # ranges unchecked, and each range checks its pages' (no check joins across ranges: no alternates, no
-    # extension sources)
+    # the inventory's extension kinds (inline or in extension sources, which stage routes to the ranges): each
+    # split writes its rows into the ranges with their extensions unchecked, and each range checks its pages'
+    # (hreflang's return links in a keyed pass, sitemap_ops.stage.hreflang)
     extensions: list[str] = field(default_factory=list)
 
 
