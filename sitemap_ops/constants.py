@@ -300,6 +300,10 @@ DEFAULT_PROFILE = "google"
 # out of memory instead of spilling at 4.1 times the limit (4M rows, 200 MB) and finished at 2.0 times
 # (2M rows, 200 MB) and 1.0 times (10M rows, 2 GB).
 STAGE_ROW_OVERHEAD = 100
+# A split stage's ranges that check their pages' extensions hold them too: their bytes as text, times
+# STAGE_EXT_BYTES_FACTOR (the rows as they came and the checked, rendered copies), count toward a range's
+# memory (sitemap_ops.stage.splits.split_bounds).
+STAGE_EXT_BYTES_FACTOR = 2
 STAGE_ONE_PASS_SHARE = 1.5
 STAGE_PART_SHARE = 1.0
 # Plan joins the staged rows with the last assignment (sql/plan_rows.sql) in chunks of rows in file order, each

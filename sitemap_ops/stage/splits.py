@@ -20,7 +20,7 @@ import shutil
 
 import duckdb
 
-from sitemap_ops.constants import SPLIT_SAMPLE_PIECES, SPLIT_SAMPLE_ROWS, SPLIT_SAMPLE_WINDOW
+from sitemap_ops.constants import SPLIT_SAMPLE_PIECES, SPLIT_SAMPLE_ROWS, SPLIT_SAMPLE_WINDOW, STAGE_EXT_BYTES_FACTOR
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.partitions import part_count, range_bounds, ranges_of
@@ -177,13 +177,18 @@ def split_bounds(
     found: Survey,
     partitions: int,
     max_ranges: int,
+    extensions: bool = False,
 ) -> list[str]:
     """The URL ranges' lower bounds every input split writes its valid rows by: as many ranges as `partitions`
-    says, or as the valid rows' memory needs (estimated from a normalized sample), at most `max_ranges`.
+    says, or as the valid rows' memory needs (estimated from a normalized sample and, with `extensions`, the
+    extension bytes the ranges will check: sql/stage_split_ext_bytes.sql), at most `max_ranges`.
 
     The sample (the table split_sample) takes from each of `sample_pieces` a share of SPLIT_SAMPLE_ROWS raw
     URLs by the rows it stands for; the sources read whole are counted first. Replaces the view `inventory`
     with a view over the sample's URLs, with the normalization variables set."""
+    ext_bytes = 0.0
+    if extensions and not partitions:
+        ((inline, from_sources),) = con.execute(read_sql("stage_split_ext_bytes")).fetchall()
     whole = {}
     for index, kind in found:
         if kind is None:
@@ -202,7 +207,9 @@ def split_bounds(
     valid = [loc for (loc,) in con.execute(read_sql("stage_split_sample_valid")).fetchall()]
     share = len(valid) / max(1, sampled)
     loc_bytes = sum(len(loc.encode()) for loc in valid) / max(1, len(valid))
-    parts = partitions or part_count(con, int(rows * share), int(rows * share * loc_bytes), max_ranges)
+    if extensions and not partitions:
+        ext_bytes = STAGE_EXT_BYTES_FACTOR * (rows * float(inline) + float(from_sources))
+    parts = partitions or part_count(con, int(rows * share), int(rows * share * loc_bytes + ext_bytes), max_ranges)
     return range_bounds(valid, min(parts, max_ranges))
 
 

@@ -238,9 +238,8 @@ def _split_stage(
         splits = list_splits(found, min(config.splits, max_splits))
         if len(splits) == 1:
             return None
-        bounds = split_bounds(
-            con, config.sources, config.storage, inventory, found, min(max_ranges, config.partitions), max_ranges
-        )
+        partitions, extensions = min(max_ranges, config.partitions), bool(inventory.extensions)
+        bounds = split_bounds(con, config.sources, config.storage, inventory, found, partitions, max_ranges, extensions)
         progress.step(f"stage: {len(splits)} input splits, {len(bounds) + 1} URL range(s)")
         if inventory.exclusions:
             with progress.working("stage: reading the exclusion sources", con.query_progress):
