@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import sitemap_ops
-from sitemap_ops.stage.sources import _EXTENSION_VIEWS
+from sitemap_ops.stage.sources import EXTENSION_VIEWS
 
 ROOT = Path(sitemap_ops.__file__).parent.parent
 DOC = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
@@ -16,7 +16,7 @@ PARQUET_VIEW = re.compile(r"create_(?:parquet|snapshot|rows)_view\(con, \"(\w+)\
 
 
 def _created_names() -> set[str]:
-    names: set[str] = {view for view, _ in _EXTENSION_VIEWS.values()}
+    names: set[str] = {view for view, _ in EXTENSION_VIEWS.values()}
     for path in [*(ROOT / "sql").glob("*.sql"), *(ROOT / "sitemap_ops").rglob("*.py")]:
         text = path.read_text(encoding="utf-8")
         names |= set(CREATED.findall(text)) | set(PARQUET_VIEW.findall(text))
