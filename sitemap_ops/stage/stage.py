@@ -140,9 +140,10 @@ def run_stage(
     When `config.splits` (at most `max_splits`) cuts the page sources in several input splits, it reads
     nothing but their row counts and a sample: the result's `splits` hands them to `run_stage_split`, one
     each, and `run_stage_gather` sums them up into a ranged result. The exclusion sources' excluded URLs are
-    written to the ranges folder, where each split reads those of its rows. Inline images, videos and news
-    are checked by each URL range for its pages (`run_stage_range`); an inventory with hreflang alternates or
-    extension sources is read in one piece (their checks join across all its rows).
+    written to the ranges folder, where each split reads those of its rows. Extensions are checked by each URL
+    range for its pages (`run_stage_range`; an extension source's rows routed there, hreflang's return links
+    in a keyed pass, `run_stage_hreflang`); only completing hreflang clusters reads the inventory in one piece
+    (it joins across all its rows).
 
     A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
     folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
