@@ -63,11 +63,12 @@ class StageRanges:
 
 @dataclass
 class InputSplit:
-    """One part of the page sources that a stage_split step reads and normalizes on its own: some Parquet
-    files of source `source` (rows [first_row, end_row) of the one file when end_row is set), a key range of
-    a database source (`keyed`), or the whole source."""
+    """One part of the sources that a stage_split step reads on its own: some Parquet files of source `source`
+    (rows [first_row, end_row) of the one file when end_row is set), a key range of a database source
+    (`keyed`), or the whole source. A page source's split is normalized into the URL ranges; an extension
+    source's rows are each written to the range of their page."""
 
-    source: int  # the page source's position in the site's sources
+    source: int  # the source's position in the site's sources
     files: list[str] = field(default_factory=list)  # Parquet files of it, as DuckDB names them
     first_row: int = 0
     end_row: int = 0  # 0: the files' rows
@@ -76,6 +77,7 @@ class InputSplit:
     keyed: bool = False
     key_low: int | None = None
     key_high: int | None = None
+    kind: str = "pages"  # the source's kind: pages, or an extension kind (images, alternates, videos, news)
 
 
 @dataclass
@@ -86,9 +88,9 @@ class StageSplits:
     splits: list[InputSplit]
     bounds: list[str]
     exclusions: bool = False  # the inventory has exclusion sources: each split applies them (their URLs in a file)
-    # the inventory's extension kinds (inline or in extension sources, which stage routes to the ranges): each
-    # split writes its rows into the ranges with their extensions unchecked, and each range checks its pages'
-    # (hreflang's return links in a keyed pass, sitemap_ops.stage.hreflang)
+    # the inventory's extension kinds (inline or in extension sources, whose splits route each row to the range
+    # of its page): each split writes its rows into the ranges with their extensions unchecked, and each range
+    # checks its pages' (hreflang's return links in a keyed pass, sitemap_ops.stage.hreflang)
     extensions: list[str] = field(default_factory=list)
 
 

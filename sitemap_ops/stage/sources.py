@@ -71,14 +71,15 @@ class Inventory:
     # The extension kinds the sources carry (images, videos, alternates, news), inline or in their own source.
     extensions: set[str] = field(default_factory=set)
     exclusions: bool = False  # some source has kind = "exclude" (the view exclude_src)
-    # each page source's relation, its filter (a condition, or none) and its raw URL expression, by position
+    # each page and extension source's relation and filter (a condition, or none), and each page source's raw
+    # URL expression, by position
     relations: dict[int, str] = field(default_factory=dict)
     filters: dict[int, list[str]] = field(default_factory=dict)
     locs: dict[int, str] = field(default_factory=dict)
 
     def rows(self, index: int, relation: str | None = None, conditions: Sequence[str] = ()) -> str:
-        """Page source `index`'s rows as SQL: "<relation> WHERE <its filter and `conditions`>", over its own
-        relation unless `relation` names another (some of its Parquet files)."""
+        """Page or extension source `index`'s rows as SQL: "<relation> WHERE <its filter and `conditions`>", over
+        its own relation unless `relation` names another (some of its Parquet files)."""
         kept = [*self.filters[index], *conditions]
         return (relation or self.relations[index]) + (f" WHERE {' AND '.join(kept)}" if kept else "")
 
@@ -341,14 +342,15 @@ def create_inventory_view(
     extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
     ext_news_src; empty when no source has that kind), and the view exclude_src over the exclusion sources.
 
-    With `split` (sitemap_ops.stage.splits), `inventory` holds only that split's rows: one page source, some of
-    its Parquet files, or the rows of one file between two row numbers (the scan skips the other row groups)."""
+    With `split` (sitemap_ops.stage.splits), only that split's source is read, and only the split's rows of it:
+    one source, some of its Parquet files, the rows of one file between two row numbers (the scan skips the
+    other row groups) or a key range. The split of an extension source has no view `inventory`."""
     inventory = Inventory(labels=[s.label for s in sources])
     parts: list[str] = []
     extension_parts: dict[str, list[str]] = {kind: [] for kind in EXTENSION_VIEWS}
     exclude_parts: list[str] = []
     for index, source in enumerate(sources):
-        if split is not None and (source.kind != "pages" or index != split.source):
+        if split is not None and index != split.source:
             continue
         alias = _alias(index)
         try:
@@ -368,8 +370,9 @@ def create_inventory_view(
             filters.append(f"({source.filter_sql(alias)})")
         conditions = filters + _split_conditions(con, source, split)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        if source.kind == "pages":
+        if source.kind != "exclude":
             inventory.relations[index], inventory.filters[index] = relation, filters
+        if source.kind == "pages":
             inventory.locs[index] = f"CAST({quote_identifier(_required(source, types, 'loc'))} AS VARCHAR)"
             select = ", ".join(
                 [_select_list(source, index, types), *_inline_extensions(source, types, inventory.extensions)]
@@ -384,7 +387,10 @@ def create_inventory_view(
             extension_parts[source.kind].append(
                 f"SELECT {_extension_select(source, index, types)} FROM {relation}{where}"  # noqa: S608 (as above)
             )
-    con.execute("CREATE OR REPLACE TEMP VIEW inventory AS " + "\nUNION ALL\n".join(parts))
+    if parts:
+        con.execute("CREATE OR REPLACE TEMP VIEW inventory AS " + "\nUNION ALL\n".join(parts))
+    else:  # (the split of an extension source)
+        con.execute("DROP VIEW IF EXISTS inventory")
     inventory.exclusions = bool(exclude_parts)
     if exclude_parts:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {_EXCLUDE_VIEW} AS " + "\nUNION ALL\n".join(exclude_parts))
@@ -474,7 +480,7 @@ def _key_range_sql(con: duckdb.DuckDBPyConnection, key: str, split: InputSplit) 
 def key_range(
     con: duckdb.DuckDBPyConnection, inventory: Inventory, source: SourceConfig, index: int
 ) -> tuple[int, int, int]:
-    """The lowest and highest `split_key` of page source `index` (of those its filter keeps), and its rows;
+    """The lowest and highest `split_key` of source `index` (of those its filter keeps), and its rows;
     (0, -1, rows) when no row has a key. Reads the source (a database server answers one aggregate)."""
     column = quote_identifier(source.split_key)
     if source.query:  # (a query runs with its database as the default catalog, as in _relation_sql)

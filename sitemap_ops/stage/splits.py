@@ -1,6 +1,8 @@
-"""Stage's input splits: the page sources cut into parts that are read and normalized one at a time (in Airflow,
-a mapped task each, on any worker), each writing its valid rows into the same URL ranges
-(sitemap_ops.stage.partitions), which are then deduplicated and merged as a ranged stage's are.
+"""Stage's input splits: the page and extension sources cut into parts that are read one at a time (in Airflow,
+a mapped task each, on any worker). A page source's split normalizes its rows and writes the valid ones into
+the URL ranges (sitemap_ops.stage.partitions), which are then deduplicated and merged as a ranged stage's are;
+an extension source's split writes each of its rows into the range of its page's normalized URL, where that
+range's checks read it.
 
 A Parquet source splits between row groups: a split is a few whole files, or the rows of one file between two
 row numbers (the scan skips the other row groups by their statistics). A database source with a `split_key`
@@ -28,9 +30,9 @@ from sitemap_ops.stage.result import InputSplit
 from sitemap_ops.stage.sources import Inventory, create_url_inventory_view, key_range, piece_sql
 from sitemap_ops.storage import Storage, StorageConfig
 
-# What survey() found of each page source (by its position in the sources): its Parquet files with their row
-# groups' row counts (in file and row group order), its key range and rows (a database source with a
-# split_key), or None: a source that is one split.
+# What survey() found of each page and extension source (by its position in the sources): its Parquet files
+# with their row groups' row counts (in file and row group order), its key range and rows (a database source
+# with a split_key), or None: a source that is one split.
 Found = dict[str, list[int]] | tuple[int, int, int] | None
 Survey = list[tuple[int, Found]]
 
@@ -41,11 +43,11 @@ def survey(
     storage: StorageConfig | None,
     inventory: Inventory,
 ) -> Survey:
-    """What the page sources can be cut by: the Parquet files' footers, a keyed database source's lowest and
-    highest key. `inventory`: what create_inventory_view made of the sources."""
+    """What the page and extension sources can be cut by: the Parquet files' footers, a keyed database source's
+    lowest and highest key. `inventory`: what create_inventory_view made of the sources."""
     found: Survey = []
     for index, source in enumerate(sources):
-        if source.kind != "pages":
+        if source.kind == "exclude":  # (read by stage itself: sitemap_ops.stage.exclusions)
             continue
         if source.format == "parquet":
             set_variables(con, {"split_path": duckdb_path(con, source.path, storage)})
@@ -61,7 +63,7 @@ def survey(
 
 
 def list_splits(found: Survey, most: int) -> list[InputSplit]:
-    """The page sources cut into about `most` splits of similar row counts: Parquet sources by their files' row
+    """The sources `found` cut into about `most` splits of similar row counts: Parquet sources by their files' row
     groups, database sources with a `split_key` by key ranges; any other source is one split, and a split
     never spans two sources."""
     whole = sum(1 for _, kind in found if kind is None)
@@ -131,7 +133,7 @@ def _cut(source: int, files: dict[str, list[int]], target: int) -> list[InputSpl
 
 
 def sample_pieces(found: Survey, whole_rows: dict[int, int]) -> list[tuple[InputSplit, int]]:
-    """The parts of the page sources the ranges' sample is drawn from, each with the rows it stands for: about
+    """The parts of the page sources (`found`) the ranges' sample is drawn from, each with the rows it stands for: about
     SPLIT_SAMPLE_PIECES windows of SPLIT_SAMPLE_WINDOW consecutive rows (or keys) spread evenly over the
     sources by their rows, so the sample reads about a million rows whatever the inventory's size. A source
     that is one split, or too small for its windows, is read whole; `whole_rows`: the former's row counts."""
@@ -221,7 +223,8 @@ def split_rejects_name(split: int) -> str:
 def clear_split(work: Storage, split: int) -> None:
     """Delete what an earlier attempt of input split `split` wrote (its range files and rejects file)."""
     ranges = ranges_of(work)
-    mine = re.compile(rf"(rows|page_ext|news_ext)-\d{{5}}-{split:05d}-\d+\.parquet|{split_rejects_name(split)}")
+    kinds = "rows|page_ext|news_ext|src_(images|alternates|videos|news)"
+    mine = re.compile(rf"({kinds})-\d{{5}}-{split:05d}-\d+\.parquet|{split_rejects_name(split)}")
     ranges.delete_many([name for name in ranges.list_details() if mine.fullmatch(name)])
 
 

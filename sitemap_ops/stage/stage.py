@@ -141,9 +141,9 @@ def run_stage(
     nothing but their row counts and a sample: the result's `splits` hands them to `run_stage_split`, one
     each, and `run_stage_gather` sums them up into a ranged result. The exclusion sources' excluded URLs are
     written to the ranges folder, where each split reads those of its rows. Extensions are checked by each URL
-    range for its pages (`run_stage_range`; an extension source's rows routed there, hreflang's return links
-    in a keyed pass, `run_stage_hreflang`); only completing hreflang clusters reads the inventory in one piece
-    (it joins across all its rows).
+    range for its pages (`run_stage_range`; the extension sources are cut in splits too, each of which routes
+    its rows there, hreflang's return links in a keyed pass, `run_stage_hreflang`); only completing hreflang
+    clusters reads the inventory in one piece (it joins across all its rows).
 
     A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
     folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
@@ -228,27 +228,31 @@ def _split_stage(
     max_ranges: int,
     max_splits: int,
 ) -> StageResult | None:
-    """A split stage's hand-over: the input splits, the URL ranges' bounds from a sample, and the exclusions
-    (in the ranges folder); None when the inventory is one split."""
+    """A split stage's hand-over: the input splits (of the page and extension sources), the URL ranges' bounds
+    from a sample of the page sources, and the exclusions (in the ranges folder); None when the page sources
+    are one split."""
     # (a query source reads with its database as the default catalog: kept for the one-piece path)
     ((catalog,),) = con.execute("SELECT current_database()").fetchall()
     if inventory.extensions:
         _refuse_text_format(config, inventory.extensions)
     try:
         found = survey(con, config.sources, config.storage, inventory)
-        splits = list_splits(found, min(config.splits, max_splits))
-        if len(splits) == 1:
+        kinds, most = [source.kind for source in config.sources], min(config.splits, max_splits)
+        pages = [(index, kind) for index, kind in found if kinds[index] == "pages"]
+        if len(list_splits(pages, most)) == 1:
             return None
+        # (the extension sources' rows are cut by the same row counts as the pages')
+        splits = [dataclasses.replace(split, kind=kinds[split.source]) for split in list_splits(found, most)]
         partitions, extensions = min(max_ranges, config.partitions), bool(inventory.extensions)
-        bounds = split_bounds(con, config.sources, config.storage, inventory, found, partitions, max_ranges, extensions)
-        progress.step(f"stage: {len(splits)} input splits, {len(bounds) + 1} URL range(s)")
+        bounds = split_bounds(con, config.sources, config.storage, inventory, pages, partitions, max_ranges, extensions)
+        routed = sum(split.kind != "pages" for split in splits)
+        progress.step(
+            f"stage: {len(splits)} input splits" + (f" ({routed} of extension sources)" if routed else "")
+            + f", {len(bounds) + 1} URL range(s)"
+        )  # fmt: skip
         if inventory.exclusions:
             with progress.working("stage: reading the exclusion sources", con.query_progress):
                 _write_exclusions(con, work)
-        sources = [kind for kind in EXTENSION_VIEWS if any(s.kind == kind for s in config.sources)]
-        if sources:
-            with progress.working(f"stage: routing the {', '.join(sources)} sources' rows", con.query_progress):
-                _write_extension_sources(con, work, bounds, sources)
         handed = StageSplits(splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions))
         return _read_result(work, 0, {}, {}, splits=handed)
     except duckdb.Error as exc:
@@ -272,11 +276,12 @@ def _write_exclusions(con: duckdb.DuckDBPyConnection, work: Storage) -> None:
 
 
 def _write_extension_sources(
-    con: duckdb.DuckDBPyConnection, work: Storage, bounds: list[str], kinds: list[str]
+    con: duckdb.DuckDBPyConnection, work: Storage, bounds: list[str], kind: str, split: int, inventory: Inventory
 ) -> None:
-    """The rows of a split stage's extension sources (`kinds`), each written to the ranges folder in the URL range
-    of its page (src_<kind>-<range>-<n>.parquet, sql/stage_partition_src.sql), where that range's checks read
-    them: their page URLs normalized as the checks normalize them."""
+    """The rows of input split `split` of an extension source (of `kind`: its view holds them), each written to
+    the ranges folder in the URL range of its page (src_<kind>-<range>-<split>-<n>.parquet,
+    sql/stage_partition_src.sql), where that range's checks read them: their page URLs normalized as the
+    checks normalize them."""
     try:
         con.execute(read_sql("stage_ext_src_pages"))
         create_url_inventory_view(con, "ext_url_raw")
@@ -287,12 +292,13 @@ def _write_extension_sources(
         finally:
             set_variables(con, {"check_scope": True, "keep_raw": False})
         expression = use_bounds(con, bounds)
-        template = read_sql("stage_partition_src")
-        queries = [(f"src_{kind}", template.format(part=expression, view=EXTENSION_VIEWS[kind][0])) for kind in kinds]
-        ranges_of(work).makedirs()
-        write_by_range(con, queries, len(bounds) + 1, ranges_of(work))
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot write the extension sources' rows to {work.url}: {first_line(exc)}") from None
+        query = read_sql("stage_partition_src").format(part=expression, view=EXTENSION_VIEWS[kind][0])
+        write_by_range(con, [(f"src_{kind}", query)], len(bounds) + 1, ranges_of(work), f"-{split:05d}")
+    except duckdb.Error as exc:  # (written to the local scratch folder first: this is reading the source)
+        raise SourceError(inventory.error(exc)) from None
+    except OSError as exc:
+        message = f"cannot write the {kind} rows of input split {split} to {work.url}: {first_line(exc)}"
+        raise StageError(message) from None
     finally:
         for table in ("ext_url_raw", "ext_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
@@ -334,13 +340,23 @@ def run_stage_split(
     progress: Progress | None = None,
 ) -> SplitResult:
     """Read and normalize input split `number` of a split stage (`staged.splits`): its rejects file and its
-    valid rows in the URL ranges, in the work storage's ranges folder."""
+    valid rows in the URL ranges, in the work storage's ranges folder. The split of an extension source
+    writes each of its rows into the range of its page instead (no row of its own)."""
     assert staged.splits is not None
     progress = progress or Progress(enabled=False)
     clear_split(work, number)  # an earlier attempt's
     ranges_of(work).makedirs()
-    inventory = create_inventory_view(con, config.sources, config.storage, staged.splits.splits[number])
+    split = staged.splits.splits[number]
+    inventory = create_inventory_view(con, config.sources, config.storage, split)
     set_variables(con, normalize_variables(config, build_time))
+    if split.kind != "pages":
+        bounds = staged.splits.bounds
+        try:
+            with progress.working(f"stage: routing the rows of {split.kind} split {number}", con.query_progress):
+                _write_extension_sources(con, work, bounds, split.kind, number, inventory)
+        finally:
+            con.execute("USE memory")
+        return SplitResult(0, 0, ranges=[0] * (len(bounds) + 1))
     unchecked = bool(staged.splits.extensions)  # (each range checks them: run_stage_range)
     try:
         _create_normalized(con, unchecked)
@@ -381,7 +397,8 @@ def run_stage_gather(
         raise StageError(f"{len(splits)} of this build's {len(staged.splits.splits)} input splits were read")
     checked = staged.splits.extensions  # (the ranges' extension rejects join the splits' in stage_merge)
     try:
-        names = [split_rejects_name(split) for split in range(len(splits))]
+        # (the splits of extension sources reject nothing: the ranges check their rows)
+        names = [split_rejects_name(n) for n, split in enumerate(staged.splits.splits) if split.kind == "pages"]
         if checked:
             join_csv(ranges_of(work), names, ranges_of(work), STAGE_SPLIT_REJECTS_NAME)
         else:

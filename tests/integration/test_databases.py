@@ -388,6 +388,45 @@ def test_a_database_source_with_a_split_key_is_read_in_key_ranges_as_it_is_read_
     assert one == other and len(one) == 2
 
 
+def test_an_image_source_with_a_split_key_is_read_in_key_ranges_and_sent_to_its_pages_ranges(
+    tmp_path: Path, database: Database
+) -> None:
+    """A database table of images (a row per image, naming its page in any spelling) with a split_key: cut in
+    key ranges as a page source is, each split sends its rows to the URL ranges of their pages, whose checks
+    give the same sitemaps and counts as the one piece's."""
+    from sitemap_ops import pipeline
+
+    text = "TEXT" if database.kind == "postgres" else "VARCHAR(200)"
+    pages, images = database.table("split_img_pages"), database.table("split_images")
+    database.execute(f"CREATE TABLE {pages} (id INT, url {text})")
+    database.executemany(f"INSERT INTO {pages} VALUES (%s, %s)", [(i, f"{SITE}/p/{i}") for i in range(1, 401)])
+    database.execute(f"CREATE TABLE {images} (id INT, page {text}, image {text})")
+    rows = [(i, f"{SITE}/p/{i % 450}", f"{SITE}/img/{i}.jpg") for i in range(1, 901)]  # (some pages are none)
+    rows += [(1000 + i, f"HTTPS://WWW.EXAMPLE.COM/p/{i}", f"https://other.org/{i}.jpg") for i in range(1, 400, 9)]
+    rows += [(None, f"{SITE}/p/7", f"{SITE}/img/no-key.jpg")]
+    database.executemany(f"INSERT INTO {images} VALUES (%s, %s, %s)", rows)
+    sources = [
+        _source(database, table=pages, columns={"loc": "url"}, split_key="id"),
+        _source(database, table=images, kind="images", split_key="id"),
+    ]
+    whole = sources_config(tmp_path / "whole", sources)
+    split = sources_config(tmp_path / "split", sources, duckdb={"stage_splits": 6, "stage_partitions": 3})
+    staged = pipeline.stage_rows(pipeline.BuildRun.new(split, NOW))
+    assert staged.splits is not None
+    keyed = [(s.kind, s.key_low, s.key_high) for s in staged.splits.splits if s.kind == "images"]
+    # keys 1 .. 1,396 in 4 equal ranges (the pages' 400 rows make 2 splits of the 6)
+    assert keyed == [("images", None, 350), ("images", 350, 699), ("images", 699, 1048), ("images", 1048, None)]
+    built = [run_build(config, now=NOW) for config in (whole, split)]
+    for summary in built:
+        assert summary.stage.extensions is not None and summary.stage.extensions.images == 801
+        assert summary.stage.fields_dropped == {"image_host_not_allowed": 45, "image_page_not_in_inventory": 100}
+    one, other = (
+        {p.name: gzip.decompress(p.read_bytes()) for p in Path(c.output).glob("sitemap-*.xml.gz")}
+        for c in (whole, split)
+    )
+    assert one == other and len(one) == 1
+
+
 def test_the_ranges_sample_of_a_keyed_source_reads_its_key_windows_on_the_server(
     tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

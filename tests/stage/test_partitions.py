@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -543,8 +544,9 @@ def test_input_splits_check_inline_images_videos_and_news_as_one_piece_does(tmp_
 
 def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece_joins_them(tmp_path: Path) -> None:
     """Images, videos, news and alternates in sources of their own, naming their pages in any spelling (or pages
-    that are not in the inventory, or not URLs): each row goes to its page's URL range, whose checks give the
-    same sitemaps, counts, rejects and hreflang report as the one piece's."""
+    that are not in the inventory, or not URLs), cut in input splits as the page sources are: each split sends
+    each of its rows to its page's URL range, whose checks give the same sitemaps, counts, rejects and hreflang
+    report as the one piece's."""
     rng = random.Random(41)
     pages = [f"{SITE}/p/{rng.choice('abcdefgh')}/page-{i}" for i in range(1500)]
     (tmp_path / "pages").mkdir()
@@ -555,7 +557,7 @@ def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece
     spelled = [page.replace("https://www.example.com", rng.choice([SITE, "HTTPS://WWW.EXAMPLE.COM"])) for page in named]
     images = {"page": spelled, "image": [f"https://{'www.example.com' if i % 9 else 'other.org'}/i/{i}.jpg"
                                           for i in range(len(spelled))]}  # fmt: skip
-    pq.write_table(pa.table(images), tmp_path / "images.parquet")
+    pq.write_table(pa.table(images), tmp_path / "images.parquet", row_group_size=100)
     videos = {
         "page": spelled[:200],
         "thumbnail_loc": [f"{SITE}/t/{i}.jpg" for i in range(200)],
@@ -586,7 +588,19 @@ def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece
         {"path": str(tmp_path / "news.parquet"), "kind": "news"},
         {"path": str(tmp_path / "alternates.parquet"), "kind": "alternates"},
     ]
-    settings = [{"stage_splits": n, "stage_partitions": 3} for n in (1, 4)]
+    settings = [{"stage_splits": n, "stage_partitions": 3} for n in (1, 8)]
+    # the image source in two splits of its own; stage itself reads no extension source's rows
+    run = pipeline.BuildRun.new(sources_config(tmp_path / "s8", sources, duckdb=settings[1]), NOW)
+    staged = pipeline.stage_rows(run)
+    assert staged.splits is not None
+    kinds = [split.kind for split in staged.splits.splits]
+    assert kinds == ["pages"] * 3 + ["images"] * 2 + ["videos", "news", "alternates"]
+    assert [(s.first_row, s.end_row) for s in staged.splits.splits if s.kind == "images"] == [(0, 400), (400, 603)]
+    assert not list((Path(run.work.root) / "stage-ranges").glob("src_*"))
+    first = pipeline.stage_split(run, staged, 3)  # (the first image split: rows in every range, none of its own)
+    assert (first.rows_in, first.ranges) == (0, [0, 0, 0])
+    routed = sorted(p.name for p in (Path(run.work.root) / "stage-ranges").glob("src_*"))
+    assert routed and all(re.fullmatch(r"src_images-0000[0-2]-00003-\d+\.parquet", name) for name in routed)
     pair, found = _whole_and_split(
         [sources_config(tmp_path / f"s{s['stage_splits']}", sources, duckdb=s) for s in settings]
     )
@@ -699,9 +713,14 @@ def test_the_split_count_is_checked(tmp_path: Path, splits: int) -> None:
         site_config(tmp_path, "inventory.parquet", duckdb={"stage_splits": splits})
 
 
-def test_a_split_key_is_for_database_page_sources(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"`split_key` applies to database page sources only$"):
-        sources_config(tmp_path, [{"path": "inventory.parquet", "split_key": "id"}])
+@pytest.mark.parametrize("source", [
+    {"path": "inventory.parquet", "split_key": "id"},
+    {"path": "postgresql://db/site", "table": "gone", "kind": "exclude", "split_key": "id"},
+])  # fmt: skip
+def test_a_split_key_is_for_database_page_and_extension_sources(tmp_path: Path, source: dict[str, str]) -> None:
+    pages = {"path": "pages.parquet"}
+    with pytest.raises(ConfigError, match=r"`split_key` applies to database page and extension sources only$"):
+        sources_config(tmp_path, [pages, source] if source.get("kind") else [source])
 
 
 @pytest.mark.parametrize("duckdb_settings", [{}, {"stage_partitions": 3}, {"stage_splits": 2}])
