@@ -22,7 +22,9 @@ FROM (
     UNION SELECT page_raw FROM ext_news
 ) r
 JOIN ext_url_map m ON m.raw = r.page_raw
-LEFT JOIN ext_site_pages p ON p.loc = m.loc AND m.reason IS NULL
+-- (one equality, so a hash join: `p.loc = m.loc AND m.reason IS NULL` tests the outer side, which DuckDB joins
+-- by nested loops, quadratic in the pages)
+LEFT JOIN ext_site_pages p ON p.loc = CASE WHEN m.reason IS NULL THEN m.loc END
 WHERE r.page_raw IS NOT NULL;
 
 -- Images: each normalized and host-checked; per page distinct, sorted, at most max_images_per_page.
