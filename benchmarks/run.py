@@ -88,12 +88,13 @@ def generate_inventory(path: Path, rows: int, shape: str = "uniform") -> None:
 def build(
     inventory: Path, work: Path, memory_limit: str, source: list[str] | None = None, config: Path | None = None
 ) -> dict[str, float]:
-    """Build `inventory` (or `source`: other --source flags holding the same rows) in its own process."""
+    """Build `inventory` (or `source`: other --source flags holding the same rows, none when `config` names
+    the sources) in its own process."""
     work.mkdir(exist_ok=True)
     out = work / "public"
     cmd = [
         sys.executable, "-m", "sitemap_ops.cli", "build", *(["--config", str(config)] if config else []),
-        *(source or ["--source", str(inventory)]),
+        *(source if source is not None else ["--source", str(inventory)]),
         "--base-url", "https://www.example.com", "--output", str(out), "--work-dir", str(work / "state"),
         "--memory-limit", memory_limit, "--quiet",
     ]  # fmt: skip
@@ -158,6 +159,34 @@ def rich_vs_plain(root: Path, pages: int, memory_limit: str, repeat: int) -> dic
         results[f"{kind}_seconds_all"] = [r["seconds"] for r in done]
     plain, rich = results["plain"], results["rich"]
     results["rich_share_of_plain"] = round(rich["input_urls_per_s"] / plain["input_urls_per_s"], 2)  # type: ignore[index]
+    return results
+
+
+def image_source(root: Path, pages: int, memory_limit: str, splits: int) -> dict[str, object]:
+    """`pages` pages (benchmarks/generate.py --plain) with their images in a Parquet source of their own, one
+    row per image (3 per page, on a CDN host), built in one piece and in `splits` input splits: each build's
+    figures, or the one line it failed with (in one piece the source's rows are checked in one query)."""
+    work = root / f"image-source-{pages}"
+    work.mkdir()
+    for kind in ("plain", "rich"):
+        cmd = [sys.executable, str(HERE / "generate.py"), str(work / f"{kind}.parquet"), "--rows", str(pages)]
+        subprocess.run([*cmd, f"--{kind}"], check=True)
+    images = work / "images.parquet"
+    rich = work / "rich.parquet"
+    duckdb.sql(f"SELECT loc AS page, unnest(images) AS image FROM read_parquet('{rich}')").write_parquet(str(images))
+    ((rows,),) = duckdb.sql(f"SELECT count(*) FROM read_parquet('{images}')").fetchall()
+    results: dict[str, object] = {"pages": pages, "image_rows": rows}
+    for name, count in (("one_piece", 1), (f"splits_{splits}", splits)):
+        config = work / f"{name}.toml"
+        config.write_text(
+            f'[[sources]]\npath = "{work / "plain.parquet"}"\n\n[[sources]]\npath = "{images}"\nkind = "images"\n\n'
+            f'[extensions]\nimage_hosts = ["cdn.example.com"]\n\n[duckdb]\nstage_splits = {count}\n'
+        )
+        try:
+            results[name] = build(work / "plain.parquet", work / name, memory_limit, source=[], config=config)
+        except SystemExit as failed:
+            results[name] = {"failed": next(line for line in str(failed).splitlines() if "error:" in line)}
+        shutil.rmtree(work / name)
     return results
 
 
@@ -358,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only-rich", action="store_true", help="run just the extensions comparison")
     parser.add_argument("--rich-repeat", type=int, default=5, help="runs of each build in the extensions comparison")
+    parser.add_argument(
+        "--image-source-pages", type=int, default=0, help="also build this many pages with an image source of their own"
+    )
+    parser.add_argument("--image-source-splits", type=int, default=8, help="input splits of that build's split run")
+    parser.add_argument("--only-image-source", action="store_true", help="run just the image source builds")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
 
@@ -382,7 +416,11 @@ def main(argv: list[str] | None = None) -> int:
             comparison = rich_vs_plain(root, args.rich_pages, args.memory_limit, args.rich_repeat)
             results["rich_vs_plain"] = comparison
             print(json.dumps(comparison, indent=2), flush=True)
-        only = args.only_postgres or args.only_s3 or args.only_rich
+        if args.image_source_pages:
+            comparison = image_source(root, args.image_source_pages, args.memory_limit, args.image_source_splits)
+            results["image_source"] = comparison
+            print(json.dumps(comparison, indent=2), flush=True)
+        only = args.only_postgres or args.only_s3 or args.only_rich or args.only_image_source
         sizes = [int(s) for s in args.sizes.split(",")]
         shapes = [] if only else args.shapes.split(",")
         runs = [(shape, size) for shape in shapes for size in sizes]

@@ -522,7 +522,8 @@ def _memory_advice(message: str) -> str:
         return ""
     return (
         "; DuckDB needed more memory than its limit: nothing live was changed; raise --memory-limit "
-        "(duckdb.memory_limit) and rerun the build"
+        "(duckdb.memory_limit), or let stage read the inventory in input splits (duckdb.stage_splits), "
+        "and rerun the build"
     )
 
 

@@ -207,4 +207,5 @@ def test_duckdb_out_of_memory_is_one_line_that_says_what_to_do(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert "DuckDB needed more memory than its limit" in err[0] and "raise --memory-limit" in err[0]
+    assert "duckdb.stage_splits" in err[0]
     assert not (tmp_path / "out" / "sitemap.xml").exists()

@@ -359,6 +359,11 @@ def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site
         buffer = io.BytesIO()
         pq.write_table(table, buffer, row_group_size=20)
         s3.client.put_object(Bucket=s3.bucket, Key=f"inventory/part-{number}.parquet", Body=buffer.getvalue())
+    # an image source, a split of its own: each of its rows goes to the URL range of its page
+    named = [f"{SITE if i % 2 else 'HTTPS://WWW.EXAMPLE.COM'}/q/{i}" for i in range(30)]
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"page": named, "image": [f"{SITE}/img/{i}.jpg" for i in range(30)]}), buffer)
+    s3.client.put_object(Bucket=s3.bucket, Key="images.parquet", Body=buffer.getvalue())
     (folder / "shop.toml").write_text(
         f"""name = "shop"
 base_url = "{SITE}"
@@ -368,11 +373,15 @@ work_dir = "{s3.url("split-work")}"
 [[sources]]
 path = "{s3.url("inventory/*.parquet")}"
 
+[[sources]]
+path = "{s3.url("images.parquet")}"
+kind = "images"
+
 [shards]
 max_urls = 40
 
 [duckdb]
-stage_splits = 3
+stage_splits = 4
 stage_partitions = 2
 
 [airflow]
@@ -381,11 +390,11 @@ retries = 1
 retry_delay_seconds = 1
 """
     )
-    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "2")  # 3 splits asked: 2 mapped tasks
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "3")  # 4 splits asked: 3 mapped tasks
     run = _run(folder)
     assert run.state == "success"
     splits = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_split")
-    assert splits == ["input split 0", "input split 1"]
+    assert splits == ["input split 0", "input split 1", "input split 2"]  # (two of pages, one of images)
     ranges = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_range")
     assert ranges == ["URL range 0", "URL range 1"]
     # hreflang's keyed pass: a task per range checks the links that point into it
@@ -397,13 +406,14 @@ retry_delay_seconds = 1
     assert (staged["rows_in"], staged["staged"], staged["duplicates"]) == (150, 120, 30)
     assert staged["extensions"]["hreflang_issues"] == {"missing_return_link": 9}
     assert staged["extensions"]["alternates"] == 2 * 120 - 9
+    assert staged["extensions"]["images"] == staged["extensions"]["pages_with_images"] == 30
     assert staged["splits"] is None and staged["ranges"] is None
     # each split's XCom is its counts; the work folder keeps no split or range file once merged
     assert {
         ti.xcom_pull(task_ids="stage_split", map_indexes=ti.map_index)["rows_in"]
         for ti in run.get_task_instances()
         if ti.task_id == "stage_split"
-    } == {100, 50}
+    } == {100, 50, 0}
     assert not [n for n in _objects(s3, "split-work") if "/stage-ranges/" in n]
 
 
