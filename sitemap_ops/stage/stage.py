@@ -229,20 +229,23 @@ def _split_stage(
     max_splits: int,
 ) -> StageResult | None:
     """A split stage's hand-over: the input splits (of the page and extension sources), the URL ranges' bounds
-    from a sample of the page sources, and the exclusions (in the ranges folder); None when the page sources
-    are one split."""
+    from a sample of the page sources, and the exclusions (in the ranges folder); None when the sources are one
+    split."""
     # (a query source reads with its database as the default catalog: kept for the one-piece path)
     ((catalog,),) = con.execute("SELECT current_database()").fetchall()
     if inventory.extensions:
         _refuse_text_format(config, inventory.extensions)
     try:
         found = survey(con, config.sources, config.storage, inventory)
-        kinds, most = [source.kind for source in config.sources], min(config.splits, max_splits)
-        pages = [(index, kind) for index, kind in found if kinds[index] == "pages"]
-        if len(list_splits(pages, most)) == 1:
-            return None
+        kinds = [source.kind for source in config.sources]
         # (the extension sources' rows are cut by the same row counts as the pages')
-        splits = [dataclasses.replace(split, kind=kinds[split.source]) for split in list_splits(found, most)]
+        splits = [
+            dataclasses.replace(split, kind=kinds[split.source])
+            for split in list_splits(found, min(config.splits, max_splits))
+        ]
+        if len(splits) == 1:
+            return None
+        pages = [(index, kind) for index, kind in found if kinds[index] == "pages"]
         partitions, extensions = min(max_ranges, config.partitions), bool(inventory.extensions)
         bounds = split_bounds(con, config.sources, config.storage, inventory, pages, partitions, max_ranges, extensions)
         routed = sum(split.kind != "pages" for split in splits)
