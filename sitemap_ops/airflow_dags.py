@@ -314,6 +314,18 @@ def _range_parts(staged: dict[str, Any]) -> list[int]:
     return list(range(len(ranges["rows"]))) if ranges else []
 
 
+def _canonical_parts(staged: dict[str, Any]) -> list[int]:
+    """The URL ranges whose canonicals stage_canonicals sends on (none unless a split stage has exclusion sources)."""
+    ranges = StageResult.from_dict(staged).ranges
+    return ranges.canonical_parts() if ranges else []
+
+
+def _stage_canonicals(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
+    """The stage_canonicals task's work: one URL range's canonicals sent to their own ranges."""
+    get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
+    _step(lambda: _pipeline().stage_canonicals(_build_run(config), StageResult.from_dict(staged), part))
+
+
 def _stage_range(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
     """The stage_range task's work: one URL range deduplicated and sorted."""
     get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
@@ -715,9 +727,9 @@ def _render_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
 
 def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_params: bool) -> Any:
     """The stage's tasks (stage -> stage_split, mapped over the input splits stage left, if any ->
-    stage_gather -> stage_range, mapped over the URL ranges, if any -> stage_hreflang, mapped over the ranges
-    whose hreflang links a split stage checks, if any -> stage_merge); the XComArg of the finished stage
-    result."""
+    stage_gather -> stage_canonicals, mapped over the ranges whose canonicals a split stage sends on, if any ->
+    stage_range, mapped over the URL ranges, if any -> stage_hreflang, mapped over the ranges whose hreflang
+    links a split stage checks, if any -> stage_merge); the XComArg of the finished stage result."""
     af = config.airflow
 
     @task(**io_retries, **_task_args(af, "stage", af.source_pool))
@@ -750,7 +762,24 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
         return _stage_gather(config, staged, splits)
 
     @task
-    def stage_ranges(staged: dict[str, Any]) -> list[int]:
+    def stage_canonical_ranges(staged: dict[str, Any]) -> list[int]:
+        """The URL ranges whose excluded pages' canonicals go to their own ranges first (none unless a split
+        stage has exclusion sources)."""
+        return _canonical_parts(staged)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_canonicals"),
+        doc_md="Send the canonicals of one URL range's excluded pages to their own ranges.",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_canonicals(staged: dict[str, Any], part: int) -> None:
+        """One URL range's canonicals, sent to the ranges of their URLs (work folder)."""
+        _stage_canonicals(config, staged, part)
+
+    # runs when stage_canonicals was skipped (mapped over nothing), never when one failed
+    @task(trigger_rule="none_failed")
+    def stage_ranges(staged: dict[str, Any], sent: Any = None) -> list[int]:
         """The URL ranges stage left to deduplicate (none when it wrote the snapshot itself)."""
         return _range_parts(staged)
 
@@ -790,7 +819,8 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
     prepared = stage()
     read = stage_split.partial(staged=prepared).expand(number=stage_splits(prepared))
     gathered: Any = stage_gather(prepared, read)  # (an XComArg that stands for the dict)
-    ranged = stage_range.partial(staged=gathered).expand(part=stage_ranges(gathered))
+    sent = stage_canonicals.partial(staged=gathered).expand(part=stage_canonical_ranges(gathered))
+    ranged = stage_range.partial(staged=gathered).expand(part=stage_ranges(gathered, sent))
     checked = stage_hreflang.expand(part=stage_hreflang_ranges(gathered, ranged))
     return stage_merge(gathered, checked)
 

@@ -339,20 +339,21 @@ SPLIT_SAMPLE_WINDOW = 10_000
 # (into its file of the staged snapshot); emptied once the snapshot is indexed. Only files whose names match
 # STAGE_RANGE_FILE are ever deleted from it.
 STAGE_RANGES_NAME = "stage-ranges"
-# (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits,
-# and the URLs the exclusion sources keep out, which every input split applies)
-STAGE_EXCLUSIONS_NAME = "exclusions.parquet"
-# A split stage's extension sources' rows go to the range of their page (src_<kind>-<range>-<n>.parquet).
-# A split stage whose ranges check their pages' extensions also hands over the splits' rejects joined
-# (STAGE_SPLIT_REJECTS_NAME) and, from each range, its extension rejects, hreflang report and counts
-# (ext-rejects-<range>.csv, ext-counts-<range>.json) and its hreflang report and problems
+# (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits)
+# A split stage's extension sources' rows go to the range of their page (src_<kind>-<range>-<split>-<n>.parquet),
+# its exclusion sources' URLs to the range of the URL (excl-<range>-<split>-<n>.parquet), and a stage_canonicals
+# step per range sends the rows of the canonicals its excluded pages name to the canonical's range
+# (canon-<to>-<from>-<n>.parquet, with their counts per range in canon-counts-<from>.parquet).
+# A split stage whose ranges check their pages' extensions or exclusions also hands over the splits' rejects
+# joined (STAGE_SPLIT_REJECTS_NAME) and, from each range, its own rejects and counts (ext-rejects-<range>.csv,
+# ext-counts-<range>.json) and its hreflang report and problems
 # (ext-hreflang-<range>.csv, ext-issues-<range>.json), which stage_merge gathers. With hreflang alternates,
 # each range writes its links by the range of the URL each points at (alt_edges-<to>-<from>-<n>.parquet),
 # its links as hashes and its pages without a link to themselves (alt-links-<range>.parquet,
 # alt-self-<range>.parquet), and a stage_hreflang step per range then writes its report and problems.
 STAGE_SPLIT_REJECTS_NAME = "rejects-splits.csv"
 STAGE_RANGE_FILE = (
-    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news)|alt_edges)-\d{5}(-\d{5})?-\d+\.parquet"
-    r"|rejects-(\d{5}|splits)\.csv|exclusions\.parquet"
+    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news)|excl|canon|alt_edges)-\d{5}(-\d{5})?-\d+\.parquet"
+    r"|rejects-(\d{5}|splits)\.csv|canon-counts-\d{5}\.parquet"
     r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json|alt-(links|self)-\d{5}\.parquet"
 )

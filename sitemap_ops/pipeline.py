@@ -24,8 +24,9 @@ import hashlib
 import math
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
@@ -53,6 +54,7 @@ from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.result import SplitResult, StageResult
 from sitemap_ops.stage.stage import (
     run_stage,
+    run_stage_canonicals,
     run_stage_gather,
     run_stage_hreflang,
     run_stage_merge,
@@ -61,6 +63,8 @@ from sitemap_ops.stage.stage import (
 )
 from sitemap_ops.storage import Storage
 from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, prune_work, work_root
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,34 +122,37 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
 def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file):
     stage_rows, then stage_split for each input split it left and stage_gather, then stage_range for each URL
-    range (and stage_hreflang for each, when a split stage's pages carry alternates), then stage_merge, in this
-    process."""
+    range (after stage_canonicals for each, when a split stage has exclusion sources; and stage_hreflang for
+    each after them, when its pages carry alternates), then stage_merge, in this process."""
     staged = stage_rows(run, progress)
-    if staged.splits is not None:
-        if progress is not None:
-            progress.start("stage: reading and normalizing by input split", len(staged.splits.splits))
-        results = []
-        for number in range(len(staged.splits.splits)):
-            results.append(stage_split(run, staged, number))
-            if progress is not None:
-                progress.advance()
-        staged = stage_gather(run, staged, results, progress)
-    if staged.ranges is None:
-        return staged
-    if progress is not None:
-        progress.start("stage: deduplicating and sorting by range", len(staged.ranges.rows))
-    for part in range(len(staged.ranges.rows)):
-        stage_range(run, staged, part)
+    if (splits := staged.splits) is not None:
+        first = staged
+        read = _each(progress, "stage: reading and normalizing by input split", range(len(splits.splits)),
+                     lambda number: stage_split(run, first, number))  # fmt: skip
+        staged = stage_gather(run, staged, read, progress)
+    ranged = staged
+    if ranged.ranges is None:
+        return ranged
+    _each(progress, "stage: sending the excluded pages' canonicals to their ranges", ranged.ranges.canonical_parts(),
+          lambda part: stage_canonicals(run, ranged, part))  # fmt: skip
+    _each(progress, "stage: deduplicating and sorting by range", range(len(ranged.ranges.rows)),
+          lambda part: stage_range(run, ranged, part))  # fmt: skip
+    _each(progress, "stage: checking the hreflang links by range", ranged.ranges.hreflang_parts(),
+          lambda part: stage_hreflang(run, part))  # fmt: skip
+    return stage_merge(run, ranged, progress)
+
+
+def _each(progress: Progress | None, what: str, numbers: Sequence[int], step: Callable[[int], T]) -> list[T]:
+    """`step` for each of `numbers` in turn, with progress as `what`; their results (none when `numbers` is
+    empty: no progress either)."""
+    if progress is not None and numbers:
+        progress.start(what, len(numbers))
+    results = []
+    for number in numbers:
+        results.append(step(number))
         if progress is not None:
             progress.advance()
-    if checked := staged.ranges.hreflang_parts():
-        if progress is not None:
-            progress.start("stage: checking the hreflang links by range", len(checked))
-        for part in checked:
-            stage_hreflang(run, part)
-            if progress is not None:
-                progress.advance()
-    return stage_merge(run, staged, progress)
+    return results
 
 
 def stage_rows(
@@ -182,6 +189,14 @@ def stage_gather(
 ) -> StageResult:
     """A split stage's ranged result from its splits' (`splits`, in split order): counts, rejects file, ranges."""
     return run_stage_gather(open_work(run.config, run.build_id), staged, splits, progress)
+
+
+def stage_canonicals(run: BuildRun, staged: StageResult, part: int) -> None:
+    """Send the canonicals of one URL range's excluded pages to their own ranges (stage.canonical_parts), before
+    any range is deduplicated."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_canonicals(con, work, staged, part)
 
 
 def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:

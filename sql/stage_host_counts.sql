@@ -3,7 +3,7 @@
 -- belongs to the host its normalized URL starts with (the variable `host_prefixes`: scheme://host/ of each
 -- host, the site's first host first; 1-based positions). Rows rejected for any other reason have no
 -- normalized URL: sitemap_ops.stage.hosts counts them on the first host.
--- Reads the temp tables `normalized` and `exclusions`.
+-- Reads the temp tables `normalized` and `exclusions` and the view `canonical_rows`.
 SELECT
     list_position(list_transform(getvariable('host_prefixes'), lambda p: starts_with(loc, p)), true) AS host,
     reason,
@@ -13,10 +13,9 @@ WHERE loc IS NOT NULL AND (reason IS NULL OR starts_with(reason, 'excluded'))
 GROUP BY ALL
 UNION ALL
 SELECT
-    list_position(list_transform(getvariable('host_prefixes'), lambda p: starts_with(x.canonical, p)), true),
+    list_position(list_transform(getvariable('host_prefixes'), lambda p: starts_with(loc, p)), true),
     'canonical',
     count(*)
-FROM normalized n
-JOIN exclusions x ON x.loc = n.loc
-WHERE n.reason = 'excluded_canonical' AND x.canonical IS NOT NULL AND x.canonical NOT IN (SELECT loc FROM exclusions)
+FROM canonical_rows
+WHERE loc NOT IN (SELECT loc FROM exclusions)
 GROUP BY ALL

@@ -1,7 +1,8 @@
--- Stage 2, one URL range of a split stage that checks its pages' extensions: the table `normalized_rows` and
--- the view `normalized` the extension checks read (as stage_normalized.sql makes them in one piece), from the
--- range's valid rows with every column (the view `dedupe_rows`, sql/stage_partition_raw.sql).
-CREATE OR REPLACE TEMP TABLE normalized_rows AS SELECT * FROM dedupe_rows;
-CREATE OR REPLACE TEMP VIEW normalized AS SELECT * FROM normalized_rows;
--- (dedupe then reads the stored rows, not the range's files again)
-CREATE OR REPLACE TEMP VIEW dedupe_rows AS SELECT * FROM normalized_rows;
+-- Stage 2, one URL range of a split stage whose ranges check their rows (extensions, exclusions): the view
+-- `normalized` the checks and counts read (as stage_normalized.sql makes it in one piece) over {rows}: the
+-- range's rows (the view `range_normalized`: its files, with its exclusions applied), or, when its pages'
+-- extensions are checked, the table `normalized_rows` they are stored in (sql/stage_range_stored.sql); and the
+-- view `dedupe_rows` of its valid rows. A template: sitemap_ops.stage.stage fills {rows} with one of those
+-- names, never with input.
+CREATE OR REPLACE TEMP VIEW normalized AS SELECT * FROM {rows};
+CREATE OR REPLACE TEMP VIEW dedupe_rows AS SELECT * FROM normalized WHERE reason IS NULL;

@@ -100,7 +100,7 @@ class SourceConfig:
     header: bool = True
     delimiter: str = ""
     encoding: str = "utf-8"
-    # database page and extension sources: an integer column whose ranges cut the source into input splits
+    # database sources: an integer column whose ranges cut the source into input splits
     # when [duckdb] stage_splits is above 1 (without it, a database source is one split)
     split_key: str = ""
 
@@ -148,8 +148,8 @@ class SourceConfig:
             raise ConfigError(f"source {self.label}: `section` applies to page sources only")
         if self.section and not _SECTION_NAME.match(self.section):
             raise ConfigError(f"source {self.label}: section {self.section!r} must match [a-z0-9][a-z0-9_-]*")
-        if self.split_key and (self.format not in DATABASE_FORMATS or self.kind == "exclude"):
-            raise ConfigError(f"source {self.label}: `split_key` applies to database page and extension sources only")
+        if self.split_key and self.format not in DATABASE_FORMATS:
+            raise ConfigError(f"source {self.label}: `split_key` applies to database sources only")
 
     @property
     def label(self) -> str:

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import duckdb
 
-from sitemap_ops.duck import create_parquet_view, read_sql, set_variables
+from sitemap_ops.duck import read_sql, set_variables
 from sitemap_ops.stage.sources import create_url_inventory_view
 
 
 def apply_exclusions(con: duckdb.DuckDBPyConnection, extension_columns: dict[str, str]) -> int:
     """Reject the rows of the table `normalized_rows` that the exclusion sources name and add their canonicals
-    (create_exclusions, then apply_excluded); returns how many canonical rows were added."""
+    (create_exclusions, then sql/stage_exclude_apply.sql); returns how many canonical rows were added. (A split
+    stage's URL ranges apply theirs as a view, sql/stage_range_excluded.sql.)"""
     create_exclusions(con)
-    return apply_excluded(con, extension_columns)
+    create_canonical_rows(con, "normalized_rows", extension_columns)
+    ((added,),) = con.execute(read_sql("stage_exclude_apply")).fetchall()
+    return int(added)
 
 
 def create_exclusions(con: duckdb.DuckDBPyConnection) -> None:
@@ -24,6 +27,7 @@ def create_exclusions(con: duckdb.DuckDBPyConnection) -> None:
     its pages in whatever spelling either source has it."""
     con.execute(read_sql("stage_exclude_urls"))
     create_url_inventory_view(con, "exclude_url_raw")
+    con.execute(read_sql("stage_normalize"))  # (the view normalized_urls, over them)
     set_variables(con, {"keep_raw": True})
     try:
         con.execute(read_sql("stage_exclude_url_map"))
@@ -32,22 +36,10 @@ def create_exclusions(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(read_sql("stage_exclusions"))
 
 
-def load_split_exclusions(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    """The table `exclusions` of one input split, from all of them written to `path` (create_exclusions'
-    table, as a file): those naming one of the split's rows (`normalized_rows`) and those naming their
-    canonicals, which is all apply_excluded reads; so a split holds its own rows' exclusions, not all."""
-    create_parquet_view(con, "exclusions_file", path)
-    try:
-        con.execute(read_sql("stage_split_exclusions"))
-    finally:
-        con.execute("DROP VIEW IF EXISTS exclusions_file")
-
-
-def apply_excluded(con: duckdb.DuckDBPyConnection, extension_columns: dict[str, str]) -> int:
-    """Reject the rows of `normalized_rows` the table `exclusions` names and add their canonicals
-    (sql/stage_exclude_apply.sql); returns how many canonical rows were added. `extension_columns` (name ->
-    SQL type) are the extension columns `normalized_rows` may have, which a canonical's row leaves empty."""
-    stored = {name for (name,) in con.execute("SELECT column_name FROM (DESCRIBE normalized_rows)").fetchall()}
+def create_canonical_rows(con: duckdb.DuckDBPyConnection, rows: str, extension_columns: dict[str, str]) -> None:
+    """The view `canonical_rows` over `rows` (a table or view of normalized rows: sql/stage_canonical_rows.sql),
+    with the table `exclusions`. `extension_columns` (name -> SQL type) are the extension columns the rows may
+    have, which a canonical's row leaves empty."""
+    stored = set(con.table(rows).columns)
     nulls = "".join(f", NULL::{t} AS {name}" for name, t in extension_columns.items() if name in stored)
-    ((added,),) = con.execute(read_sql("stage_exclude_apply").format(extension_nulls=nulls)).fetchall()
-    return int(added)
+    con.execute(read_sql("stage_canonical_rows").format(rows=rows, extension_nulls=nulls))

@@ -47,7 +47,11 @@ from sitemap_ops.storage import Storage
 
 # What write_ranges writes for each range (a range without any has no file of that kind), by the query that
 # selects it: its valid rows, its checked extensions and its news entries.
-_RANGE_KINDS = (("rows", "stage_partition"), ("page_ext", "stage_partition_ext"), ("news_ext", "stage_partition_ext"))
+_RANGE_KINDS = (
+    ("rows", "stage_partition"),
+    ("page_ext", "stage_partition_table"),
+    ("news_ext", "stage_partition_table"),
+)
 
 
 def part_count(con: duckdb.DuckDBPyConnection, rows: int, loc_bytes: int, most: int = MAX_STAGE_PARTITIONS) -> int:
@@ -174,17 +178,8 @@ def dedupe_range(
     def files(kind: str) -> list[str]:
         return [storage_path(con, ranges, n) for n in names if n.startswith(f"{kind}-{part:05d}-")]
 
-    found = files("rows")
-    if found:
-        create_parquet_view(con, "dedupe_rows", found)
-        ((read,),) = con.execute("SELECT count(*) FROM dedupe_rows").fetchall()
-    else:
-        read = 0
-    if read != rows or not found:
-        raise StageError(
-            f"URL range {part} of this build has {read:,} row(s) in {ranges.url}, not the {rows:,} stage wrote: "
-            "its files were changed or removed; run the stage again"
-        )
+    # (checked, the range's rows are the checks' view `range_rows`: they make the view dedupe_rows)
+    open_range_rows(con, ranges, names, part, rows, "dedupe_rows" if check is None else "range_rows")
     if check is None:
         con.execute(read_sql("stage_ext_empty"))  # the ranges without extensions or news read these
     else:
@@ -200,6 +195,42 @@ def dedupe_range(
         con.sql(read_sql("stage_dedupe")).write_parquet(out, compression="snappy")
     finally:
         con.execute("DROP TABLE IF EXISTS part_dups")
+
+
+def open_range_rows(
+    con: duckdb.DuckDBPyConnection, ranges: Storage, names: list[str], part: int, rows: int, view: str
+) -> None:
+    """The view `view` over the rows files of range `part` in the ranges folder `ranges` (whose files are
+    `names`); StageError unless they hold the `rows` rows the stage wrote."""
+    found = [storage_path(con, ranges, n) for n in names if n.startswith(f"rows-{part:05d}-")]
+    if found:
+        create_parquet_view(con, view, found)
+        ((read,),) = con.table(view).aggregate("count(*)").fetchall()
+    else:
+        read = 0
+    if read != rows or not found:
+        raise StageError(
+            f"URL range {part} of this build has {read:,} row(s) in {ranges.url}, not the {rows:,} stage wrote: "
+            "its files were changed or removed; run the stage again"
+        )
+
+
+def routed_files(
+    con: duckdb.DuckDBPyConnection, ranges: Storage, names: list[str], kind: str, part: int, rows: int
+) -> list[str]:
+    """The files of `kind` that other steps sent range `part` (<kind>-<range>-<from>-<n>.parquet, of `names` in
+    the ranges folder `ranges`: an extension source's rows, exclusions, canonicals); StageError unless they hold
+    the `rows` rows those steps wrote."""
+    found = [storage_path(con, ranges, n) for n in names if n.startswith(f"{kind}-{part:05d}-")]
+    read = 0
+    if found:
+        ((read,),) = con.read_parquet(found).aggregate("count(*)").fetchall()
+    if read != rows:
+        raise StageError(
+            f"URL range {part} of this build has {read:,} {kind} row(s) in {ranges.url}, not the {rows:,} sent to "
+            "it: their files were changed or removed; run the stage again"
+        )
+    return found
 
 
 def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int]) -> Snapshot:

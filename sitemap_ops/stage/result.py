@@ -10,6 +10,20 @@ from typing import Any
 from sitemap_ops.constants import EXCLUDED_REASONS
 
 
+def add_counts(total: dict[str, int], counts: Mapping[str, int]) -> None:
+    """Add `counts` to `total`, key by key (the steps of a split stage each count their own rows)."""
+    for key, n in counts.items():
+        total[key] = total.get(key, 0) + n
+
+
+def add_host_counts(total: list[dict[str, int]], counts: list[dict[str, int]]) -> None:
+    """Add each host's `counts` to that host's in `total` (sitemap_ops.stage.hosts.host_counts; a step that
+    counted none adds nothing)."""
+    total += [{} for _ in counts[len(total) :]]
+    for mine, theirs in zip(total, counts, strict=False):
+        add_counts(mine, theirs)
+
+
 @dataclass
 class ExtensionResult:
     """What the extension checks found (images, videos, news, hreflang alternates); part of StageResult."""
@@ -33,8 +47,7 @@ class ExtensionResult:
             if isinstance(mine, int):
                 setattr(self, item.name, mine + theirs)
             elif isinstance(mine, dict):
-                for key, n in theirs.items():
-                    mine[key] = mine.get(key, 0) + n
+                add_counts(mine, theirs)
 
 
 @dataclass
@@ -50,10 +63,31 @@ class StageRanges:
     # the ranges' lower bounds (hreflang's keyed pass sends each link to the range of the URL it points at)
     extensions: list[str] = field(default_factory=list)
     bounds: list[str] = field(default_factory=list)
+    # a split stage with exclusion sources: each range applies the exclusions of its URLs (its canonicals go to
+    # their ranges first: stage_canonicals)
+    exclusions: bool = False
+    # the rows the input splits of extension and exclusion sources sent each range, by file kind (src_<kind>,
+    # excl): each range checks that it finds them all
+    routed: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def checked(self) -> bool:
+        """Whether each range checks its own rows (extensions, exclusions) and counts them: the input splits
+        counted only the rows they rejected (run_stage_range)."""
+        return bool(self.extensions or self.exclusions)
+
+    def sent(self, kind: str, part: int) -> int:
+        """How many rows of file kind `kind` (`routed`) the input splits sent range `part`."""
+        return self.routed[kind][part] if kind in self.routed else 0
 
     def written(self) -> list[int]:
         """The ranges with a file of the snapshot once deduplicated (range 0 always, the others when not empty)."""
         return [part for part, rows in enumerate(self.rows) if rows or not part]
+
+    def canonical_parts(self) -> list[int]:
+        """The ranges whose canonicals stage_canonicals sends to their own ranges, before any range is
+        deduplicated: all of a split stage's ranges with exclusion sources, none otherwise."""
+        return self.written() if self.exclusions else []
 
     def hreflang_parts(self) -> list[int]:
         """The ranges hreflang's keyed pass checks (stage_hreflang, once every range is deduplicated): all of a
@@ -66,7 +100,7 @@ class InputSplit:
     """One part of the sources that a stage_split step reads on its own: some Parquet files of source `source`
     (rows [first_row, end_row) of the one file when end_row is set), a key range of a database source
     (`keyed`), or the whole source. A page source's split is normalized into the URL ranges; an extension
-    source's rows are each written to the range of their page."""
+    source's rows are each written to the range of their page, an exclusion source's to the range of their URL."""
 
     source: int  # the source's position in the site's sources
     files: list[str] = field(default_factory=list)  # Parquet files of it, as DuckDB names them
@@ -77,7 +111,7 @@ class InputSplit:
     keyed: bool = False
     key_low: int | None = None
     key_high: int | None = None
-    kind: str = "pages"  # the source's kind: pages, or an extension kind (images, alternates, videos, news)
+    kind: str = "pages"  # the source's kind: pages, exclude, or an extension kind (images, alternates, videos, news)
 
 
 @dataclass
@@ -87,7 +121,7 @@ class StageSplits:
 
     splits: list[InputSplit]
     bounds: list[str]
-    exclusions: bool = False  # the inventory has exclusion sources: each split applies them (their URLs in a file)
+    exclusions: bool = False  # the inventory has exclusion sources: each URL range applies them to its rows
     # the inventory's extension kinds (inline or in extension sources, whose splits route each row to the range
     # of its page): each split writes its rows into the ranges with their extensions unchecked, and each range
     # checks its pages' (hreflang's return links in a keyed pass, sitemap_ops.stage.hreflang)
@@ -96,7 +130,8 @@ class StageSplits:
 
 @dataclass
 class SplitResult:
-    """What one stage_split step read and wrote: its counts, and its valid rows in each URL range."""
+    """What one stage_split step read and wrote: its counts, and its valid rows in each URL range (those of an
+    extension or exclusion source: by the kind of their files in `routed`)."""
 
     rows_in: int
     valid: int
@@ -104,7 +139,7 @@ class SplitResult:
     fields_dropped: dict[str, int] = field(default_factory=dict)
     ranges: list[int] = field(default_factory=list)
     host_counts: list[dict[str, int]] = field(default_factory=list)
-    canonicals: int = 0  # rows added for canonicals published in place of excluded pages (not in rows_in)
+    routed: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

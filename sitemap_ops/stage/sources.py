@@ -71,14 +71,14 @@ class Inventory:
     # The extension kinds the sources carry (images, videos, alternates, news), inline or in their own source.
     extensions: set[str] = field(default_factory=set)
     exclusions: bool = False  # some source has kind = "exclude" (the view exclude_src)
-    # each page and extension source's relation and filter (a condition, or none), and each page source's raw
+    # each source's relation and filter (a condition, or none), and each page source's raw
     # URL expression, by position
     relations: dict[int, str] = field(default_factory=dict)
     filters: dict[int, list[str]] = field(default_factory=dict)
     locs: dict[int, str] = field(default_factory=dict)
 
     def rows(self, index: int, relation: str | None = None, conditions: Sequence[str] = ()) -> str:
-        """Page or extension source `index`'s rows as SQL: "<relation> WHERE <its filter and `conditions`>", over
+        """Source `index`'s rows as SQL: "<relation> WHERE <its filter and `conditions`>", over
         its own relation unless `relation` names another (some of its Parquet files)."""
         kept = [*self.filters[index], *conditions]
         return (relation or self.relations[index]) + (f" WHERE {' AND '.join(kept)}" if kept else "")
@@ -370,8 +370,7 @@ def create_inventory_view(
             filters.append(f"({source.filter_sql(alias)})")
         conditions = filters + _split_conditions(con, source, split)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        if source.kind != "exclude":
-            inventory.relations[index], inventory.filters[index] = relation, filters
+        inventory.relations[index], inventory.filters[index] = relation, filters
         if source.kind == "pages":
             inventory.locs[index] = f"CAST({quote_identifier(_required(source, types, 'loc'))} AS VARCHAR)"
             select = ", ".join(

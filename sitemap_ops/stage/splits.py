@@ -1,8 +1,8 @@
-"""Stage's input splits: the page and extension sources cut into parts that are read one at a time (in Airflow,
-a mapped task each, on any worker). A page source's split normalizes its rows and writes the valid ones into
+"""Stage's input splits: the sources cut into parts that are read one at a time (in Airflow, a mapped task each,
+on any worker). A page source's split normalizes its rows and writes the valid ones into
 the URL ranges (sitemap_ops.stage.partitions), which are then deduplicated and merged as a ranged stage's are;
-an extension source's split writes each of its rows into the range of its page's normalized URL, where that
-range's checks read it.
+an extension source's split writes each of its rows into the range of its page's normalized URL, and an
+exclusion source's into the range of its normalized URL, where that range's checks read it.
 
 A Parquet source splits between row groups: a split is a few whole files, or the rows of one file between two
 row numbers (the scan skips the other row groups by their statistics). A database source with a `split_key`
@@ -27,10 +27,10 @@ from sitemap_ops.duck import duckdb_path, read_sql, set_variables
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.partitions import part_count, range_bounds, ranges_of
 from sitemap_ops.stage.result import InputSplit
-from sitemap_ops.stage.sources import Inventory, create_url_inventory_view, key_range, piece_sql
+from sitemap_ops.stage.sources import EXTENSION_VIEWS, Inventory, create_url_inventory_view, key_range, piece_sql
 from sitemap_ops.storage import Storage, StorageConfig
 
-# What survey() found of each page and extension source (by its position in the sources): its Parquet files
+# What survey() found of each source (by its position in the sources): its Parquet files
 # with their row groups' row counts (in file and row group order), its key range and rows (a database source
 # with a split_key), or None: a source that is one split.
 Found = dict[str, list[int]] | tuple[int, int, int] | None
@@ -43,12 +43,10 @@ def survey(
     storage: StorageConfig | None,
     inventory: Inventory,
 ) -> Survey:
-    """What the page and extension sources can be cut by: the Parquet files' footers, a keyed database source's
-    lowest and highest key. `inventory`: what create_inventory_view made of the sources."""
+    """What the sources can be cut by: the Parquet files' footers, a keyed database source's lowest and highest
+    key. `inventory`: what create_inventory_view made of the sources."""
     found: Survey = []
     for index, source in enumerate(sources):
-        if source.kind == "exclude":  # (read by stage itself: sitemap_ops.stage.exclusions)
-            continue
         if source.format == "parquet":
             set_variables(con, {"split_path": duckdb_path(con, source.path, storage)})
             files: dict[str, list[int]] = {}
@@ -223,7 +221,7 @@ def split_rejects_name(split: int) -> str:
 def clear_split(work: Storage, split: int) -> None:
     """Delete what an earlier attempt of input split `split` wrote (its range files and rejects file)."""
     ranges = ranges_of(work)
-    kinds = "rows|page_ext|news_ext|src_(images|alternates|videos|news)"
+    kinds = "|".join(["rows", "page_ext", "news_ext", "excl", *(f"src_{kind}" for kind in EXTENSION_VIEWS)])
     mine = re.compile(rf"({kinds})-\d{{5}}-{split:05d}-\d+\.parquet|{split_rejects_name(split)}")
     ranges.delete_many([name for name in ranges.list_details() if mine.fullmatch(name)])
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
@@ -23,31 +25,40 @@ from sitemap_ops.constants import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     REJECTS_NAME,
-    STAGE_EXCLUSIONS_NAME,
     STAGE_SPLIT_REJECTS_NAME,
     STAGED_NAME,
     STAGED_PART_NAME,
 )
-from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
+from sitemap_ops.duck import connect, create_parquet_view, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
-from sitemap_ops.stage.exclusions import apply_excluded, apply_exclusions, create_exclusions, load_split_exclusions
+from sitemap_ops.stage.exclusions import apply_exclusions, create_canonical_rows, create_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
 from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, write_range_links
 from sitemap_ops.stage.partitions import (
     dedupe_range,
     index_ranges,
+    open_range_rows,
     part_count,
     ranges_of,
+    routed_files,
     use_bounds,
     write_by_range,
     write_ranges,
 )
-from sitemap_ops.stage.result import ExtensionResult, SplitResult, StageRanges, StageResult, StageSplits
+from sitemap_ops.stage.result import (
+    ExtensionResult,
+    SplitResult,
+    StageRanges,
+    StageResult,
+    StageSplits,
+    add_counts,
+    add_host_counts,
+)
 from sitemap_ops.stage.sources import (
     EXTENSION_VIEWS,
     INLINE_EXTENSIONS,
@@ -139,11 +150,12 @@ def run_stage(
 
     When `config.splits` (at most `max_splits`) cuts the page sources in several input splits, it reads
     nothing but their row counts and a sample: the result's `splits` hands them to `run_stage_split`, one
-    each, and `run_stage_gather` sums them up into a ranged result. The exclusion sources' excluded URLs are
-    written to the ranges folder, where each split reads those of its rows. Extensions are checked by each URL
-    range for its pages (`run_stage_range`; the extension sources are cut in splits too, each of which routes
-    its rows there, hreflang's return links in a keyed pass, `run_stage_hreflang`); only completing hreflang
-    clusters reads the inventory in one piece (it joins across all its rows).
+    each, and `run_stage_gather` sums them up into a ranged result. Extensions and exclusions are checked by
+    each URL range for its URLs (`run_stage_range`): the extension and exclusion sources are cut in splits too,
+    each of which routes its rows to the range of their page or URL; the canonicals excluded pages name go to
+    their own ranges first (`run_stage_canonicals`), and hreflang's return links are checked in a keyed pass
+    (`run_stage_hreflang`). Only completing hreflang clusters reads the inventory in one piece (it joins
+    across all its rows).
 
     A multi-host site (several `config.sites`) also gets each host's own staged snapshot, in that host's work
     folder (`host_works`, in the sites' order), and each host's result in `StageResult.hosts`.
@@ -228,9 +240,8 @@ def _split_stage(
     max_ranges: int,
     max_splits: int,
 ) -> StageResult | None:
-    """A split stage's hand-over: the input splits (of the page and extension sources), the URL ranges' bounds
-    from a sample of the page sources, and the exclusions (in the ranges folder); None when the sources are one
-    split."""
+    """A split stage's hand-over: the input splits (of the page, extension and exclusion sources) and the URL
+    ranges' bounds from a sample of the page sources; None when the sources are one split."""
     # (a query source reads with its database as the default catalog: kept for the one-piece path)
     ((catalog,),) = con.execute("SELECT current_database()").fetchall()
     if inventory.extensions:
@@ -238,7 +249,7 @@ def _split_stage(
     try:
         found = survey(con, config.sources, config.storage, inventory)
         kinds = [source.kind for source in config.sources]
-        # (the extension sources' rows are cut by the same row counts as the pages')
+        # (the extension and exclusion sources' rows are cut by the same row counts as the pages')
         splits = [
             dataclasses.replace(split, kind=kinds[split.source])
             for split in list_splits(found, min(config.splits, max_splits))
@@ -248,14 +259,12 @@ def _split_stage(
         pages = [(index, kind) for index, kind in found if kinds[index] == "pages"]
         partitions, extensions = min(max_ranges, config.partitions), bool(inventory.extensions)
         bounds = split_bounds(con, config.sources, config.storage, inventory, pages, partitions, max_ranges, extensions)
-        routed = sum(split.kind != "pages" for split in splits)
-        progress.step(
-            f"stage: {len(splits)} input splits" + (f" ({routed} of extension sources)" if routed else "")
-            + f", {len(bounds) + 1} URL range(s)"
-        )  # fmt: skip
-        if inventory.exclusions:
-            with progress.working("stage: reading the exclusion sources", con.query_progress):
-                _write_exclusions(con, work)
+        routed = sum(split.kind not in ("pages", "exclude") for split in splits)
+        excluding = sum(split.kind == "exclude" for split in splits)
+        of = [f"{routed} of extension sources"] if routed else []
+        of += [f"{excluding} of exclusion sources"] if excluding else []
+        of_sources = f" ({', '.join(of)})" if of else ""
+        progress.step(f"stage: {len(splits)} input splits{of_sources}, {len(bounds) + 1} URL range(s)")
         handed = StageSplits(splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions))
         return _read_result(work, 0, {}, {}, splits=handed)
     except duckdb.Error as exc:
@@ -264,46 +273,40 @@ def _split_stage(
         con.execute(f"USE {quote_identifier(catalog)}")
 
 
-def _write_exclusions(con: duckdb.DuckDBPyConnection, work: Storage) -> None:
-    """The exclusions of a split stage (stage.exclusions.create_exclusions), written to its ranges folder,
-    where each input split reads those of its rows."""
-    try:
-        con.execute(read_sql("stage_normalize"))  # (the view normalized_urls, which normalizes their URLs)
-        create_exclusions(con)
-        ranges_of(work).makedirs()
-        con.table("exclusions").write_parquet(storage_path(con, ranges_of(work), STAGE_EXCLUSIONS_NAME))
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot write the exclusion sources' URLs to {work.url}: {first_line(exc)}") from None
-    finally:
-        con.execute("DROP TABLE IF EXISTS exclusions")
-
-
-def _write_extension_sources(
+def _route_split(
     con: duckdb.DuckDBPyConnection, work: Storage, bounds: list[str], kind: str, split: int, inventory: Inventory
-) -> None:
-    """The rows of input split `split` of an extension source (of `kind`: its view holds them), each written to
-    the ranges folder in the URL range of its page (src_<kind>-<range>-<split>-<n>.parquet,
-    sql/stage_partition_src.sql), where that range's checks read them: their page URLs normalized as the
-    checks normalize them."""
+) -> dict[str, list[int]]:
+    """The rows of input split `split` of an extension or exclusion source (of `kind`), each written to the
+    ranges folder in the URL range that checks it; its rows per range, by the kind of their files.
+
+    An extension source's rows go to the range of their page (src_<kind>-<range>-<split>-<n>.parquet,
+    sql/stage_partition_src.sql), their page URLs normalized as the checks normalize them; an exclusion
+    source's to the range of their URL, as this split's part of the table `exclusions`
+    (excl-<range>-<split>-<n>.parquet, sql/stage_exclusions.sql), where the range picks among the splits'."""
+    expression = use_bounds(con, bounds)
     try:
-        con.execute(read_sql("stage_ext_src_pages"))
-        create_url_inventory_view(con, "ext_url_raw")
-        con.execute(read_sql("stage_normalize"))
-        set_variables(con, {"check_scope": False, "keep_raw": True})
-        try:
-            con.execute(read_sql("stage_ext_url_map"))
-        finally:
-            set_variables(con, {"check_scope": True, "keep_raw": False})
-        expression = use_bounds(con, bounds)
-        query = read_sql("stage_partition_src").format(part=expression, view=EXTENSION_VIEWS[kind][0])
-        write_by_range(con, [(f"src_{kind}", query)], len(bounds) + 1, ranges_of(work), f"-{split:05d}")
+        if kind == "exclude":
+            create_exclusions(con)
+            file_kind, query = "excl", read_sql("stage_partition_table").format(part=expression, table="exclusions")
+        else:
+            con.execute(read_sql("stage_ext_src_pages"))
+            create_url_inventory_view(con, "ext_url_raw")
+            con.execute(read_sql("stage_normalize"))
+            set_variables(con, {"check_scope": False, "keep_raw": True})
+            try:
+                con.execute(read_sql("stage_ext_url_map"))
+            finally:
+                set_variables(con, {"check_scope": True, "keep_raw": False})
+            file_kind = f"src_{kind}"
+            query = read_sql("stage_partition_src").format(part=expression, view=EXTENSION_VIEWS[kind][0])
+        return write_by_range(con, [(file_kind, query)], len(bounds) + 1, ranges_of(work), f"-{split:05d}")
     except duckdb.Error as exc:  # (written to the local scratch folder first: this is reading the source)
         raise SourceError(inventory.error(exc)) from None
     except OSError as exc:
         message = f"cannot write the {kind} rows of input split {split} to {work.url}: {first_line(exc)}"
         raise StageError(message) from None
     finally:
-        for table in ("ext_url_raw", "ext_url_map"):
+        for table in ("ext_url_raw", "ext_url_map", "exclusions", "exclude_url_raw", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
@@ -343,50 +346,48 @@ def run_stage_split(
     progress: Progress | None = None,
 ) -> SplitResult:
     """Read and normalize input split `number` of a split stage (`staged.splits`): its rejects file and its
-    valid rows in the URL ranges, in the work storage's ranges folder. The split of an extension source
-    writes each of its rows into the range of its page instead (no row of its own)."""
+    valid rows in the URL ranges, in the work storage's ranges folder. The split of an extension or exclusion
+    source writes each of its rows into the range that checks it instead (no row of its own: _route_split).
+
+    When the ranges check their rows (extensions or exclusions: each range applies its own URLs'), the split's
+    rejects and counts are those of the rows it rejected; each range counts and writes the rest."""
     assert staged.splits is not None
     progress = progress or Progress(enabled=False)
     clear_split(work, number)  # an earlier attempt's
     ranges_of(work).makedirs()
     split = staged.splits.splits[number]
+    bounds = staged.splits.bounds
     inventory = create_inventory_view(con, config.sources, config.storage, split)
     set_variables(con, normalize_variables(config, build_time))
     if split.kind != "pages":
-        bounds = staged.splits.bounds
         try:
             with progress.working(f"stage: routing the rows of {split.kind} split {number}", con.query_progress):
-                _write_extension_sources(con, work, bounds, split.kind, number, inventory)
+                routed = _route_split(con, work, bounds, split.kind, number, inventory)
         finally:
             con.execute("USE memory")
-        return SplitResult(0, 0, ranges=[0] * (len(bounds) + 1))
-    unchecked = bool(staged.splits.extensions)  # (each range checks them: run_stage_range)
+        return SplitResult(0, 0, ranges=[0] * (len(bounds) + 1), routed=routed)
+    checked = bool(staged.splits.extensions or staged.splits.exclusions)
     try:
-        _create_normalized(con, unchecked)
+        _create_normalized(con, bool(staged.splits.extensions))
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
-    canonicals = 0
-    if staged.splits.exclusions:
-        try:
-            load_split_exclusions(con, storage_path(con, ranges_of(work), STAGE_EXCLUSIONS_NAME))
-            canonicals = apply_excluded(con, _EXTENSION_COLUMNS)
-        except duckdb.Error as exc:
-            raise StageError(f"cannot apply the exclusion sources to input split {number}: {first_line(exc)}") from None
-    else:
-        con.execute(read_sql("stage_exclusions_empty"))
+    con.execute(read_sql("stage_exclusions_empty"))
     con.execute(read_sql("stage_ext_empty"))
     rows, valid, rejected, dropped = _counts(con)
     set_variables(con, {"source_labels": inventory.labels})
     try:
         rejects = storage_path(con, ranges_of(work), split_rejects_name(number))
-        con.sql(read_sql("stage_rejects")).write_csv(rejects, header=True)
-        per_host = host_counts(con, config.sites) if len(config.sites) > 1 else []
-        in_ranges = write_ranges(con, 0, work, progress, bounds=staged.splits.bounds, split=number, unchecked=unchecked)
+        lines = con.sql(read_sql("stage_rejects"))
+        if checked:  # (the rejected rows' lines: a valid row's dropped fields count only if no exclusion rejects it)
+            lines, dropped = lines.filter("field IS NULL"), {}
+        lines.write_csv(rejects, header=True)
+        per_host = host_counts(con, config.sites) if len(config.sites) > 1 and not checked else []
+        in_ranges = write_ranges(con, 0, work, progress, bounds=bounds, split=number, unchecked=checked)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
-    return SplitResult(rows - canonicals, valid, rejected, dropped, in_ranges, per_host, canonicals)
+    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host)
 
 
 def run_stage_gather(
@@ -398,9 +399,10 @@ def run_stage_gather(
     progress = progress or Progress(enabled=False)
     if len(splits) != len(staged.splits.splits):
         raise StageError(f"{len(splits)} of this build's {len(staged.splits.splits)} input splits were read")
-    checked = staged.splits.extensions  # (the ranges' extension rejects join the splits' in stage_merge)
+    # (the ranges' own rejects join the splits' in stage_merge)
+    checked = bool(staged.splits.extensions or staged.splits.exclusions)
     try:
-        # (the splits of extension sources reject nothing: the ranges check their rows)
+        # (the splits of extension and exclusion sources reject nothing: the ranges check their rows)
         names = [split_rejects_name(n) for n, split in enumerate(staged.splits.splits) if split.kind == "pages"]
         if checked:
             join_csv(ranges_of(work), names, ranges_of(work), STAGE_SPLIT_REJECTS_NAME)
@@ -410,30 +412,76 @@ def run_stage_gather(
         raise StageError(f"cannot gather the input splits' rejects in {work.url}: {first_line(exc)}") from None
     rejected: dict[str, int] = {}
     dropped: dict[str, int] = {}
+    per_host: list[dict[str, int]] = []
     for split in splits:
-        for total, counts in ((rejected, split.rejected), (dropped, split.fields_dropped)):
-            for reason, n in counts.items():
-                total[reason] = total.get(reason, 0) + n
-    hosts = max((len(split.host_counts) for split in splits), default=0)
-    per_host: list[dict[str, int]] = [{} for _ in range(hosts)]
-    for split in splits:
-        for mine, theirs in zip(per_host, split.host_counts, strict=False):
-            for key, n in theirs.items():
-                mine[key] = mine.get(key, 0) + n
+        add_counts(rejected, split.rejected)
+        add_counts(dropped, split.fields_dropped)
+        add_host_counts(per_host, split.host_counts)
     rows = [sum(column) for column in zip(*(split.ranges for split in splits), strict=True)]
+    routed: dict[str, list[int]] = {}
+    for split in splits:
+        for kind, sent in split.routed.items():
+            routed[kind] = [a + b for a, b in zip(routed.get(kind, [0] * len(rows)), sent, strict=True)]
     valid = sum(split.valid for split in splits)
     rows_in = sum(split.rows_in for split in splits)
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; {valid:,} valid rows in "
                   f"{len(rows)} URL ranges")  # fmt: skip
-    canonicals = sum(split.canonicals for split in splits)
-    return _read_result(
-        work,
-        rows_in,
-        rejected,
-        dropped,
-        ranges=StageRanges(rows, valid, per_host, extensions=checked, bounds=staged.splits.bounds if checked else []),
-        canonicals=canonicals,
+    ranges = StageRanges(
+        rows,
+        valid,
+        per_host,
+        extensions=staged.splits.extensions,
+        bounds=staged.splits.bounds if checked else [],
+        exclusions=staged.splits.exclusions,
+        routed=routed,
     )
+    return _read_result(work, rows_in, rejected, dropped, ranges=ranges)
+
+
+def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
+    """Send the canonicals of URL range `part`'s excluded pages to their own ranges, before any range is
+    deduplicated (StageRanges.canonical_parts): a row for each canonical with its page's fields
+    (sql/stage_canonical_rows.sql), written to the range of the canonical's URL (canon-<to>-<part>-<n>.parquet),
+    whose run_stage_range publishes it unless the canonical is excluded itself (only that range knows); and how
+    many went to each range (canon-counts-<part>.json), which that range checks."""
+    ranges = staged.ranges
+    assert ranges is not None and ranges.exclusions
+    folder = ranges_of(work)
+    names = sorted(folder.list_details())
+    mine = re.compile(rf"canon-\d{{5}}-{part:05d}-\d+\.parquet")
+    folder.delete_many([name for name in names if mine.fullmatch(name)])  # an earlier attempt's
+    sent = [0] * len(ranges.rows)
+    try:
+        if ranges.rows[part]:
+            open_range_rows(con, folder, names, part, ranges.rows[part], "range_rows")
+            _range_exclusions(con, folder, names, part, ranges)
+            create_canonical_rows(con, "range_rows", _EXTENSION_COLUMNS)
+            expression = use_bounds(con, ranges.bounds)
+            query = read_sql("stage_partition_table").format(part=expression, table="canonical_rows")
+            sent = write_by_range(con, [("canon", query)], len(ranges.rows), folder, f"-{part:05d}")["canon"]
+        counts = pa.BufferOutputStream()
+        pq.write_table(pa.table({"sent": [sent]}), counts)
+        folder.write_bytes(_canonical_counts_name(part), counts.getvalue().to_pybytes())
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot send the canonicals of URL range {part} in {work.url}: {first_line(exc)}") from None
+
+
+def _canonical_counts_name(part: int) -> str:
+    """The file of how many canonical rows run_stage_canonicals sent from range `part` to each range (Parquet, one
+    row: `sent`, the rows to range 0, range 1, ...)."""
+    return f"canon-counts-{part:05d}.parquet"
+
+
+def _range_exclusions(
+    con: duckdb.DuckDBPyConnection, folder: Storage, names: list[str], part: int, ranges: StageRanges
+) -> None:
+    """The table `exclusions` of URL range `part` (sql/stage_range_exclusions.sql), from what the exclusion
+    sources' input splits sent it (all of it, or StageError; none without exclusion sources), and the empty view
+    `canonical_rows`."""
+    con.execute(read_sql("stage_exclusions_empty"))
+    if files := routed_files(con, folder, names, "excl", part, ranges.sent("excl", part)):
+        create_parquet_view(con, "range_excl", files)
+        con.execute(read_sql("stage_range_exclusions"))
 
 
 def run_stage_range(
@@ -445,19 +493,25 @@ def run_stage_range(
     build_time: dt.datetime | None = None,
 ) -> None:
     """Deduplicate and sort URL range `part` of a ranged stage (`staged.ranges`) in the work storage. A split
-    stage's range whose rows carry their inline extensions unchecked checks them first (its pages are all
-    here), as of `build_time`: its extension rejects, hreflang report and counts go to the ranges folder,
-    where run_stage_merge gathers them."""
+    stage's range whose rows carry their extensions unchecked, or whose URLs its exclusion sources name,
+    checks them first (its pages are all here), as of `build_time`: it applies its exclusions and publishes
+    the canonicals sent to it (run_stage_canonicals), checks its pages' extensions, and writes its rejects,
+    hreflang report and counts to the ranges folder, where run_stage_merge gathers them."""
     ranges = staged.ranges
     assert ranges is not None
     set_variables(con, {"news_section": config.extensions.news_section})  # (sql/stage_dedupe.sql's one variable)
+    if part and not ranges.rows[part] and (sent := sum(ranges.sent(kind, part) for kind in ranges.routed)):
+        # (every range's lowest URL is one of the inventory's: none is empty unless the sources changed)
+        raise StageError(
+            f"URL range {part} of this build has no page but {sent:,} row(s) of extension or exclusion sources: "
+            "the sources changed while the stage read them; run the stage again"
+        )
 
     def check() -> None:
-        when = build_time or dt.datetime.now(dt.UTC)
-        _check_range(config, con, work, part, when, set(ranges.extensions), ranges.bounds)
+        _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), ranges)
 
     try:
-        dedupe_range(con, work, part, ranges.rows[part], check if ranges.extensions else None)
+        dedupe_range(con, work, part, ranges.rows[part], check if ranges.checked else None)
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot deduplicate URL range {part} in {work.url}: {first_line(exc)}") from None
 
@@ -468,40 +522,88 @@ def _check_range(
     work: Storage,
     part: int,
     build_time: dt.datetime,
-    kinds: set[str],
-    bounds: list[str],
+    ranges: StageRanges,
 ) -> None:
-    """The extension checks of one URL range's pages (the view dedupe_rows: every spelling of each of its URLs,
-    from all input splits): the tables page_ext and news_ext, and in the ranges folder its extension rejects
-    (as rows of the rejects file), its counts (ExtensionResult and the dropped values) and, with alternates,
-    its links by the range of the URL each points at (`bounds`: the ranges' lower bounds)."""
-    ranges = ranges_of(work)
-    con.execute(read_sql("stage_range_normalized"))
+    """The checks of one URL range's rows (the view dedupe_rows: every spelling of each of its URLs, from all
+    input splits) as one piece makes them: its exclusions applied (the rows of its canonicals added), its pages'
+    extensions checked (the tables page_ext and news_ext), and in the ranges folder its rejects (as rows of the
+    rejects file: the exclusions' and dropped fields', and the extension values'), its counts and, with
+    alternates, its links by the range of the URL each points at (`ranges.bounds`: the ranges' lower bounds)."""
+    folder = ranges_of(work)
+    names = sorted(folder.list_details())
     set_variables(con, normalize_variables(config, build_time))
     set_variables(con, {"source_labels": [source.label for source in config.sources]})
-    # the extension sources' rows whose page is in this range (stage_rows routed them: _write_extension_sources)
-    present = sorted(ranges.list_details())
-    files = {kind: [storage_path(con, ranges, name) for name in present if name.startswith(f"src_{kind}-{part:05d}-")]
-             for kind in EXTENSION_VIEWS}  # fmt: skip
+    _range_exclusions(con, folder, names, part, ranges)  # (none without exclusion sources)
+    if ranges.exclusions:
+        senders = ranges.canonical_parts()
+        if missing := [sender for sender in senders if _canonical_counts_name(sender) not in names]:
+            raise StageError(f"URL range {missing[0]} of this build sent no canonicals in {folder.url}: "
+                             "run its stage_canonicals step again")  # fmt: skip
+        paths = [storage_path(con, folder, _canonical_counts_name(sender)) for sender in senders]
+        set_variables(con, {"canon_part": part + 1, "canon_counts": paths})
+        ((sent,),) = con.execute(read_sql("stage_range_canon_sent")).fetchall()
+        if files := routed_files(con, folder, names, "canon", part, int(sent)):
+            create_parquet_view(con, "range_canon", files)
+            con.execute(read_sql("stage_range_canonicals"))
+    # the range's rows with its exclusions applied, read from its files as they are needed, or stored once for the
+    # extension checks
+    con.execute(read_sql("stage_range_excluded"))
+    extensions = None
+    if ranges.extensions:
+        con.execute(read_sql("stage_range_stored"))
+        con.execute(read_sql("stage_range_normalized").format(rows="normalized_rows"))
+        extensions = _check_range_extensions(config, con, work, part, build_time, ranges, names)
+    else:
+        con.execute(read_sql("stage_range_normalized").format(rows="range_normalized"))
+        con.execute(read_sql("stage_ext_empty"))
+    rows, valid, rejected, dropped = _counts(con)
+    canonicals = rows - ranges.rows[part]  # (the range's own rows are all there: open_range_rows counted them)
+    per_host = host_counts(con, config.sites) if len(config.sites) > 1 else []
+    con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, folder, _range_file("rejects", part)), header=True)
+    counts_of = {
+        "extensions": dataclasses.asdict(extensions) if extensions else None,
+        "rejected": rejected,
+        "dropped": dropped,
+        "valid": valid,
+        "canonicals": canonicals,
+        "hosts": per_host,
+    }
+    folder.write_bytes(_range_file("counts", part), json.dumps(counts_of).encode())
+
+
+def _check_range_extensions(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    part: int,
+    build_time: dt.datetime,
+    ranges: StageRanges,
+    names: list[str],
+) -> ExtensionResult:
+    """The extension checks of one URL range's pages (the table normalized_rows): the tables page_ext, news_ext
+    and ext_rejects and, with alternates, the range's links by the range of the URL each points at."""
+    folder = ranges_of(work)
+    # the extension sources' rows whose page is in this range (their input splits routed them: _route_split)
+    files = {
+        kind: routed_files(con, folder, names, f"src_{kind}", part, ranges.sent(f"src_{kind}", part))
+        for kind in EXTENSION_VIEWS
+    }
     create_extension_views(con, files=files)
     # the view normalized_urls, which normalizes the extension URLs (run_extensions points `inventory` at them)
     create_url_inventory_view(con, "normalized_rows")
     con.execute(read_sql("stage_normalize"))
     con.execute(read_sql("stage_duplicates"))
+    kinds = set(ranges.extensions)
     try:
         # (hreflang's checks look across ranges: their keyed pass, write_range_links and check_range_links)
-        result = _stage_extensions(config, con, build_time, kinds, ranges, None)
+        result = _stage_extensions(config, con, build_time, kinds, folder, None)
         if "alternates" in kinds:
-            write_range_links(con, work, part, bounds)
+            write_range_links(con, work, part, ranges.bounds)
         else:  # (no link: the range's report is empty)
             _hreflang_report(con, work, part, None)
     except SourceError as exc:
         raise StageError(f"URL range {part}: {exc}") from None
-    rejects = storage_path(con, ranges, _range_file("rejects", part))
-    con.sql(read_sql("stage_range_ext_rejects")).write_csv(rejects, header=True)
-    dropped = dict(con.execute(read_sql("stage_range_ext_dropped")).fetchall())
-    counts = {"extensions": dataclasses.asdict(result), "dropped": dropped}
-    ranges.write_bytes(_range_file("counts", part), json.dumps(counts).encode())
+    return result
 
 
 def _range_file(kind: str, part: int) -> str:
@@ -547,41 +649,56 @@ def run_stage_merge(
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot index the staged snapshot in {work.url}: {first_line(exc)}") from None
     result = dataclasses.replace(staged, ranges=None)
-    if ranges.extensions:
-        _gather_range_checks(work, result, ranges.written(), "alternates" in ranges.extensions)
-    return _finish(config, con, work, result, snapshot, ranges.valid, ranges.host_counts, progress, host_works)
+    valid, per_host = ranges.valid, ranges.host_counts
+    if ranges.checked:
+        valid, per_host = _gather_range_checks(work, result, ranges)
+    return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
-def _gather_range_checks(work: Storage, result: StageResult, parts: list[int], alternates: bool) -> None:
-    """A split stage's extension checks, made by its URL ranges `parts` (run_stage_range, and run_stage_hreflang
-    with `alternates`): their counts added to `result`, their rejects after the splits' in the rejects file,
-    their hreflang reports in one."""
+def _gather_range_checks(work: Storage, result: StageResult, checked: StageRanges) -> tuple[int, list[dict[str, int]]]:
+    """A split stage's checks, made by its URL ranges (run_stage_range, and run_stage_hreflang with alternates):
+    their counts added to `result`, their rejects after the splits' in the rejects file, their hreflang reports
+    in one; the valid rows and each host's counts, which the ranges counted."""
     ranges = ranges_of(work)
+    alternates = "alternates" in checked.extensions
     extensions = ExtensionResult()
     dropped = dict(result.fields_dropped)
+    rejected = dict(result.rejected)
+    valid = 0
+    per_host: list[dict[str, int]] = []
 
     def read(kind: str, part: int) -> Any:
         data = ranges.read_bytes(_range_file(kind, part))
         if data is None:
             step = "stage_hreflang" if kind == "issues" and alternates else "stage_range"
             raise StageError(
-                f"URL range {part} of this build has no extension {kind} in {ranges.url}: run its {step} step again"
+                f"URL range {part} of this build has no {kind} of its checks in {ranges.url}: run its {step} step again"
             )
         return json.loads(data)
 
+    parts = checked.written()
     try:
         for part in parts:
             counts = read("counts", part)
-            extensions.add(ExtensionResult(**{**counts["extensions"], "hreflang_issues": read("issues", part)}))
-            for reason, n in counts["dropped"].items():
-                dropped[reason] = dropped.get(reason, 0) + n
+            if checked.extensions:
+                issues = read("issues", part)
+                extensions.add(ExtensionResult(**{**counts["extensions"], "hreflang_issues": issues}))
+            add_counts(dropped, counts["dropped"])
+            add_counts(rejected, counts["rejected"])
+            add_host_counts(per_host, counts["hosts"])
+            valid += counts["valid"]
+            result.canonicals += counts["canonicals"]
         rejects = [STAGE_SPLIT_REJECTS_NAME, *(_range_file("rejects", part) for part in parts)]
         join_csv(ranges, rejects, work, REJECTS_NAME)
-        join_csv(ranges, [HREFLANG_PART.format(index=part) for part in parts], work, HREFLANG_NAME)
+        if checked.extensions:
+            join_csv(ranges, [HREFLANG_PART.format(index=part) for part in parts], work, HREFLANG_NAME)
     except OSError as exc:
-        raise StageError(f"cannot gather the URL ranges' extension checks in {work.url}: {first_line(exc)}") from None
-    extensions.hreflang_path = work.url_of(HREFLANG_NAME)
-    result.extensions, result.fields_dropped = extensions, dict(sorted(dropped.items()))
+        raise StageError(f"cannot gather the URL ranges' checks in {work.url}: {first_line(exc)}") from None
+    if checked.extensions:
+        extensions.hreflang_path = work.url_of(HREFLANG_NAME)
+        result.extensions = extensions
+    result.fields_dropped, result.rejected = dict(sorted(dropped.items())), dict(sorted(rejected.items()))
+    return valid, per_host
 
 
 def _finish(

@@ -68,8 +68,8 @@ def test_example_dag_is_built_as_specified() -> None:
         assert param.schema["type"] == "boolean" and param.value is False and param.description
     order = [t.task_id for t in dag.topological_sort()]
     assert order == [
-        "stage", "stage_splits", "stage_split", "stage_gather", "stage_ranges", "stage_range", "stage_hreflang_ranges",
-        "stage_hreflang", "stage_merge",
+        "stage", "stage_splits", "stage_split", "stage_gather", "stage_canonical_ranges", "stage_canonicals",
+        "stage_ranges", "stage_range", "stage_hreflang_ranges", "stage_hreflang", "stage_merge",
         "plan_prepare", "plan_chunk_groups", "plan_chunk", "plan_place", "plan_write_groups", "plan_write", "plan",
         "render_groups", "render", "publish", "retire", "report",
     ]  # fmt: skip
@@ -79,6 +79,7 @@ def test_example_dag_is_built_as_specified() -> None:
         "stage",
         "stage_split",
         "stage_gather",
+        "stage_canonicals",
         "stage_range",
         "stage_hreflang",
         "stage_merge",
@@ -98,6 +99,7 @@ def test_example_dag_is_built_as_specified() -> None:
     assert type(tasks["render"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["stage_range"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["stage_hreflang"]).__name__ == "DecoratedMappedOperator"
+    assert type(tasks["stage_canonicals"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["stage_split"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["plan_chunk"]).__name__ == "DecoratedMappedOperator"
     assert type(tasks["plan_write"]).__name__ == "DecoratedMappedOperator"

@@ -176,3 +176,22 @@ def test_a_postgres_redirect_table_excludes_its_sources(tmp_path: Path, postgres
     assert set(live) == {f"{SITE}/p/{i}" for i in range(1, 20, 2)}
     assert summary.stage.rejected == {"excluded_status": 10}
     assert {r["value"] for r in _rejects(summary)} == {"301"}
+
+
+@pytest.mark.parametrize("duckdb_settings", [{}, {"stage_splits": 2, "stage_partitions": 2}])
+def test_rows_that_name_one_url_alike_pick_the_same_canonical_in_every_build(
+    tmp_path: Path, duckdb_settings: dict[str, int]
+) -> None:
+    """A URL the crawl lists twice (two spellings), each with another canonical: the lower canonical wins, in
+    whatever order the rows come and however the sources are cut."""
+    pages = _pages(tmp_path, [f"{SITE}/p/{i}" for i in range(10)] + [f"{SITE}/z", f"{SITE}/a"])
+    for order, rows in {"first": (f"{SITE}/z", f"{SITE}/a"), "last": (f"{SITE}/a", f"{SITE}/z")}.items():
+        crawl = tmp_path / f"crawl-{order}.csv"
+        crawl.write_text(
+            f"Address,Canonical Link Element 1\n{SITE}/p/3,{rows[0]}\nHTTPS://WWW.EXAMPLE.COM/p/3,{rows[1]}\n"
+        )
+        exclude = {"path": str(crawl), "kind": "exclude",
+                   "columns": {"loc": "Address", "canonical": "Canonical Link Element 1"}}  # fmt: skip
+        summary, _ = build_sources(tmp_path / order, [pages, exclude], duckdb=duckdb_settings)
+        assert summary.stage.canonicals == 1
+        assert [(r["loc"], r["value"]) for r in _rejects(summary)] == [(f"{SITE}/p/3", f"{SITE}/a")], order

@@ -1,5 +1,6 @@
-"""The extension checks' queries join by hash, never by nested loops: a nested-loop join is quadratic in the
-pages (an image source naming 125,000 pages took 40 s in one such join, 4 million pages would take hours)."""
+"""The extension checks' and exclusions' queries join by hash, never by nested loops: a nested-loop join is
+quadratic in the pages (an image source naming 125,000 pages took 40 s in one such join, 4 million pages would
+take hours)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from sitemap_ops import pipeline
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage import stage
 from tests.extensions.rich import SITE
@@ -64,7 +66,8 @@ def _explaining(function: Callable[..., Any], found: list[str]) -> Callable[...,
 
 
 def _sources(folder: Path) -> list[dict[str, str]]:
-    """Pages with an image, video, news and alternates source each, naming the pages in two spellings."""
+    """Pages with an image, video, news and alternates source each, naming the pages in two spellings, and an
+    exclusion source (5 en pages gone, 5 de pages whose canonical is their en page)."""
     folder.mkdir()
     pages = [f"{SITE}/{lang}/p-{i}" for i in range(60) for lang in ("en", "de")]
     write_inventory(folder / "pages.parquet", [{"loc": loc, "lastmod": NOW} for loc in pages], row_group_size=30)
@@ -92,10 +95,15 @@ def _sources(folder: Path) -> list[dict[str, str]]:
             "href": [pages[i + 1] for i in range(0, len(named), 2)] + [pages[i - 1] for i in range(1, len(named), 8)],
         },
     }
-    for kind, columns in tables.items():
+    crawl = {
+        "loc": [f"{SITE}/en/p-{i}" for i in range(50, 55)] + [f"{SITE}/de/p-{i}" for i in range(55, 60)],
+        "status": [404] * 5 + [200] * 5,
+        "canonical": [None] * 5 + [f"{SITE}/en/p-{i}" for i in range(55, 60)],
+    }
+    for kind, columns in {**tables, "exclude": crawl}.items():
         pq.write_table(pa.table(columns), folder / f"{kind}.parquet", row_group_size=20)
     return [{"path": str(folder / "pages.parquet")}] + [
-        {"path": str(folder / f"{kind}.parquet"), "kind": kind} for kind in tables
+        {"path": str(folder / f"{kind}.parquet"), "kind": kind} for kind in (*tables, "exclude")
     ]
 
 
@@ -108,8 +116,10 @@ def test_no_query_of_the_extension_checks_joins_by_nested_loops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: dict[str, int], complete: bool
 ) -> None:
     found: list[str] = []
-    for name in ("run_extensions", "write_range_links", "check_range_links", "_write_extension_sources"):
+    for name in ("run_extensions", "write_range_links", "check_range_links", "_route_split", "apply_exclusions",
+                 "_check_range"):  # fmt: skip
         monkeypatch.setattr(stage, name, _explaining(getattr(stage, name), found))
+    monkeypatch.setattr(pipeline, "run_stage_canonicals", _explaining(pipeline.run_stage_canonicals, found))
     config = sources_config(
         tmp_path,
         _sources(tmp_path / "inventory"),
@@ -118,6 +128,7 @@ def test_no_query_of_the_extension_checks_joins_by_nested_loops(
     )
     summary = run_build(config, now=NOW)
     extensions = summary.stage.extensions
-    assert extensions is not None and extensions.images == 120 and extensions.videos == 20 and extensions.news == 10
+    assert extensions is not None and extensions.images == 110 and extensions.videos == 20 and extensions.news == 10
+    assert summary.stage.excluded == {"excluded_canonical": 5, "excluded_status": 5} and summary.stage.canonicals == 5
     assert extensions.alternates and (extensions.hreflang_links_added > 0) == complete
     assert found == []

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from usp.tree import sitemap_tree_for_homepage
@@ -240,3 +241,38 @@ def test_a_multi_host_site_staged_in_url_ranges_or_input_splits_publishes_what_o
             assert set(published(Path(outputs[host]))) == expected[host], host
     assert files["one"] == files["ranges"] == files["splits"]
     assert counts["one"] == counts["ranges"] == counts["splits"]
+
+
+def test_a_multi_host_site_applies_its_exclusion_sources_in_input_splits_as_one_query_does(tmp_path: Path) -> None:
+    """Each host's excluded URLs and canonicals (one on another host) counted by the URL ranges that apply them."""
+    source, expected = _inventory(tmp_path)
+    pq.write_table(pq.read_table(source), source, row_group_size=50)
+    com, de = sorted(expected[HOSTS[0]]), sorted(expected[HOSTS[1]])
+    crawl = {
+        "loc": com[:10] + de[:15],
+        "status": [301] * 10 + [200] * 15,
+        "canonical": [None] * 10 + de[20:30] + com[30:35],
+    }
+    pq.write_table(pa.table(crawl), tmp_path / "crawl.parquet", row_group_size=10)
+    sources = [{"path": source}, {"path": str(tmp_path / "crawl.parquet"), "kind": "exclude"}]
+    files, counts = {}, {}
+    for name, duckdb in {"one": {}, "splits": {"stage_splits": 5, "stage_partitions": 3}}.items():
+        root = tmp_path / name
+        outputs = {host: str(root / "public" / host) for host in HOSTS}
+        summary = run_build(_site(root, source, outputs, duckdb=duckdb, sources=sources), now=NOW)
+        assert not summary.failed_hosts
+        files[name] = {
+            host: {p.name: read_file(p) for p in sorted(Path(outputs[host]).iterdir()) if p.name != "manifest.json"}
+            for host in HOSTS
+        }
+        counts[name] = [
+            (h.stage.rows_in, h.stage.staged, h.stage.duplicates, h.stage.rejected, h.stage.canonicals)
+            for h in summary.hosts
+        ]
+    assert files["one"] == files["splits"]
+    assert counts["one"] == counts["splits"]
+    (*_, com_rejected, com_canonicals), (*_, de_rejected, de_canonicals) = counts["one"][:2]
+    # (3 of the 15 .de pages are in the inventory twice, in another spelling: each row is kept out, and each
+    # gives its canonical a row)
+    assert com_rejected["excluded_status"] == 10 and de_rejected["excluded_canonical"] == 18
+    assert (com_canonicals, de_canonicals) == (6, 12)

@@ -427,6 +427,46 @@ def test_an_image_source_with_a_split_key_is_read_in_key_ranges_and_sent_to_its_
     assert one == other and len(one) == 1
 
 
+def test_an_exclusion_source_with_a_split_key_is_read_in_key_ranges_and_applied_by_url_range(
+    tmp_path: Path, database: Database
+) -> None:
+    """A database table of crawl results (statuses and canonicals, some URLs twice with other reasons) with a
+    split_key: cut in key ranges, each split sends its URLs to their ranges, and the build keeps out and adds
+    what the one piece does."""
+    from sitemap_ops import pipeline
+
+    text = "TEXT" if database.kind == "postgres" else "VARCHAR(200)"
+    pages, crawl = database.table("split_excl_pages"), database.table("split_crawl")
+    database.execute(f"CREATE TABLE {pages} (id INT, url {text})")
+    database.executemany(f"INSERT INTO {pages} VALUES (%s, %s)", [(i, f"{SITE}/p/{i}") for i in range(1, 401)])
+    database.execute(f"CREATE TABLE {crawl} (id INT, url {text}, status INT, canonical {text})")
+    rows = [(i, f"{SITE}/p/{i}", 301 if i % 2 else 404, None) for i in range(1, 41)]
+    # canonicals: other pages (some far away, in other ranges), a URL not in the inventory, an excluded page
+    rows += [(i, f"{SITE}/p/{i}", 200, f"{SITE}/p/{(i * 7) % 400 + 1}") for i in range(41, 81)]
+    rows += [(81, f"{SITE}/p/81", 200, f"{SITE}/new"), (82, f"{SITE}/p/82", 200, f"{SITE}/p/3")]
+    rows += [(100 + i, f"HTTPS://WWW.EXAMPLE.COM/p/{i}", 410, None) for i in range(60, 70)]  # (twice: by status)
+    database.executemany(f"INSERT INTO {crawl} VALUES (%s, %s, %s, %s)", rows)
+    sources = [
+        _source(database, table=pages, columns={"loc": "url"}, split_key="id"),
+        _source(database, table=crawl, kind="exclude", columns={"loc": "url"}, split_key="id"),
+    ]
+    whole = sources_config(tmp_path / "whole", sources)
+    split = sources_config(tmp_path / "split", sources, duckdb={"stage_splits": 8, "stage_partitions": 3})
+    staged = pipeline.stage_rows(pipeline.BuildRun.new(split, NOW))
+    assert staged.splits is not None
+    assert len([s for s in staged.splits.splits if s.kind == "exclude" and s.keyed]) >= 2
+    built = [run_build(config, now=NOW) for config in (whole, split)]
+    assert built[0].stage.excluded == {"excluded_canonical": 32, "excluded_status": 50}
+    for summary in built:
+        assert summary.stage.excluded == built[0].stage.excluded
+        assert (summary.stage.canonicals, summary.stage.staged) == (built[0].stage.canonicals, built[0].stage.staged)
+    one, other = (
+        {p.name: gzip.decompress(p.read_bytes()) for p in Path(c.output).glob("sitemap-*.xml.gz")}
+        for c in (whole, split)
+    )
+    assert one == other and b"/new</loc>" in b"".join(one.values())
+
+
 def test_the_ranges_sample_of_a_keyed_source_reads_its_key_windows_on_the_server(
     tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.csv
 import pyarrow.parquet as pq
 import pytest
 
@@ -354,22 +355,57 @@ def _crawl(folder: Path, rows: list[dict[str, Any]], seed: int) -> dict[str, Any
 
 
 def test_input_splits_apply_exclusion_sources_as_one_piece_does(tmp_path: Path) -> None:
+    """The exclusion sources are cut in splits too (a CSV crawl whole, a Parquet one by row groups, some URLs in
+    both with other reasons), each routing its URLs to their ranges; the canonicals of each range's excluded
+    pages go to their own ranges (stage_canonicals), where a canonical that is excluded itself is dropped."""
     rows = _plain_rows(24, 2400)
     sources = _split_inventory(tmp_path / "inventory", rows)
     sources.append(_crawl(tmp_path / "inventory", rows, 24))
+    (tmp_path / "crawl").mkdir()
+    second = _crawl(tmp_path / "crawl", rows, 25)
+    crawl = pa.csv.read_csv(second["path"], convert_options=pa.csv.ConvertOptions(strings_can_be_null=True))
+    pq.write_table(crawl, tmp_path / "crawl.parquet", row_group_size=50)
+    sources.append({**second, "path": str(tmp_path / "crawl.parquet")})
     one = pipeline.stage(pipeline.BuildRun.new(sources_config(tmp_path / "one", sources), NOW))
     assert one.canonicals > 20 and {"excluded_status", "excluded_noindex", "excluded_canonical"} <= one.rejected.keys()
-    config = sources_config(tmp_path / "split", sources, duckdb={"stage_splits": 4, "stage_partitions": 3})
+    config = sources_config(tmp_path / "split", sources, duckdb={"stage_splits": 40, "stage_partitions": 3})
     run = pipeline.BuildRun.new(config, NOW)
     # each step in a session of its own, handing over JSON, the splits in reverse order
     staged = StageResult.from_dict(json.loads(json.dumps(pipeline.stage_rows(run).to_dict())))
-    assert staged.splits is not None and staged.splits.exclusions and len(staged.splits.splits) >= 3
+    assert staged.splits is not None and staged.splits.exclusions
+    kinds = [split.kind for split in staged.splits.splits]
+    assert kinds.count("exclude") >= 3 and kinds.count("pages") >= 3, kinds
+    ranges_folder = Path(run.work.root) / "stage-ranges"
+    assert not ranges_folder.exists()  # (stage reads no exclusion source)
     numbers = range(len(staged.splits.splits))
     read = {n: pipeline.stage_split(run, staged, n).to_dict() for n in reversed(numbers)}
     results = [SplitResult.from_dict(json.loads(json.dumps(read[n]))) for n in numbers]
-    assert sum(r.canonicals for r in results) == one.canonicals
-    gathered = pipeline.stage_gather(run, staged, results)
-    assert gathered.ranges is not None
+    # an exclusion split's URLs go to their ranges: no row or reject of its own
+    for split, result in zip(staged.splits.splits, results, strict=True):
+        if split.kind == "exclude":
+            assert (result.rows_in, sum(result.ranges), result.rejected) == (0, 0, {})
+            assert sum(result.routed["excl"]) > 0
+    gathered = StageResult.from_dict(json.loads(json.dumps(pipeline.stage_gather(run, staged, results).to_dict())))
+    assert gathered.ranges is not None and gathered.ranges.canonical_parts() == [0, 1, 2]
+    for part in reversed(gathered.ranges.canonical_parts()):
+        pipeline.stage_canonicals(run, gathered, part)
+    pipeline.stage_canonicals(run, gathered, 1)  # a retried task sends its canonicals again, not twice
+    # canonicals cross ranges
+    sent = [pq.read_table(ranges_folder / f"canon-counts-0000{part}.parquet")["sent"][0].as_py() for part in range(3)]
+    assert sum(sent[part][other] for part in range(3) for other in range(3) if other != part) > 5
+
+    def stops_without(path: Path, part: int, match: str) -> None:
+        kept = path.read_bytes()
+        path.unlink()
+        with pytest.raises(StageError, match=match):
+            pipeline.stage_range(run, gathered, part)
+        path.write_bytes(kept)
+
+    # a range finds every row sent to it, or stops: an exclusions file gone, a range's canonicals not sent
+    excl = sorted(ranges_folder.glob("excl-00001-*"))[0]
+    stops_without(excl, 1, r"URL range 1 of this build has \d+ excl row\(s\) in .*, not the \d+ sent to it")
+    counts = ranges_folder / "canon-counts-00002.parquet"
+    stops_without(counts, 0, r"URL range 2 of this build sent no canonicals .*run its stage_canonicals step")
     for part in range(len(gathered.ranges.rows)):
         pipeline.stage_range(run, gathered, part)
     merged = pipeline.stage_merge(run, gathered)
@@ -598,7 +634,7 @@ def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece
     assert [(s.first_row, s.end_row) for s in staged.splits.splits if s.kind == "images"] == [(0, 400), (400, 603)]
     assert not list((Path(run.work.root) / "stage-ranges").glob("src_*"))
     first = pipeline.stage_split(run, staged, 3)  # (the first image split: rows in every range, none of its own)
-    assert (first.rows_in, first.ranges) == (0, [0, 0, 0])
+    assert (first.rows_in, first.ranges, sum(first.routed["src_images"])) == (0, [0, 0, 0], 400)
     routed = sorted(p.name for p in (Path(run.work.root) / "stage-ranges").glob("src_*"))
     assert routed and all(re.fullmatch(r"src_images-0000[0-2]-00003-\d+\.parquet", name) for name in routed)
     pair, found = _whole_and_split(
@@ -715,11 +751,11 @@ def test_the_split_count_is_checked(tmp_path: Path, splits: int) -> None:
 
 @pytest.mark.parametrize("source", [
     {"path": "inventory.parquet", "split_key": "id"},
-    {"path": "postgresql://db/site", "table": "gone", "kind": "exclude", "split_key": "id"},
+    {"path": "crawl.csv", "kind": "exclude", "split_key": "id"},
 ])  # fmt: skip
-def test_a_split_key_is_for_database_page_and_extension_sources(tmp_path: Path, source: dict[str, str]) -> None:
+def test_a_split_key_is_for_database_sources(tmp_path: Path, source: dict[str, str]) -> None:
     pages = {"path": "pages.parquet"}
-    with pytest.raises(ConfigError, match=r"`split_key` applies to database page and extension sources only$"):
+    with pytest.raises(ConfigError, match=r"`split_key` applies to database sources only$"):
         sources_config(tmp_path, [pages, source] if source.get("kind") else [source])
 
 
