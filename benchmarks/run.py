@@ -176,14 +176,55 @@ def image_source(root: Path, pages: int, memory_limit: str, splits: int) -> dict
     duckdb.sql(f"SELECT loc AS page, unnest(images) AS image FROM read_parquet('{rich}')").write_parquet(str(images))
     ((rows,),) = duckdb.sql(f"SELECT count(*) FROM read_parquet('{images}')").fetchall()
     results: dict[str, object] = {"pages": pages, "image_rows": rows}
+    sources = f'[[sources]]\npath = "{work / "plain.parquet"}"\n\n[[sources]]\npath = "{images}"\nkind = "images"\n\n'
+    extensions = '[extensions]\nimage_hosts = ["cdn.example.com"]\n'
+    results |= _in_one_piece_and_splits(work, work / "plain.parquet", sources + extensions, memory_limit, splits)
+    return results
+
+
+def exclusion_source(root: Path, rows: int, memory_limit: str, splits: int) -> dict[str, object]:
+    """`rows` realistic input rows (benchmarks/generate.py) and a Parquet exclusion source (a crawl export) of a
+    tenth of their URLs: three in four with a status of 301 or 404, one in four naming another page as its
+    canonical; built in one piece and in `splits` input splits (each build's figures, or its one-line error)."""
+    work = root / f"exclusion-source-{rows}"
+    work.mkdir()
+    inventory = work / "inventory.parquet"
+    subprocess.run([sys.executable, str(HERE / "generate.py"), str(inventory), "--rows", str(rows), "--shape",
+                    "realistic"], check=True)  # fmt: skip
+    crawl = work / "crawl.parquet"
+    results: dict[str, object] = {"input_rows": rows, "exclusion_rows": write_crawl(str(inventory), crawl)}
+    sources = f'[[sources]]\npath = "{inventory}"\n\n[[sources]]\npath = "{crawl}"\nkind = "exclude"\n\n'
+    results |= _in_one_piece_and_splits(work, inventory, sources, memory_limit, splits)
+    return results
+
+
+def write_crawl(inventory: str, crawl: Path) -> int:
+    """A crawl export of a tenth of the rows of `inventory` (a Parquet file or glob) to `crawl`, for an exclusion
+    source: three in four with a status of 301 or 404, one in four naming another row's page (most likely one the
+    crawl does not exclude) as its canonical; its rows."""
+    duckdb.sql(
+        f"COPY (SELECT loc, CASE WHEN n % 4 = 3 THEN 200 WHEN n % 2 = 0 THEN 301 ELSE 404 END AS status,"
+        f" CASE WHEN n % 4 = 3 THEN next END AS canonical FROM ("
+        f"  SELECT loc, next, row_number() OVER () AS n FROM ("
+        f"   SELECT loc, lead(loc, 1000) OVER () AS next FROM read_parquet('{inventory}')"
+        f"  ) WHERE hash(loc) % 10 = 0"
+        f") WHERE next IS NOT NULL) TO '{crawl}' (FORMAT parquet)"
+    )
+    ((rows,),) = duckdb.sql(f"SELECT count(*) FROM read_parquet('{crawl}')").fetchall()
+    return int(rows)
+
+
+def _in_one_piece_and_splits(
+    work: Path, pages: Path, sources: str, memory_limit: str, splits: int
+) -> dict[str, object]:
+    """The site of `sources` (its config's [[sources]] tables; `pages`: its page source) built in one piece and
+    in `splits` input splits: each build's figures, or the one line it failed with."""
+    results: dict[str, object] = {}
     for name, count in (("one_piece", 1), (f"splits_{splits}", splits)):
         config = work / f"{name}.toml"
-        config.write_text(
-            f'[[sources]]\npath = "{work / "plain.parquet"}"\n\n[[sources]]\npath = "{images}"\nkind = "images"\n\n'
-            f'[extensions]\nimage_hosts = ["cdn.example.com"]\n\n[duckdb]\nstage_splits = {count}\n'
-        )
+        config.write_text(f"{sources}\n[duckdb]\nstage_splits = {count}\n")
         try:
-            results[name] = build(work / "plain.parquet", work / name, memory_limit, source=[], config=config)
+            results[name] = build(pages, work / name, memory_limit, source=[], config=config)
         except SystemExit as failed:
             results[name] = {"failed": next(line for line in str(failed).splitlines() if "error:" in line)}
         shutil.rmtree(work / name)
@@ -392,6 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--image-source-splits", type=int, default=8, help="input splits of that build's split run")
     parser.add_argument("--only-image-source", action="store_true", help="run just the image source builds")
+    parser.add_argument(
+        "--exclusion-source-rows", type=int, default=0, help="also build this many rows with an exclusion source"
+    )
+    parser.add_argument("--exclusion-source-splits", type=int, default=8, help="input splits of that build's split run")
+    parser.add_argument("--only-exclusion-source", action="store_true", help="run just the exclusion source builds")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
 
@@ -420,7 +466,15 @@ def main(argv: list[str] | None = None) -> int:
             comparison = image_source(root, args.image_source_pages, args.memory_limit, args.image_source_splits)
             results["image_source"] = comparison
             print(json.dumps(comparison, indent=2), flush=True)
-        only = args.only_postgres or args.only_s3 or args.only_rich or args.only_image_source
+        if args.exclusion_source_rows:
+            comparison = exclusion_source(
+                root, args.exclusion_source_rows, args.memory_limit, args.exclusion_source_splits
+            )
+            results["exclusion_source"] = comparison
+            print(json.dumps(comparison, indent=2), flush=True)
+        only = (
+            args.only_postgres or args.only_s3 or args.only_rich or args.only_image_source or args.only_exclusion_source
+        )
         sizes = [int(s) for s in args.sizes.split(",")]
         shapes = [] if only else args.shapes.split(",")
         runs = [(shape, size) for shape in shapes for size in sizes]
