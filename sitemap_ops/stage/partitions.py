@@ -106,8 +106,8 @@ def write_ranges(
 ) -> list[int]:  # fmt: skip
     """Write the valid rows of the temp table `normalized`, and the temp tables page_ext and news_ext, in about
     `parts` URL ranges (or in the ranges `bounds` gives) into the ranges folder of `work`; each range's row
-    count, in range order. With `unchecked`, the rows keep every column (their extensions as they came, which
-    each range checks: sql/stage_partition_raw.sql).
+    count, in range order. With `unchecked`, the rows keep every column (their extensions as they came, and
+    what the rejects file shows, which each range checks and writes: sql/stage_partition_raw.sql).
 
     Flat files (write_by_range): <kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet for input
     split `split` (sitemap_ops.stage.splits)."""
@@ -168,8 +168,9 @@ def dedupe_range(
     con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows: int, check: Callable[[], None] | None = None
 ) -> None:
     """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its file
-    of the staged snapshot in `work` (STAGED_PART_NAME). With `check`, the range's rows (the view dedupe_rows)
-    carry their extensions unchecked: `check` makes the tables page_ext and news_ext from them."""
+    of the staged snapshot in `work` (STAGED_PART_NAME). With `check`, the range's rows (the view range_rows)
+    carry every column, unchecked: `check` makes the view dedupe_rows and the tables page_ext and news_ext
+    from them."""
     if not rows and part:  # an empty range has no file of the snapshot
         return
     ranges = ranges_of(work)
