@@ -417,6 +417,66 @@ retry_delay_seconds = 1
     assert not [n for n in _objects(s3, "split-work") if "/stage-ranges/" in n]
 
 
+def test_a_split_stage_applies_an_exclusion_source_by_url_range_with_a_canonicals_task_per_range(site) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder, db, s3 = site
+    # 2 Parquet files of pages and a crawl export on S3: 20 pages gone, 20 whose canonical is another page
+    # (a page of the other range), and one whose canonical is gone itself
+    for number in range(2):
+        buffer = io.BytesIO()
+        pq.write_table(pa.table({"loc": [f"{SITE}/r/{i}" for i in range(number * 60, number * 60 + 60)]}), buffer)
+        s3.client.put_object(Bucket=s3.bucket, Key=f"pages/part-{number}.parquet", Body=buffer.getvalue())
+    gone, moved = range(0, 120, 6), range(1, 120, 6)
+    crawl = {
+        "loc": [f"{SITE}/r/{i}" for i in [*gone, *moved, 5]],
+        "status": [404] * 20 + [200] * 21,
+        "canonical": [None] * 20 + [f"{SITE}/r/{(i + 61) % 120}" for i in moved] + [f"{SITE}/r/0"],
+    }
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(crawl), buffer, row_group_size=10)
+    s3.client.put_object(Bucket=s3.bucket, Key="crawl.parquet", Body=buffer.getvalue())
+    (folder / "shop.toml").write_text(
+        f"""name = "shop"
+base_url = "{SITE}"
+output = "{s3.url("excl")}"
+work_dir = "{s3.url("excl-work")}"
+
+[[sources]]
+path = "{s3.url("pages/*.parquet")}"
+
+[[sources]]
+path = "{s3.url("crawl.parquet")}"
+kind = "exclude"
+
+[duckdb]
+stage_splits = 8
+stage_partitions = 2
+
+[airflow]
+storage_conn_id = "site_storage"
+retries = 1
+retry_delay_seconds = 1
+"""
+    )
+    run = _run(folder)
+    assert run.state == "success"
+    splits = [ti for ti in run.get_task_instances() if ti.task_id == "stage_split"]
+    assert len(splits) == 4  # (the pages' 2 files, and the crawl's 41 rows in 2 splits of its row groups)
+    sent = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_canonicals")
+    assert sent == ["URL range 0", "URL range 1"]
+    assert _published_locs(s3, "excl") == {f"{SITE}/r/{i}" for i in set(range(120)) - {*gone, *moved, 5}}
+    tis = {ti.task_id: ti for ti in run.get_task_instances() if ti.map_index < 1}
+    staged = tis["stage_merge"].xcom_pull(task_ids="stage_merge")
+    assert staged["rejected"] == {"excluded_status": 20, "excluded_canonical": 21}
+    # (/r/5's canonical is gone itself; the others merge with their pages' own rows)
+    assert (staged["canonicals"], staged["staged"], staged["duplicates"]) == (20, 79, 20)
+    assert not [n for n in _objects(s3, "excl-work") if "/stage-ranges/" in n]
+
+
 def test_a_sitemap_build_task_group_runs_inside_a_dag_of_ones_own(site) -> None:
     import runpy
 
