@@ -443,7 +443,7 @@ def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: 
     deduplicated (StageRanges.canonical_parts): a row for each canonical with its page's fields
     (sql/stage_canonical_rows.sql), written to the range of the canonical's URL (canon-<to>-<part>-<n>.parquet),
     whose run_stage_range publishes it unless the canonical is excluded itself (only that range knows); and how
-    many went to each range (canon-counts-<part>.json), which that range checks."""
+    many went to each range (canon-counts-<part>.parquet), which that range checks."""
     ranges = staged.ranges
     assert ranges is not None and ranges.exclusions
     folder = ranges_of(work)
