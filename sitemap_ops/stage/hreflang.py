@@ -21,13 +21,16 @@ _LINKS = "alt-links-{index:05d}.parquet"
 _SELF = "alt-self-{index:05d}.parquet"
 
 
-def write_range_links(con: duckdb.DuckDBPyConnection, work: Storage, part: int, bounds: list[str]) -> None:
+def write_range_links(
+    con: duckdb.DuckDBPyConnection, work: Storage, part: int, bounds: list[str], names: list[str]
+) -> None:
     """The first half, in URL range `part`'s stage_range once its extensions are checked (ext_alt_edges and
     alt_fast_pages, sitemap_ops.stage.extensions): its pages' links, each to the range of the URL it points at
-    (`bounds`: the ranges' lower bounds), and what the range's own second half needs."""
+    (`bounds`: the ranges' lower bounds), and what the range's own second half needs. `names`: the files of the
+    ranges folder, as the range listed them."""
     ranges = ranges_of(work)
     mine = re.compile(rf"{_EDGES}-\d{{5}}-{part:05d}-\d+\.parquet")  # (an earlier attempt's, perhaps more files)
-    ranges.delete_many([name for name in ranges.list_details() if mine.fullmatch(name)])
+    ranges.delete_many([name for name in names if mine.fullmatch(name)])
     con.execute(read_sql("stage_range_alt_links"))
     query = read_sql("stage_range_alt_edges").format(part=use_bounds(con, bounds))
     write_by_range(con, [(_EDGES, query)], len(bounds) + 1, ranges, f"-{part:05d}")

@@ -165,12 +165,17 @@ def write_by_range(
 
 
 def dedupe_range(
-    con: duckdb.DuckDBPyConnection, work: Storage, part: int, rows: int, check: Callable[[], None] | None = None
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    part: int,
+    rows: int,
+    check: Callable[[list[str]], None] | None = None,
 ) -> None:
     """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its file
     of the staged snapshot in `work` (STAGED_PART_NAME). With `check`, the range's rows (the view range_rows)
-    carry every column, unchecked: `check` makes the view dedupe_rows and the tables page_ext and news_ext
-    from them."""
+    carry every column, unchecked: `check`, given the names of the ranges folder's files (listed once: a LIST
+    costs a request on object storage), makes the view dedupe_rows and the tables page_ext and news_ext from
+    them."""
     if not rows and part:  # an empty range has no file of the snapshot
         return
     ranges = ranges_of(work)
@@ -184,7 +189,7 @@ def dedupe_range(
     if check is None:
         con.execute(read_sql("stage_ext_empty"))  # the ranges without extensions or news read these
     else:
-        check()
+        check(names)
     for kind in ("page_ext", "news_ext"):
         if found := files(kind):
             create_parquet_view(con, f"dedupe_{kind}", found)

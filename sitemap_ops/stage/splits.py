@@ -177,18 +177,19 @@ def split_bounds(
     found: Survey,
     partitions: int,
     max_ranges: int,
-    extensions: bool = False,
+    extensions: Survey | None = None,
 ) -> list[str]:
     """The URL ranges' lower bounds every input split writes its valid rows by: as many ranges as `partitions`
     says, or as the valid rows' memory needs (estimated from a normalized sample and, with `extensions`, the
-    extension bytes the ranges will check: sql/stage_split_ext_bytes.sql), at most `max_ranges`.
+    extension bytes the ranges will check: _extension_bytes), at most `max_ranges`. `extensions`: the survey
+    of the extension sources (empty when only the pages carry extensions).
 
     The sample (the table split_sample) takes from each of `sample_pieces` a share of SPLIT_SAMPLE_ROWS raw
     URLs by the rows it stands for; the sources read whole are counted first. Replaces the view `inventory`
     with a view over the sample's URLs, with the normalization variables set."""
     ext_bytes = 0.0
-    if extensions and not partitions:
-        ((inline, from_sources),) = con.execute(read_sql("stage_split_ext_bytes")).fetchall()
+    if extensions is not None and not partitions:  # (before the inventory view is replaced below)
+        inline, from_sources = _extension_bytes(con, sources, extensions)
     whole = {}
     for index, kind in found:
         if kind is None:
@@ -207,10 +208,30 @@ def split_bounds(
     valid = [loc for (loc,) in con.execute(read_sql("stage_split_sample_valid")).fetchall()]
     share = len(valid) / max(1, sampled)
     loc_bytes = sum(len(loc.encode()) for loc in valid) / max(1, len(valid))
-    if extensions and not partitions:
-        ext_bytes = STAGE_EXT_BYTES_FACTOR * (rows * float(inline) + float(from_sources))
+    if extensions is not None and not partitions:
+        ext_bytes = STAGE_EXT_BYTES_FACTOR * (rows * inline + from_sources)
     parts = partitions or part_count(con, int(rows * share), int(rows * share * loc_bytes + ext_bytes), max_ranges)
     return range_bounds(valid, min(parts, max_ranges))
+
+
+def _extension_bytes(
+    con: duckdb.DuckDBPyConnection, sources: tuple[SourceConfig, ...], extensions: Survey
+) -> tuple[float, float]:
+    """The bytes of extensions as text (sql/stage_split_ext_bytes.sql): a page row's inline ones on average, and
+    all the extension sources' (`extensions`: their survey). A kind's rows are the survey's (Parquet footers, a
+    keyed database source's count); a kind with a source the survey could not count is counted here."""
+    ((inline, *averages),) = con.execute(read_sql("stage_split_ext_bytes")).fetchall()
+    total = 0.0
+    for kind, average in zip(EXTENSION_VIEWS, averages, strict=True):
+        found = [of for index, of in extensions if sources[index].kind == kind]
+        if not found:
+            continue
+        if all(of is not None for of in found):
+            rows = sum(_rows(of) for of in found)
+        else:
+            ((rows,),) = con.execute(read_sql("stage_split_ext_rows").format(view=EXTENSION_VIEWS[kind][0])).fetchall()
+        total += rows * float(average)
+    return float(inline), total
 
 
 def split_rejects_name(split: int) -> str:

@@ -69,6 +69,7 @@ from sitemap_ops.stage.sources import (
     quote_identifier,
 )
 from sitemap_ops.stage.splits import (
+    Survey,
     clear_split,
     join_csv,
     list_splits,
@@ -257,7 +258,10 @@ def _split_stage(
         if len(splits) == 1:
             return None
         pages = [(index, kind) for index, kind in found if kinds[index] == "pages"]
-        partitions, extensions = min(max_ranges, config.partitions), bool(inventory.extensions)
+        partitions = min(max_ranges, config.partitions)
+        extensions: Survey | None = None
+        if inventory.extensions:  # (the extension sources' survey, empty when the pages carry them inline)
+            extensions = [(index, of) for index, of in found if kinds[index] in EXTENSION_VIEWS]
         bounds = split_bounds(con, config.sources, config.storage, inventory, pages, partitions, max_ranges, extensions)
         routed = sum(split.kind not in ("pages", "exclude") for split in splits)
         excluding = sum(split.kind == "exclude" for split in splits)
@@ -507,8 +511,8 @@ def run_stage_range(
             "the sources changed while the stage read them; run the stage again"
         )
 
-    def check() -> None:
-        _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), ranges)
+    def check(names: list[str]) -> None:
+        _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), ranges, names)
 
     try:
         dedupe_range(con, work, part, ranges.rows[part], check if ranges.checked else None)
@@ -523,14 +527,15 @@ def _check_range(
     part: int,
     build_time: dt.datetime,
     ranges: StageRanges,
+    names: list[str],
 ) -> None:
     """The checks of one URL range's rows (the view dedupe_rows: every spelling of each of its URLs, from all
     input splits) as one piece makes them: its exclusions applied (the rows of its canonicals added), its pages'
     extensions checked (the tables page_ext and news_ext), and in the ranges folder its rejects (as rows of the
     rejects file: the exclusions' and dropped fields', and the extension values'), its counts and, with
-    alternates, its links by the range of the URL each points at (`ranges.bounds`: the ranges' lower bounds)."""
+    alternates, its links by the range of the URL each points at (`ranges.bounds`: the ranges' lower bounds).
+    `names`: the files of the ranges folder."""
     folder = ranges_of(work)
-    names = sorted(folder.list_details())
     set_variables(con, normalize_variables(config, build_time))
     set_variables(con, {"source_labels": [source.label for source in config.sources]})
     _range_exclusions(con, folder, names, part, ranges)  # (none without exclusion sources)
@@ -598,7 +603,7 @@ def _check_range_extensions(
         # (hreflang's checks look across ranges: their keyed pass, write_range_links and check_range_links)
         result = _stage_extensions(config, con, build_time, kinds, folder, None)
         if "alternates" in kinds:
-            write_range_links(con, work, part, ranges.bounds)
+            write_range_links(con, work, part, ranges.bounds, names)
         else:  # (no link: the range's report is empty)
             _hreflang_report(con, work, part, None)
     except SourceError as exc:

@@ -710,7 +710,9 @@ def test_input_splits_check_hreflang_links_in_the_range_of_the_page_linked_to(tm
 
 def test_a_split_stage_sizes_its_url_ranges_by_the_extensions_they_will_check_too(tmp_path: Path) -> None:
     """The ranges' bounds come from a sample of URLs; their count also weighs the extension bytes each range
-    checks (the inline columns' and the extension sources'), or one range would check them all."""
+    checks (the inline columns' and the extension sources'), or one range would check them all. A Parquet
+    source's rows are counted by the survey of its footers, a CSV source's (read whole) by a query: the same
+    rows give the same ranges."""
     images = [f"https://www.example.com/img/some/long/path/picture-{n}.jpg" for n in range(60)]
     pages = [f"{SITE}/p/page-{i}" for i in range(100_000)]
     pq.write_table(pa.table({"loc": pages}), tmp_path / "plain.parquet", row_group_size=2000)
@@ -719,6 +721,7 @@ def test_a_split_stage_sizes_its_url_ranges_by_the_extensions_they_will_check_to
     pq.write_table(pa.Table.from_pylist(rows, schema), tmp_path / "rich.parquet", row_group_size=2000)
     separate = {"page": [page for page in pages for _ in range(10)], "image": images[:10] * len(pages)}
     pq.write_table(pa.table(separate), tmp_path / "images.parquet")
+    pyarrow.csv.write_csv(pa.table(separate), tmp_path / "images.csv")
     counts = []
     for name, sources in (
         ("plain", [{"path": str(tmp_path / "plain.parquet")}]),
@@ -727,12 +730,17 @@ def test_a_split_stage_sizes_its_url_ranges_by_the_extensions_they_will_check_to
             "sources",
             [{"path": str(tmp_path / "plain.parquet")}, {"path": str(tmp_path / "images.parquet"), "kind": "images"}],
         ),
+        (
+            "csv",
+            [{"path": str(tmp_path / "plain.parquet")}, {"path": str(tmp_path / "images.csv"), "kind": "images"}],
+        ),
     ):
         config = sources_config(tmp_path / name, sources, duckdb={"stage_splits": 4, "memory_limit": "128MB"})
         staged = pipeline.stage_rows(pipeline.BuildRun.new(config, NOW))
         assert staged.splits is not None
         counts.append(len(staged.splits.bounds) + 1)
     assert counts[0] < counts[2] < counts[1], counts
+    assert counts[3] == counts[2], counts
 
 
 def test_an_inventory_whose_hreflang_clusters_are_completed_is_read_in_one_piece(tmp_path: Path) -> None:
