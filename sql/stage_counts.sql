@@ -7,7 +7,7 @@ WITH grouped AS MATERIALIZED (
     FROM normalized
     GROUP BY ALL
 )
-SELECT 'reject' AS kind, reason, CAST(sum(n) AS BIGINT) AS n FROM grouped WHERE reason IS NOT NULL GROUP BY reason
+SELECT 'reject' AS kind, reason, sum(n) AS n FROM grouped WHERE reason IS NOT NULL GROUP BY reason
 UNION ALL
 SELECT 'field', lastmod_issue, sum(n) FROM grouped WHERE reason IS NULL AND lastmod_issue IS NOT NULL GROUP BY 2
 UNION ALL
