@@ -180,10 +180,6 @@ def dedupe_range(
         return
     ranges = ranges_of(work)
     names = sorted(ranges.list_details())
-
-    def files(kind: str) -> list[str]:
-        return [storage_path(con, ranges, n) for n in names if n.startswith(f"{kind}-{part:05d}-")]
-
     # (checked, the range's rows are the checks' view `range_rows`: they make the view dedupe_rows)
     open_range_rows(con, ranges, names, part, rows, "dedupe_rows" if check is None else "range_rows")
     if check is None:
@@ -191,7 +187,7 @@ def dedupe_range(
     else:
         check(names)
     for kind in ("page_ext", "news_ext"):
-        if found := files(kind):
+        if found := range_files(con, ranges, names, kind, part):
             create_parquet_view(con, f"dedupe_{kind}", found)
         else:
             con.table(kind).create_view(f"dedupe_{kind}", replace=True)
@@ -203,12 +199,18 @@ def dedupe_range(
         con.execute("DROP TABLE IF EXISTS part_dups")
 
 
+def range_files(con: duckdb.DuckDBPyConnection, ranges: Storage, names: list[str], kind: str, part: int) -> list[str]:
+    """The files of `kind` of range `part` among `names` in the ranges folder `ranges` (<kind>-<range>-...), as
+    paths DuckDB reads."""
+    return [storage_path(con, ranges, n) for n in names if n.startswith(f"{kind}-{part:05d}-")]
+
+
 def open_range_rows(
     con: duckdb.DuckDBPyConnection, ranges: Storage, names: list[str], part: int, rows: int, view: str
 ) -> None:
     """The view `view` over the rows files of range `part` in the ranges folder `ranges` (whose files are
     `names`); StageError unless they hold the `rows` rows the stage wrote."""
-    found = [storage_path(con, ranges, n) for n in names if n.startswith(f"rows-{part:05d}-")]
+    found = range_files(con, ranges, names, "rows", part)
     if found:
         create_parquet_view(con, view, found)
         ((read,),) = con.table(view).aggregate("count(*)").fetchall()
@@ -227,7 +229,7 @@ def routed_files(
     """The files of `kind` that other steps sent range `part` (<kind>-<range>-<from>-<n>.parquet, of `names` in
     the ranges folder `ranges`: an extension source's rows, exclusions, canonicals); StageError unless they hold
     the `rows` rows those steps wrote."""
-    found = [storage_path(con, ranges, n) for n in names if n.startswith(f"{kind}-{part:05d}-")]
+    found = range_files(con, ranges, names, kind, part)
     read = 0
     if found:
         ((read,),) = con.read_parquet(found).aggregate("count(*)").fetchall()
