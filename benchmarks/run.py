@@ -214,6 +214,27 @@ def write_crawl(inventory: str, crawl: Path) -> int:
     return int(rows)
 
 
+def completion(root: Path, pages: int, memory_limit: str, splits: int) -> dict[str, object]:
+    """`pages` pages in 5 languages with 3 images and their hreflang sets (benchmarks/generate.py --rich), every
+    third page's set missing its last link, with `[extensions] complete_alternates`: built in one piece and in
+    `splits` input splits (the clusters completed across the URL ranges), each build's figures or its one-line
+    error."""
+    work = root / f"completion-{pages}"
+    work.mkdir()
+    rich = work / "rich.parquet"
+    subprocess.run([sys.executable, str(HERE / "generate.py"), str(rich), "--rows", str(pages), "--rich"], check=True)
+    inventory = work / "inventory.parquet"
+    duckdb.sql(
+        f"SELECT * REPLACE (CASE WHEN hash(loc) % 3 = 0 THEN alternates[:4] ELSE alternates END AS alternates) "
+        f"FROM read_parquet('{rich}')"
+    ).write_parquet(str(inventory))
+    sources = f'[[sources]]\npath = "{inventory}"\n\n'
+    extensions = '[extensions]\nimage_hosts = ["cdn.example.com"]\ncomplete_alternates = true\n'
+    results: dict[str, object] = {"pages": pages}
+    results |= _in_one_piece_and_splits(work, inventory, sources + extensions, memory_limit, splits)
+    return results
+
+
 def _in_one_piece_and_splits(
     work: Path, pages: Path, sources: str, memory_limit: str, splits: int
 ) -> dict[str, object]:
@@ -438,6 +459,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--exclusion-source-splits", type=int, default=8, help="input splits of that build's split run")
     parser.add_argument("--only-exclusion-source", action="store_true", help="run just the exclusion source builds")
+    parser.add_argument(
+        "--completion-pages", type=int, default=0, help="also build this many hreflang pages, completing clusters"
+    )
+    parser.add_argument("--completion-splits", type=int, default=8, help="input splits of that build's split run")
+    parser.add_argument("--only-completion", action="store_true", help="run just the hreflang completion builds")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
 
@@ -472,8 +498,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             results["exclusion_source"] = comparison
             print(json.dumps(comparison, indent=2), flush=True)
+        if args.completion_pages:
+            comparison = completion(root, args.completion_pages, args.memory_limit, args.completion_splits)
+            results["completion"] = comparison
+            print(json.dumps(comparison, indent=2), flush=True)
         only = (
-            args.only_postgres or args.only_s3 or args.only_rich or args.only_image_source or args.only_exclusion_source
+            args.only_postgres
+            or args.only_s3
+            or args.only_rich
+            or args.only_image_source
+            or args.only_exclusion_source
+            or args.only_completion
         )
         sizes = [int(s) for s in args.sizes.split(",")]
         shapes = [] if only else args.shapes.split(",")

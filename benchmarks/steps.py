@@ -3,7 +3,8 @@ and peak RSS (benchmarks/run.py's peak_rss_of), the results handed over as JSON 
 
 `python benchmarks/steps.py CONFIG`: the site of CONFIG (a site TOML file with its sources, output, work_dir and
 [duckdb] settings, stage_splits above 1) staged step by step: stage, each stage_split, stage_gather, each
-stage_canonicals, each stage_range, each stage_hreflang, stage_merge. Prints each kind of step's count, seconds
+stage_canonicals, each stage_range, completing hreflang clusters stage_alt_labels and each stage_alt_complete and
+stage_alt_render, each stage_hreflang, stage_merge. Prints each kind of step's count, seconds
 (fastest, slowest, all together) and highest peak RSS, as JSON.
 """
 
@@ -47,8 +48,14 @@ def _run_step(config: str, state: Path, step: str, number: int) -> None:
         pipeline.stage_canonicals(run, staged, number)
     elif step == "stage_range":
         pipeline.stage_range(run, staged, number)
+    elif step == "stage_alt_labels":
+        pipeline.stage_alt_labels(run, staged)
+    elif step == "stage_alt_complete":
+        pipeline.stage_alt_complete(run, staged, number)
+    elif step == "stage_alt_render":
+        pipeline.stage_alt_render(run, staged, number)
     elif step == "stage_hreflang":
-        pipeline.stage_hreflang(run, number)
+        pipeline.stage_hreflang(run, staged, number)
     else:
         merged = pipeline.stage_merge(run, staged)
         (state / "merged.json").write_text(json.dumps(merged.to_dict()))
@@ -84,6 +91,11 @@ def steps(config: str) -> dict[str, Any]:
             step("stage_canonicals", part)
         for part in range(len(ranges.rows)):
             step("stage_range", part)
+        if completing := ranges.completion_parts():
+            step("stage_alt_labels")
+            for name in ("stage_alt_complete", "stage_alt_render"):
+                for part in completing:
+                    step(name, part)
         for part in ranges.hreflang_parts():
             step("stage_hreflang", part)
         step("stage_merge")

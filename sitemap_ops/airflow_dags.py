@@ -338,10 +338,36 @@ def _hreflang_parts(staged: dict[str, Any]) -> list[int]:
     return ranges.hreflang_parts() if ranges else []
 
 
-def _stage_hreflang(config: SiteConfig, part: int) -> None:
+def _completion_parts(staged: dict[str, Any]) -> list[int]:
+    """The URL ranges that complete hreflang clusters together (none unless a split stage completes them)."""
+    ranges = StageResult.from_dict(staged).ranges
+    return ranges.completion_parts() if ranges else []
+
+
+def _stage_alt_labels(config: SiteConfig, staged: dict[str, Any]) -> None:
+    """The stage_alt_labels task's work: hreflang completion's labels, over every URL range (none to label unless a
+    split stage completes clusters)."""
+    result = StageResult.from_dict(staged)
+    if result.ranges is not None and result.ranges.completion_parts():
+        _step(lambda: _pipeline().stage_alt_labels(_build_run(config), result))
+
+
+def _stage_alt_complete(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
+    """The stage_alt_complete task's work: the hreflang clusters sent to one URL range, completed."""
+    get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
+    _step(lambda: _pipeline().stage_alt_complete(_build_run(config), StageResult.from_dict(staged), part))
+
+
+def _stage_alt_render(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
+    """The stage_alt_render task's work: one URL range's file of the snapshot with its sets as completed."""
+    get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
+    _step(lambda: _pipeline().stage_alt_render(_build_run(config), StageResult.from_dict(staged), part))
+
+
+def _stage_hreflang(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
     """The stage_hreflang task's work: the hreflang links that point into one URL range, checked there."""
     get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
-    _step(lambda: _pipeline().stage_hreflang(_build_run(config), part))
+    _step(lambda: _pipeline().stage_hreflang(_build_run(config), StageResult.from_dict(staged), part))
 
 
 def _stage_merge(config: SiteConfig, staged: dict[str, Any]) -> dict[str, Any]:
@@ -728,8 +754,10 @@ def _render_group(config: SiteConfig, group: list[int]) -> dict[str, Any]:
 def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_params: bool) -> Any:
     """The stage's tasks (stage -> stage_split, mapped over the input splits stage left, if any ->
     stage_gather -> stage_canonicals, mapped over the ranges whose canonicals a split stage sends on, if any ->
-    stage_range, mapped over the URL ranges, if any -> stage_hreflang, mapped over the ranges whose hreflang
-    links a split stage checks, if any -> stage_merge); the XComArg of the finished stage result."""
+    stage_range, mapped over the URL ranges, if any -> stage_alt_labels -> stage_alt_complete and then
+    stage_alt_render, each mapped over the ranges when a split stage completes hreflang clusters -> stage_hreflang,
+    mapped over the ranges whose hreflang links a split stage checks, if any -> stage_merge); the XComArg of the
+    finished stage result."""
     af = config.airflow
 
     @task(**io_retries, **_task_args(af, "stage", af.source_pool))
@@ -793,22 +821,6 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
         """Deduplicate and sort one URL range of a ranged stage into its file of the snapshot (work folder)."""
         _stage_range(config, staged, part)
 
-    @task
-    def stage_hreflang_ranges(staged: dict[str, Any], ranged: Any = None) -> list[int]:
-        """The URL ranges hreflang's keyed pass checks, once every range is deduplicated (none unless a split
-        stage's pages carry alternates)."""
-        return _hreflang_parts(staged)
-
-    @task(
-        **io_retries,
-        **_task_args(af, "stage_hreflang"),
-        doc_md="Check the hreflang links that point into one URL range of the inventory.",
-        map_index_template="{{ url_range }}",
-    )
-    def stage_hreflang(part: int) -> None:
-        """hreflang's keyed pass over one URL range: the links that point into it, checked there."""
-        _stage_hreflang(config, part)
-
     # runs when stage_range or stage_hreflang was skipped (mapped over nothing), never when one failed
     @task(**io_retries, **_task_args(af, "stage_merge"), trigger_rule="none_failed")
     def stage_merge(staged: dict[str, Any], ranged: Any = None) -> dict[str, Any]:
@@ -821,8 +833,78 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
     gathered: Any = stage_gather(prepared, read)  # (an XComArg that stands for the dict)
     sent = stage_canonicals.partial(staged=gathered).expand(part=stage_canonical_ranges(gathered))
     ranged = stage_range.partial(staged=gathered).expand(part=stage_ranges(gathered, sent))
-    checked = stage_hreflang.expand(part=stage_hreflang_ranges(gathered, ranged))
+    checked = _add_hreflang_tasks(config, io_retries, gathered, ranged)
     return stage_merge(gathered, checked)
+
+
+def _add_hreflang_tasks(config: SiteConfig, io_retries: dict[str, Any], gathered: Any, ranged: Any) -> Any:
+    """A split stage's hreflang tasks, after stage_range (stage_alt_labels -> stage_alt_complete and then
+    stage_alt_render, each mapped over the URL ranges when the stage completes clusters -> stage_hreflang,
+    mapped over the ranges whose links it checks); the XComArg of the last (none of them runs a query unless
+    the stage's pages carry alternates)."""
+    af = config.airflow
+
+    # runs when stage_range was skipped (mapped over nothing), never when one failed
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_alt_labels"),
+        trigger_rule="none_failed",
+        doc_md="Label the hreflang clusters across the URL ranges, in rounds (when a split stage completes them).",
+    )
+    def stage_alt_labels(staged: dict[str, Any], ranged: Any = None) -> None:
+        """hreflang completion's labels over every URL range, once every range is deduplicated (nothing unless a
+        split stage completes hreflang clusters)."""
+        _stage_alt_labels(config, staged)
+
+    # runs when the step before was skipped (mapped over nothing), never when one failed
+    @task(trigger_rule="none_failed")
+    def stage_completion_ranges(staged: dict[str, Any], before: Any = None) -> list[int]:
+        """The URL ranges that complete hreflang clusters together (none unless a split stage completes them)."""
+        return _completion_parts(staged)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_alt_complete"),
+        doc_md="Complete the hreflang clusters sent to one URL range (by a hash of their label).",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_alt_complete(staged: dict[str, Any], part: int) -> None:
+        """The hreflang clusters sent to one URL range, completed: each page's set sent to its range."""
+        _stage_alt_complete(config, staged, part)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_alt_render"),
+        doc_md="Write one URL range of the staged snapshot with its hreflang sets as completed.",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_alt_render(staged: dict[str, Any], part: int) -> None:
+        """One URL range's file of the staged snapshot, its hreflang sets as completed."""
+        _stage_alt_render(config, staged, part)
+
+    # runs when the steps before were skipped (mapped over nothing), never when one failed
+    @task(trigger_rule="none_failed")
+    def stage_hreflang_ranges(staged: dict[str, Any], ranged: Any = None) -> list[int]:
+        """The URL ranges hreflang's keyed pass checks, once every range is deduplicated (and its sets
+        completed, when a split stage completes clusters; none unless a split stage's pages carry alternates)."""
+        return _hreflang_parts(staged)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_hreflang"),
+        doc_md="Check the hreflang links that point into one URL range of the inventory.",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_hreflang(staged: dict[str, Any], part: int) -> None:
+        """hreflang's keyed pass over one URL range: the links that point into it, checked there."""
+        _stage_hreflang(config, staged, part)
+
+    labelled = stage_alt_labels(gathered, ranged)
+    to_complete = stage_completion_ranges.override(task_id="stage_completion_ranges")(gathered, labelled)
+    completed = stage_alt_complete.partial(staged=gathered).expand(part=to_complete)
+    to_render = stage_completion_ranges.override(task_id="stage_completed_ranges")(gathered, completed)
+    rendered = stage_alt_render.partial(staged=gathered).expand(part=to_render)
+    return stage_hreflang.partial(staged=gathered).expand(part=stage_hreflang_ranges(gathered, rendered))
 
 
 def _add_plan_tasks(config: SiteConfig, io_retries: dict[str, Any], staged: Any) -> Any:

@@ -304,6 +304,11 @@ STAGE_ROW_OVERHEAD = 100
 # STAGE_EXT_BYTES_FACTOR (the rows as they came and the checked, rendered copies), count toward a range's
 # memory (sitemap_ops.stage.splits.split_bounds).
 STAGE_EXT_BYTES_FACTOR = 2
+# Completing hreflang clusters, no list takes the fast path: every link is a row of the checks, normalized and
+# joined one by one, so the extension bytes count STAGE_EXT_CHECKED_FACTOR times instead. Measured with duckdb
+# 1.5.5 on pages with 3 images and 4-5 links each (539 bytes of lists per page) at 2 GB: a range of 1M such
+# pages ran out of memory, ranges of 667k finished (this factor makes ranges of at most about 590k).
+STAGE_EXT_CHECKED_FACTOR = 6
 STAGE_ONE_PASS_SHARE = 1.5
 STAGE_PART_SHARE = 1.0
 # Plan joins the staged rows with the last assignment (sql/plan_rows.sql) in chunks of rows in file order, each
@@ -351,9 +356,20 @@ STAGE_RANGES_NAME = "stage-ranges"
 # each range writes its links by the range of the URL each points at (alt_edges-<to>-<from>-<n>.parquet),
 # its links as hashes and its pages without a link to themselves (alt-links-<range>.parquet,
 # alt-self-<range>.parquet), and a stage_hreflang step per range then writes its report and problems.
+# Completing hreflang clusters (sitemap_ops.stage.completion), each range writes its file of the snapshot with
+# the sets as found (alt-staged-<range>.parquet), its pages' links (alt-own-<range>.parquet) and the cluster
+# graph's links by the range of each end (alt_adj-<to>-<from>-<n>.parquet, alt_adj-counts-<from>.parquet); the
+# labels' rounds write each range's labels (alt-labels-<range>-<0|1>.parquet) and the changed labels by the
+# range of each neighbour (alt_msg<0|1>-<to>-<from>-<n>.parquet), then each range's links and pages to the
+# range that completes their cluster, by a hash of its label (alt_mem-...), where the completed sets go to the
+# range of each page (alt_done-...), each with its counts (alt_mem-counts-<from>.parquet,
+# alt_done-counts-<from>.parquet); each range then sends its completed links for the keyed pass as the found
+# ones (alt_cedges-..., alt-clinks-<range>.parquet, alt-cself-<range>.parquet).
 STAGE_SPLIT_REJECTS_NAME = "rejects-splits.csv"
 STAGE_RANGE_FILE = (
-    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news)|excl|canon|alt_edges)-\d{5}(-\d{5})?-\d+\.parquet"
-    r"|rejects-(\d{5}|splits)\.csv|canon-counts-\d{5}\.parquet"
-    r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json|alt-(links|self)-\d{5}\.parquet"
+    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news)|excl|canon"
+    r"|alt_(edges|cedges|adj|msg[01]|mem|done))-\d{5}(-\d{5})?-\d+\.parquet"
+    r"|rejects-(\d{5}|splits)\.csv|(canon|alt_adj|alt_mem|alt_done)-counts-\d{5}\.parquet"
+    r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json"
+    r"|alt-(links|self|clinks|cself|own|staged)-\d{5}\.parquet|alt-labels-\d{5}-[01]\.parquet"
 )

@@ -54,6 +54,9 @@ from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.result import SplitResult, StageResult
 from sitemap_ops.stage.stage import (
     run_stage,
+    run_stage_alt_complete,
+    run_stage_alt_labels,
+    run_stage_alt_render,
     run_stage_canonicals,
     run_stage_gather,
     run_stage_hreflang,
@@ -123,7 +126,8 @@ def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file):
     stage_rows, then stage_split for each input split it left and stage_gather, then stage_range for each URL
     range (after stage_canonicals for each, when a split stage has exclusion sources; and stage_hreflang for
-    each after them, when its pages carry alternates), then stage_merge, in this process."""
+    each after them, when its pages carry alternates, after stage_alt_labels and stage_alt_complete and
+    stage_alt_render for each when it completes their clusters), then stage_merge, in this process."""
     staged = stage_rows(run, progress)
     if (splits := staged.splits) is not None:
         first = staged
@@ -137,8 +141,14 @@ def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
           lambda part: stage_canonicals(run, ranged, part))  # fmt: skip
     _each(progress, "stage: deduplicating and sorting by range", range(len(ranged.ranges.rows)),
           lambda part: stage_range(run, ranged, part))  # fmt: skip
+    if completing := ranged.ranges.completion_parts():
+        stage_alt_labels(run, ranged, progress)
+        _each(progress, "stage: completing the hreflang clusters by range", completing,
+              lambda part: stage_alt_complete(run, ranged, part))  # fmt: skip
+        _each(progress, "stage: writing the completed hreflang sets by range", completing,
+              lambda part: stage_alt_render(run, ranged, part))  # fmt: skip
     _each(progress, "stage: checking the hreflang links by range", ranged.ranges.hreflang_parts(),
-          lambda part: stage_hreflang(run, part))  # fmt: skip
+          lambda part: stage_hreflang(run, ranged, part))  # fmt: skip
     return stage_merge(run, ranged, progress)
 
 
@@ -206,12 +216,37 @@ def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:
         run_stage_range(run.config.stage_settings(), con, work, staged, part, run.now)
 
 
-def stage_hreflang(run: BuildRun, part: int) -> None:
-    """hreflang's keyed pass over one URL range of a split stage (stage.hreflang_parts), once every range is
-    deduplicated: the links that point into it checked there, its part of the hreflang report."""
+def stage_alt_labels(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> None:
+    """hreflang completion's label propagation over a split stage's URL ranges (stage.completion_parts), once
+    every range is deduplicated: each cluster's links and pages sent to the range that completes it."""
     work = open_work(run.config, run.build_id)
     with duckdb_session(run.config, work) as con:
-        run_stage_hreflang(con, work, part)
+        run_stage_alt_labels(con, work, staged, progress)
+
+
+def stage_alt_complete(run: BuildRun, staged: StageResult, part: int) -> None:
+    """Complete the hreflang clusters sent to one URL range, after stage_alt_labels: each site page's
+    set sent to its range."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_alt_complete(con, work, staged, part)
+
+
+def stage_alt_render(run: BuildRun, staged: StageResult, part: int) -> None:
+    """One URL range's file of the staged snapshot with its hreflang sets as completed, after every
+    stage_alt_complete."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_alt_render(run.config.stage_settings(), con, work, staged, part)
+
+
+def stage_hreflang(run: BuildRun, staged: StageResult, part: int) -> None:
+    """hreflang's keyed pass over one URL range of a split stage (stage.hreflang_parts), once every range is
+    deduplicated (and its sets completed, when the site completes clusters): the links that point into it
+    checked there, its part of the hreflang report."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_hreflang(con, work, staged, part)
 
 
 def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> StageResult:

@@ -55,6 +55,21 @@ CREATE OR REPLACE TEMP MACRO so_images_bytes(joined, n) AS
 CREATE OR REPLACE TEMP MACRO so_alternates_bytes(joined, n) AS
     CASE WHEN joined IS NULL OR joined = '' THEN 0 ELSE strlen(joined) + 40 * n + 1 END;
 
+-- A staged row's extension bytes and fingerprint, which plan sizes and compares shards by (NULL without any
+-- extension): sql/stage_dedupe.sql, and stage_alt_render.sql when completion rewrites a range's alternates.
+CREATE OR REPLACE TEMP MACRO so_ext_bytes(images_j, images, ext_xml, alternates_j, alternates) AS
+    CASE
+        WHEN images_j IS NOT NULL OR ext_xml IS NOT NULL OR alternates_j IS NOT NULL
+            THEN so_images_bytes(images_j, images) + coalesce(strlen(ext_xml), 0)
+                + so_alternates_bytes(alternates_j, alternates)
+    END;
+
+CREATE OR REPLACE TEMP MACRO so_ext_hash(images_j, ext_xml, alternates_j) AS
+    CASE
+        WHEN images_j IS NOT NULL OR ext_xml IS NOT NULL OR alternates_j IS NOT NULL
+            THEN hash(images_j, ext_xml, alternates_j)
+    END;
+
 -- Extensions inside <url>, after the core fields: images (joined), `ext` (elements stage rendered already:
 -- videos, or a news series entry; NULL for none), alternates (joined). Plan sizes them by `ext_bytes`, which
 -- stage computes with the macros above (sql/stage_dedupe.sql).

@@ -68,14 +68,7 @@ entries AS (
 -- images and alternates count them for the summary. Render writes their XML (sql/render_macros.sql).
 SELECT
     *,
-    CASE
-        WHEN images_j IS NOT NULL OR ext_xml IS NOT NULL OR alternates_j IS NOT NULL
-            THEN so_images_bytes(images_j, images) + coalesce(strlen(ext_xml), 0)
-                + so_alternates_bytes(alternates_j, alternates)
-    END AS ext_bytes,
-    CASE
-        WHEN images_j IS NOT NULL OR ext_xml IS NOT NULL OR alternates_j IS NOT NULL
-            THEN hash(images_j, ext_xml, alternates_j)
-    END AS ext_hash
+    so_ext_bytes(images_j, images, ext_xml, alternates_j, alternates) AS ext_bytes,
+    so_ext_hash(images_j, ext_xml, alternates_j) AS ext_hash
 FROM entries
 ORDER BY section, loc

@@ -72,10 +72,7 @@ FROM (
     SELECT
         page,
         3,
-        -- escaped here (the fast path's hrefs hold no character to escape: sitemap_ops.constants)
-        so_alternates_join(
-            list(struct_pack(hreflang, href := so_xml_escape(href)) ORDER BY ord NULLS LAST, hreflang, href)
-        ),
+        so_alternates_agg(hreflang, href, ord),
         count(*)
     FROM alt_final
     GROUP BY page

@@ -28,6 +28,7 @@ from sitemap_ops.constants import (
 from sitemap_ops.duck import read_sql, set_variables
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import StageError
+from sitemap_ops.stage.hreflang import issue_counts
 from sitemap_ops.stage.result import ExtensionResult
 from sitemap_ops.stage.sources import create_url_inventory_view
 from sitemap_ops.urls import PLAIN_HOST
@@ -118,11 +119,6 @@ def extension_variables(config: StageSettings, build_time: dt.datetime) -> dict[
     }
 
 
-def _issue_counts(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, int]:
-    set_variables(con, {"issue_table": table})
-    return dict(con.execute(read_sql("stage_hreflang_counts")).fetchall())
-
-
 def _complete_alternates(con: duckdb.DuckDBPyConnection) -> None:
     """Cluster the alternate links; every page of a cluster gets the whole set (ext_alt_completed)."""
     con.execute(read_sql("stage_hreflang_labels"))
@@ -167,7 +163,7 @@ def run_extensions(
     con.execute(read_sql("stage_hreflang_edges"))
     con.execute(read_sql("stage_hreflang_check"))
     con.execute("CREATE OR REPLACE TEMP TABLE hreflang_found AS SELECT * FROM hreflang_checked")
-    result.hreflang_issues = _issue_counts(con, "hreflang_found")
+    result.hreflang_issues = issue_counts(con, "hreflang_found")
     if config.extensions.complete_alternates:
         _complete_alternates(con)
         # the same checks again, on the completed sets (the view reads the tables made again here)
@@ -176,7 +172,7 @@ def run_extensions(
         con.execute(
             "CREATE OR REPLACE TEMP TABLE hreflang_left AS FROM hreflang_checked UNION ALL FROM hreflang_conflicts"
         )
-        result.hreflang_issues_left = _issue_counts(con, "hreflang_left")
+        result.hreflang_issues_left = issue_counts(con, "hreflang_left")
         (added,) = con.execute(read_sql("stage_hreflang_added")).fetchall()[0]
         result.hreflang_links_added = int(added)
         con.execute("CREATE OR REPLACE TEMP VIEW alt_final AS SELECT * FROM ext_alt_completed")

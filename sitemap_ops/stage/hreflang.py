@@ -3,71 +3,100 @@ page it points at is."""
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 import duckdb
 
 from sitemap_ops.duck import read_sql, set_variables, storage_path
-from sitemap_ops.stage.partitions import ranges_of, use_bounds, write_by_range
+from sitemap_ops.stage.partitions import delete_matching, ranges_of, use_bounds, write_by_range
 from sitemap_ops.storage import Storage
 
 # The report's part of each range in the ranges folder, which stage_merge joins into hreflang.csv.
 HREFLANG_PART = "ext-hreflang-{index:05d}.csv"
-# What a range's first half writes for the second halves (constants.STAGE_RANGE_FILE): its links to other
-# URLs, by the range of the URL (alt_edges-<target range>-<range>-<n>.parquet), its pages' links as hashes
-# and its pages that list no link to themselves.
-_EDGES = "alt_edges"
-_LINKS = "alt-links-{index:05d}.parquet"
-_SELF = "alt-self-{index:05d}.parquet"
+
+
+@dataclass(frozen=True)
+class LinkFiles:
+    """What a range's first half writes for the second halves (constants.STAGE_RANGE_FILE): its links to other
+    URLs, by the range of the URL (<edges>-<target range>-<range>-<n>.parquet), its pages' links as hashes
+    and its pages that list no link to themselves. Once for the sets as found, and once more for the sets as
+    completed (sitemap_ops.stage.completion)."""
+
+    edges: str
+    links: str
+    own_self: str
+
+
+AS_FOUND = LinkFiles("alt_edges", "alt-links-{index:05d}.parquet", "alt-self-{index:05d}.parquet")
+COMPLETED = LinkFiles("alt_cedges", "alt-clinks-{index:05d}.parquet", "alt-cself-{index:05d}.parquet")
 
 
 def write_range_links(
-    con: duckdb.DuckDBPyConnection, work: Storage, part: int, bounds: list[str], names: list[str]
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    part: int,
+    bounds: list[str],
+    names: list[str],
+    files: LinkFiles = AS_FOUND,
 ) -> None:
     """The first half, in URL range `part`'s stage_range once its extensions are checked (ext_alt_edges and
     alt_fast_pages, sitemap_ops.stage.extensions): its pages' links, each to the range of the URL it points at
-    (`bounds`: the ranges' lower bounds), and what the range's own second half needs. `names`: the files of the
-    ranges folder, as the range listed them."""
+    (`bounds`: the ranges' lower bounds), and what the range's own second half needs, as `files`. `names`: the
+    files of the ranges folder, as the range listed them."""
     ranges = ranges_of(work)
-    mine = re.compile(rf"{_EDGES}-\d{{5}}-{part:05d}-\d+\.parquet")  # (an earlier attempt's, perhaps more files)
-    ranges.delete_many([name for name in names if mine.fullmatch(name)])
+    delete_matching(ranges, names, rf"{files.edges}-\d{{5}}-{part:05d}-\d+\.parquet")  # (an earlier attempt's)
     con.execute(read_sql("stage_range_alt_links"))
     query = read_sql("stage_range_alt_edges").format(part=use_bounds(con, bounds))
-    write_by_range(con, [(_EDGES, query)], len(bounds) + 1, ranges, f"-{part:05d}")
-    con.table("alt_range_hashes").write_parquet(storage_path(con, ranges, _LINKS.format(index=part)))
-    con.table("alt_range_self").write_parquet(storage_path(con, ranges, _SELF.format(index=part)))
+    write_by_range(con, [(files.edges, query)], len(bounds) + 1, ranges, f"-{part:05d}")
+    con.table("alt_range_hashes").write_parquet(storage_path(con, ranges, files.links.format(index=part)))
+    con.table("alt_range_self").write_parquet(storage_path(con, ranges, files.own_self.format(index=part)))
 
 
 def check_range_links(
-    con: duckdb.DuckDBPyConnection, work: Storage, part: int, staged_file: str | None
-) -> dict[str, int]:
-    """The second half, once every range wrote its links: range `part`'s part of the hreflang report
-    (HREFLANG_PART in the ranges folder, sql/stage_range_alt_check.sql) over the links that point into it and
-    its file of the staged snapshot (`staged_file`, a path DuckDB reads; None: the range is empty); its
-    problems by kind."""
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    part: int,
+    staged_file: str | None,
+    present: list[str],
+    files: LinkFiles = AS_FOUND,
+) -> None:
+    """The second half, once every range wrote its links (`files`; `present`: the ranges folder's files): the
+    table `alt_report`, range `part`'s part of the hreflang report (sql/stage_range_alt_check.sql), over the
+    links that point into it and its file of the staged snapshot (`staged_file`, a path DuckDB reads; None: the
+    range is empty)."""
     ranges = ranges_of(work)
-    present = sorted(ranges.list_details())
 
-    def view(name: str, files: list[str], empty: str) -> None:
-        if files:
-            con.read_parquet([storage_path(con, ranges, f) for f in files]).create_view(name, replace=True)
-        else:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {empty} WHERE false")
+    def view(name: str, found: list[str], empty: str) -> None:
+        files_view(con, name, [storage_path(con, ranges, f) for f in found], empty)
 
     view(
         "alt_incoming",
-        [n for n in present if n.startswith(f"{_EDGES}-{part:05d}-")],
+        [n for n in present if n.startswith(f"{files.edges}-{part:05d}-")],
         "NULL::UBIGINT AS hh, NULL::UBIGINT AS hp, NULL::VARCHAR AS page, NULL::VARCHAR AS hreflang",
     )
     view(
-        "alt_links", [n for n in present if n == _LINKS.format(index=part)], "NULL::UBIGINT AS hp, NULL::UBIGINT AS hh"
+        "alt_links",
+        [n for n in present if n == files.links.format(index=part)],
+        "NULL::UBIGINT AS hp, NULL::UBIGINT AS hh",
     )
-    view("alt_self", [n for n in present if n == _SELF.format(index=part)], "NULL::VARCHAR AS page")
+    view("alt_self", [n for n in present if n == files.own_self.format(index=part)], "NULL::VARCHAR AS page")
     if staged_file:
         con.read_parquet(staged_file).select("loc").create_view("range_pages", replace=True)
     else:
         con.execute("CREATE OR REPLACE TEMP VIEW range_pages AS SELECT NULL::VARCHAR AS loc WHERE false")
     con.execute(read_sql("stage_range_alt_check"))  # (the table alt_report, in the report's order)
-    con.table("alt_report").write_csv(storage_path(con, ranges, HREFLANG_PART.format(index=part)), header=True)
-    set_variables(con, {"issue_table": "alt_report"})
+
+
+def files_view(con: duckdb.DuckDBPyConnection, name: str, paths: list[str], empty: str) -> None:
+    """The temp view `name` over the Parquet files `paths` (paths DuckDB reads), or with none, an empty view of
+    the columns `empty` (SQL: typed NULLs, named as the files name them; a constant of this package)."""
+    if paths:
+        con.read_parquet(paths).create_view(name, replace=True)
+    else:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {empty} WHERE false")
+
+
+def issue_counts(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, int]:
+    """The problems of the hreflang table `table` by kind (sql/stage_hreflang_counts.sql)."""
+    set_variables(con, {"issue_table": table})
     return {issue: int(n) for issue, n in con.execute(read_sql("stage_hreflang_counts")).fetchall()}

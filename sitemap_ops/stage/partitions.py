@@ -17,9 +17,10 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
@@ -87,10 +88,17 @@ def clear_ranges(work: Storage) -> None:
     """Delete what a ranged stage wrote into `work` (only files named as it names them), and the folder when
     it is then empty: before a stage (an earlier attempt's ranges) and once the snapshot is indexed."""
     ranges = ranges_of(work)
-    ranges.delete_many([name for name in ranges.list_details() if re.fullmatch(STAGE_RANGE_FILE, name)])
+    delete_matching(ranges, ranges.list_details(), STAGE_RANGE_FILE)
     if ranges.is_local:
         with contextlib.suppress(OSError):  # absent, or something else lives there, and stays
             os.rmdir(ranges.root)
+
+
+def delete_matching(folder: Storage, names: Iterable[str], pattern: str) -> None:
+    """Delete the files of `names` in `folder` that the regular expression `pattern` matches whole: what a step
+    wrote before, or an earlier attempt of it (a retry may write fewer files)."""
+    mine = re.compile(pattern)
+    folder.delete_many([name for name in names if mine.fullmatch(name)])
 
 
 def range_bounds(sample: list[str], parts: int) -> list[str]:
@@ -170,12 +178,13 @@ def dedupe_range(
     part: int,
     rows: int,
     check: Callable[[list[str]], None] | None = None,
+    out: tuple[Storage, str] | None = None,
 ) -> None:
     """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its file
-    of the staged snapshot in `work` (STAGED_PART_NAME). With `check`, the range's rows (the view range_rows)
-    carry every column, unchecked: `check`, given the names of the ranges folder's files (listed once: a LIST
-    costs a request on object storage), makes the view dedupe_rows and the tables page_ext and news_ext from
-    them."""
+    of the staged snapshot in `work` (STAGED_PART_NAME; or `out`, a folder and a name). With `check`, the
+    range's rows (the view range_rows) carry every column, unchecked: `check`, given the names of the ranges
+    folder's files (listed once: a LIST costs a request on object storage), makes the view dedupe_rows and the
+    tables page_ext and news_ext from them."""
     if not rows and part:  # an empty range has no file of the snapshot
         return
     ranges = ranges_of(work)
@@ -193,8 +202,8 @@ def dedupe_range(
             con.table(kind).create_view(f"dedupe_{kind}", replace=True)
     con.execute(read_sql("stage_dedupe_part"))
     try:
-        out = storage_path(con, work, STAGED_PART_NAME.format(index=part))
-        con.sql(read_sql("stage_dedupe")).write_parquet(out, compression="snappy")
+        folder, name = out or (work, STAGED_PART_NAME.format(index=part))
+        con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, folder, name), compression="snappy")
     finally:
         con.execute("DROP TABLE IF EXISTS part_dups")
 
@@ -239,6 +248,44 @@ def routed_files(
             "it: their files were changed or removed; run the stage again"
         )
     return found
+
+
+def sent_counts_name(kind: str, part: int) -> str:
+    """The file of how many rows of file kind `kind` range `part`'s step sent each range (Parquet, one row:
+    `sent`, the rows to range 0, range 1, ...)."""
+    return f"{kind}-counts-{part:05d}.parquet"
+
+
+def write_sent_counts(ranges: Storage, kind: str, part: int, sent: list[int]) -> None:
+    """Write how many rows of `kind` range `part`'s step sent each range (`sent`), which each range checks
+    (received)."""
+    counts = pa.BufferOutputStream()
+    pq.write_table(pa.table({"sent": [sent]}), counts)
+    ranges.write_bytes(sent_counts_name(kind, part), counts.getvalue().to_pybytes())
+
+
+def received(
+    con: duckdb.DuckDBPyConnection,
+    ranges: Storage,
+    names: list[str],
+    kind: str,
+    part: int,
+    senders: list[int],
+    step: str,
+) -> list[str]:
+    """The files of `kind` the steps (`step`) of the ranges `senders` sent range `part` (of `names` in the ranges
+    folder `ranges`), as paths DuckDB reads; StageError when a sender wrote no counts, or the files do not hold
+    the rows the counts say (routed_files)."""
+    if missing := [sender for sender in senders if sent_counts_name(kind, sender) not in names]:
+        what = "canonicals" if kind == "canon" else f"{kind} rows"
+        raise StageError(f"URL range {missing[0]} of this build sent no {what} in {ranges.url}: "
+                         f"run its {step} step again")  # fmt: skip
+    sent = 0
+    if senders:
+        paths = [storage_path(con, ranges, sent_counts_name(kind, sender)) for sender in senders]
+        set_variables(con, {"sent_part": part + 1, "sent_counts": paths})
+        ((sent,),) = con.execute(read_sql("stage_range_sent")).fetchall()
+    return routed_files(con, ranges, names, kind, part, int(sent))
 
 
 def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int]) -> Snapshot:

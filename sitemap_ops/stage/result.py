@@ -69,6 +69,9 @@ class StageRanges:
     # the rows the input splits of extension and exclusion sources sent each range, by file kind (src_<kind>,
     # excl): each range checks that it finds them all
     routed: dict[str, list[int]] = field(default_factory=dict)
+    # a split stage that completes hreflang clusters (extensions.complete_alternates): the ranges complete them
+    # together (sitemap_ops.stage.completion) before hreflang's keyed pass
+    complete: bool = False
 
     @property
     def checked(self) -> bool:
@@ -93,6 +96,12 @@ class StageRanges:
         """The ranges hreflang's keyed pass checks (stage_hreflang, once every range is deduplicated): all of a
         split stage's ranges whose rows carry alternates, none otherwise."""
         return self.written() if "alternates" in self.extensions else []
+
+    def completion_parts(self) -> list[int]:
+        """The ranges that complete hreflang clusters together (stage_alt_labels, then stage_alt_complete and
+        stage_alt_render for each, before stage_hreflang): those of hreflang_parts when the site completes
+        clusters, none otherwise."""
+        return self.hreflang_parts() if self.complete else []
 
 
 @dataclass
@@ -126,6 +135,7 @@ class StageSplits:
     # of its page): each split writes its rows into the ranges with their extensions unchecked, and each range
     # checks its pages' (hreflang's return links in a keyed pass, sitemap_ops.stage.hreflang)
     extensions: list[str] = field(default_factory=list)
+    complete: bool = False  # the alternates' clusters are completed (StageRanges.complete)
 
 
 @dataclass
@@ -191,7 +201,11 @@ class StageResult:
             splits = fields["splits"]
             inputs = [InputSplit(**split) for split in splits["splits"]]
             fields["splits"] = StageSplits(
-                inputs, list(splits["bounds"]), splits.get("exclusions", False), list(splits.get("extensions", []))
+                inputs,
+                list(splits["bounds"]),
+                splits.get("exclusions", False),
+                list(splits.get("extensions", [])),
+                splits.get("complete", False),
             )
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         return cls(**fields)

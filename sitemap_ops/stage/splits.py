@@ -17,15 +17,20 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import re
 import shutil
 
 import duckdb
 
-from sitemap_ops.constants import SPLIT_SAMPLE_PIECES, SPLIT_SAMPLE_ROWS, SPLIT_SAMPLE_WINDOW, STAGE_EXT_BYTES_FACTOR
+from sitemap_ops.constants import (
+    SPLIT_SAMPLE_PIECES,
+    SPLIT_SAMPLE_ROWS,
+    SPLIT_SAMPLE_WINDOW,
+    STAGE_EXT_BYTES_FACTOR,
+    STAGE_EXT_CHECKED_FACTOR,
+)
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables
 from sitemap_ops.stage.config import SourceConfig
-from sitemap_ops.stage.partitions import part_count, range_bounds, ranges_of
+from sitemap_ops.stage.partitions import delete_matching, part_count, range_bounds, ranges_of
 from sitemap_ops.stage.result import InputSplit
 from sitemap_ops.stage.sources import EXTENSION_VIEWS, Inventory, create_url_inventory_view, key_range, piece_sql
 from sitemap_ops.storage import Storage, StorageConfig
@@ -178,11 +183,13 @@ def split_bounds(
     partitions: int,
     max_ranges: int,
     extensions: Survey | None = None,
+    checked: bool = False,
 ) -> list[str]:
     """The URL ranges' lower bounds every input split writes its valid rows by: as many ranges as `partitions`
     says, or as the valid rows' memory needs (estimated from a normalized sample and, with `extensions`, the
     extension bytes the ranges will check: _extension_bytes), at most `max_ranges`. `extensions`: the survey
-    of the extension sources (empty when only the pages carry extensions).
+    of the extension sources (empty when only the pages carry extensions); `checked`: every list goes through
+    the checks one value at a time (completing hreflang clusters), which holds more per byte.
 
     The sample (the table split_sample) takes from each of `sample_pieces` a share of SPLIT_SAMPLE_ROWS raw
     URLs by the rows it stands for; the sources read whole are counted first. Replaces the view `inventory`
@@ -209,7 +216,8 @@ def split_bounds(
     share = len(valid) / max(1, sampled)
     loc_bytes = sum(len(loc.encode()) for loc in valid) / max(1, len(valid))
     if extensions is not None and not partitions:
-        ext_bytes = STAGE_EXT_BYTES_FACTOR * (rows * inline + from_sources)
+        factor = STAGE_EXT_CHECKED_FACTOR if checked else STAGE_EXT_BYTES_FACTOR
+        ext_bytes = factor * (rows * inline + from_sources)
     parts = partitions or part_count(con, int(rows * share), int(rows * share * loc_bytes + ext_bytes), max_ranges)
     return range_bounds(valid, min(parts, max_ranges))
 
@@ -243,8 +251,9 @@ def clear_split(work: Storage, split: int) -> None:
     """Delete what an earlier attempt of input split `split` wrote (its range files and rejects file)."""
     ranges = ranges_of(work)
     kinds = "|".join(["rows", "page_ext", "news_ext", "excl", *(f"src_{kind}" for kind in EXTENSION_VIEWS)])
-    mine = re.compile(rf"({kinds})-\d{{5}}-{split:05d}-\d+\.parquet|{split_rejects_name(split)}")
-    ranges.delete_many([name for name in ranges.list_details() if mine.fullmatch(name)])
+    delete_matching(
+        ranges, ranges.list_details(), rf"({kinds})-\d{{5}}-{split:05d}-\d+\.parquet|{split_rejects_name(split)}"
+    )
 
 
 def join_csv(folder: Storage, names: list[str], out: Storage, name: str) -> None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import re
 from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
@@ -33,22 +31,33 @@ from sitemap_ops.duck import connect, create_parquet_view, read_sql, set_variabl
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
+from sitemap_ops.stage.completion import (
+    AS_FOUND_STAGED,
+    complete_range,
+    completed_report,
+    render_range,
+    run_labels,
+    write_range_nodes,
+)
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_canonical_rows, create_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
-from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, write_range_links
+from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
     dedupe_range,
+    delete_matching,
     index_ranges,
     open_range_rows,
     part_count,
     ranges_of,
+    received,
     routed_files,
     use_bounds,
     write_by_range,
     write_ranges,
+    write_sent_counts,
 )
 from sitemap_ops.stage.result import (
     ExtensionResult,
@@ -166,11 +175,9 @@ def run_stage(
     inventory = create_inventory_view(con, config.sources, config.storage)
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
-    if min(config.splits, max_splits) > 1:
-        if inventory.extensions and not _checked_by_range(config, inventory):
-            progress.step("stage: hreflang clusters are completed (extensions.complete_alternates): read in one piece")
-        elif (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)) is not None:
-            return split
+    splitting = min(config.splits, max_splits) > 1
+    if splitting and (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)):
+        return split
     canonicals = 0
     try:
         with progress.working("stage: reading and normalizing", con.query_progress):
@@ -224,14 +231,6 @@ def run_stage(
     return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
-def _checked_by_range(config: StageSettings, inventory: Inventory) -> bool:
-    """Whether each URL range can check its own pages' extensions: images, videos and news look at one page at
-    a time (an extension source's rows go to the range of their page's normalized URL), hreflang's return
-    links at the page linked to (each link goes to that page's range: sitemap_ops.stage.hreflang). Completing
-    hreflang clusters joins across all pages: it keeps the inventory in one piece."""
-    return "alternates" not in inventory.extensions or not config.extensions.complete_alternates
-
-
 def _split_stage(
     config: StageSettings,
     con: duckdb.DuckDBPyConnection,
@@ -262,14 +261,19 @@ def _split_stage(
         extensions: Survey | None = None
         if inventory.extensions:  # (the extension sources' survey, empty when the pages carry them inline)
             extensions = [(index, of) for index, of in found if kinds[index] in EXTENSION_VIEWS]
-        bounds = split_bounds(con, config.sources, config.storage, inventory, pages, partitions, max_ranges, extensions)
+        complete = "alternates" in inventory.extensions and config.extensions.complete_alternates
+        bounds = split_bounds(
+            con, config.sources, config.storage, inventory, pages, partitions, max_ranges, extensions, complete
+        )
         routed = sum(split.kind not in ("pages", "exclude") for split in splits)
         excluding = sum(split.kind == "exclude" for split in splits)
         of = [f"{routed} of extension sources"] if routed else []
         of += [f"{excluding} of exclusion sources"] if excluding else []
         of_sources = f" ({', '.join(of)})" if of else ""
         progress.step(f"stage: {len(splits)} input splits{of_sources}, {len(bounds) + 1} URL range(s)")
-        handed = StageSplits(splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions))
+        handed = StageSplits(
+            splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions), complete=complete
+        )
         return _read_result(work, 0, {}, {}, splits=handed)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
@@ -438,6 +442,7 @@ def run_stage_gather(
         bounds=staged.splits.bounds if checked else [],
         exclusions=staged.splits.exclusions,
         routed=routed,
+        complete=staged.splits.complete,
     )
     return _read_result(work, rows_in, rejected, dropped, ranges=ranges)
 
@@ -452,8 +457,7 @@ def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: 
     assert ranges is not None and ranges.exclusions
     folder = ranges_of(work)
     names = sorted(folder.list_details())
-    mine = re.compile(rf"canon-\d{{5}}-{part:05d}-\d+\.parquet")
-    folder.delete_many([name for name in names if mine.fullmatch(name)])  # an earlier attempt's
+    delete_matching(folder, names, rf"canon-\d{{5}}-{part:05d}-\d+\.parquet")  # an earlier attempt's
     sent = [0] * len(ranges.rows)
     try:
         if ranges.rows[part]:
@@ -463,17 +467,9 @@ def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: 
             expression = use_bounds(con, ranges.bounds)
             query = read_sql("stage_partition_table").format(part=expression, table="canonical_rows")
             sent = write_by_range(con, [("canon", query)], len(ranges.rows), folder, f"-{part:05d}")["canon"]
-        counts = pa.BufferOutputStream()
-        pq.write_table(pa.table({"sent": [sent]}), counts)
-        folder.write_bytes(_canonical_counts_name(part), counts.getvalue().to_pybytes())
+        write_sent_counts(folder, "canon", part, sent)
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot send the canonicals of URL range {part} in {work.url}: {first_line(exc)}") from None
-
-
-def _canonical_counts_name(part: int) -> str:
-    """The file of how many canonical rows run_stage_canonicals sent from range `part` to each range (Parquet, one
-    row: `sent`, the rows to range 0, range 1, ...)."""
-    return f"canon-counts-{part:05d}.parquet"
 
 
 def _range_exclusions(
@@ -514,8 +510,11 @@ def run_stage_range(
     def check(names: list[str]) -> None:
         _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), ranges, names)
 
+    # (completing hreflang clusters, the range's file with the sets as found, from which stage_alt_render writes it)
+    out = ranges_of(work) if ranges.complete else work
+    name = (AS_FOUND_STAGED if ranges.complete else STAGED_PART_NAME).format(index=part)
     try:
-        dedupe_range(con, work, part, ranges.rows[part], check if ranges.checked else None)
+        dedupe_range(con, work, part, ranges.rows[part], check if ranges.checked else None, (out, name))
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot deduplicate URL range {part} in {work.url}: {first_line(exc)}") from None
 
@@ -541,13 +540,7 @@ def _check_range(
     _range_exclusions(con, folder, names, part, ranges)  # (none without exclusion sources)
     if ranges.exclusions:
         senders = ranges.canonical_parts()
-        if missing := [sender for sender in senders if _canonical_counts_name(sender) not in names]:
-            raise StageError(f"URL range {missing[0]} of this build sent no canonicals in {folder.url}: "
-                             "run its stage_canonicals step again")  # fmt: skip
-        paths = [storage_path(con, folder, _canonical_counts_name(sender)) for sender in senders]
-        set_variables(con, {"canon_part": part + 1, "canon_counts": paths})
-        ((sent,),) = con.execute(read_sql("stage_range_canon_sent")).fetchall()
-        if files := routed_files(con, folder, names, "canon", part, int(sent)):
+        if files := received(con, folder, names, "canon", part, senders, "stage_canonicals"):
             create_parquet_view(con, "range_canon", files)
             con.execute(read_sql("stage_range_canonicals"))
     # the range's rows with its exclusions applied, read from its files as they are needed, or stored once for the
@@ -604,6 +597,8 @@ def _check_range_extensions(
         result = _stage_extensions(config, con, build_time, kinds, folder, None)
         if "alternates" in kinds:
             write_range_links(con, work, part, ranges.bounds, names)
+            if ranges.complete:
+                write_range_nodes(con, work, part, ranges.bounds, names)
         else:  # (no link: the range's report is empty)
             _hreflang_report(con, work, part, None)
     except SourceError as exc:
@@ -617,22 +612,79 @@ def _range_file(kind: str, part: int) -> str:
     return f"ext-{kind}-{part:05d}." + ("csv" if kind == "rejects" else "json")
 
 
-def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, part: int) -> None:
+def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
     """hreflang's keyed pass over URL range `part` (StageRanges.hreflang_parts), once every range wrote its
-    links: its part of the hreflang report and its problems by kind, in the ranges folder
-    (sitemap_ops.stage.hreflang)."""
+    links (and, completing clusters, once every range wrote its completed sets): its part of the hreflang
+    report and its problems by kind, in the ranges folder (sitemap_ops.stage.hreflang)."""
+    assert staged.ranges is not None
     try:
-        _hreflang_report(con, work, part, storage_path(con, work, STAGED_PART_NAME.format(index=part)))
+        staged_file = storage_path(con, work, STAGED_PART_NAME.format(index=part))
+        _hreflang_report(con, work, part, staged_file, staged.ranges if staged.ranges.complete else None)
     except (duckdb.Error, OSError) as exc:
         raise StageError(
             f"cannot check the hreflang links of URL range {part} in {work.url}: {first_line(exc)}"
         ) from None
 
 
-def _hreflang_report(con: duckdb.DuckDBPyConnection, work: Storage, part: int, staged_file: str | None) -> None:
-    """Range `part`'s part of the hreflang report and its problems by kind (ext-issues-<range>.json)."""
-    issues = check_range_links(con, work, part, staged_file)
-    ranges_of(work).write_bytes(_range_file("issues", part), json.dumps(issues).encode())
+def _hreflang_report(
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    part: int,
+    staged_file: str | None,
+    completing: StageRanges | None = None,
+) -> None:
+    """Range `part`'s part of the hreflang report and its problems by kind (ext-issues-<range>.json: as found,
+    and left after completion, with the links it added, when `completing`'s ranges completed the clusters)."""
+    folder = ranges_of(work)
+    present = sorted(folder.list_details())
+    check_range_links(con, work, part, staged_file, present)
+    issues: dict[str, Any] = {"found": issue_counts(con, "alt_report"), "left": {}, "added": 0}
+    report = "alt_report"
+    if completing is not None and staged_file is not None:
+        con.execute("CREATE OR REPLACE TEMP TABLE alt_found AS FROM alt_report")
+        issues["left"], issues["added"] = completed_report(con, work, completing, part, staged_file, present)
+        report = "alt_report_completed"
+    con.table(report).write_csv(storage_path(con, folder, HREFLANG_PART.format(index=part)), header=True)
+    folder.write_bytes(_range_file("issues", part), json.dumps(issues).encode())
+
+
+def run_stage_alt_labels(
+    con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, progress: Progress | None = None
+) -> None:
+    """hreflang completion's label propagation over every URL range (StageRanges.completion_parts), once every
+    range is deduplicated; then each range's links and pages go to the range that completes their cluster
+    (sitemap_ops.stage.completion)."""
+    assert staged.ranges is not None
+    try:
+        rounds = run_labels(con, work, staged.ranges, progress)
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot label the hreflang clusters in {work.url}: {first_line(exc)}") from None
+    if progress is not None:
+        progress.step(f"stage: hreflang clusters labelled in {rounds} round(s)")
+
+
+def run_stage_alt_complete(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
+    """Complete the hreflang clusters sent to URL range `part` (by a hash of their label), once every range sent
+    its links: each site page's set goes to the page's range (sitemap_ops.stage.completion)."""
+    assert staged.ranges is not None
+    try:
+        complete_range(con, work, staged.ranges, part)
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot complete the hreflang clusters of URL range {part} in {work.url}: "
+                         f"{first_line(exc)}") from None  # fmt: skip
+
+
+def run_stage_alt_render(
+    config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int
+) -> None:
+    """URL range `part`'s file of the staged snapshot with its pages' hreflang sets as completed, once every
+    cluster is completed, and its completed links for hreflang's keyed pass (sitemap_ops.stage.completion)."""
+    assert staged.ranges is not None
+    try:
+        render_range(con, work, staged.ranges, part, config.extensions.news_section)
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot write the completed hreflang sets of URL range {part} in {work.url}: "
+                         f"{first_line(exc)}") from None  # fmt: skip
 
 
 def run_stage_merge(
@@ -687,7 +739,12 @@ def _gather_range_checks(work: Storage, result: StageResult, checked: StageRange
             counts = read("counts", part)
             if checked.extensions:
                 issues = read("issues", part)
-                extensions.add(ExtensionResult(**{**counts["extensions"], "hreflang_issues": issues}))
+                extensions.add(ExtensionResult(**{
+                    **counts["extensions"],
+                    "hreflang_issues": issues["found"],
+                    "hreflang_issues_left": issues["left"],
+                    "hreflang_links_added": issues["added"],
+                }))  # fmt: skip
             add_counts(dropped, counts["dropped"])
             add_counts(rejected, counts["rejected"])
             add_host_counts(per_host, counts["hosts"])

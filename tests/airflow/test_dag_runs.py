@@ -336,7 +336,10 @@ def test_a_rebuild_maps_plan_chunk_and_plan_write_tasks_within_the_max_map_lengt
     assert not [p for p in (folder / "work").rglob("plan-chunks/*")]
 
 
-def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site, monkeypatch) -> None:
+@pytest.mark.parametrize("complete", [False, True], ids=["as-found", "completed"])
+def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site, monkeypatch, complete) -> None:
+    """Completing hreflang clusters too: the labels in one task, then a task per range completes the clusters
+    labelled there and one per range writes its sets."""
     import io
 
     import pyarrow as pa
@@ -347,9 +350,10 @@ def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site
     # each lists itself and its partner 60 pages on as hreflang alternates (9 pages do not list theirs back)
     link = pa.struct([("hreflang", pa.string()), ("href", pa.string())])
 
-    def links(i: int) -> list[dict[str, str]]:
-        own = [{"hreflang": "en", "href": f"{SITE}/q/{i}"}]
-        return own if i < 60 and i % 7 == 0 else [*own, {"hreflang": "de", "href": f"{SITE}/q/{(i + 60) % 120}"}]
+    def links(i: int) -> list[dict[str, str]]:  # (pages 0-59 are in English, their partners in German)
+        mine, theirs = ("en", "de") if i < 60 else ("de", "en")
+        own = [{"hreflang": mine, "href": f"{SITE}/q/{i}"}]
+        return own if i < 60 and i % 7 == 0 else [*own, {"hreflang": theirs, "href": f"{SITE}/q/{(i + 60) % 120}"}]
 
     for number in range(3):
         pages = range(number * 40, number * 40 + 40)
@@ -380,6 +384,9 @@ kind = "images"
 [shards]
 max_urls = 40
 
+[extensions]
+complete_alternates = {str(complete).lower()}
+
 [duckdb]
 stage_splits = 4
 stage_partitions = 2
@@ -400,12 +407,18 @@ retry_delay_seconds = 1
     # hreflang's keyed pass: a task per range checks the links that point into it
     checked = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_hreflang")
     assert checked == ["URL range 0", "URL range 1"]
+    for step in ("stage_alt_complete", "stage_alt_render"):
+        done = [ti for ti in run.get_task_instances() if ti.task_id == step and ti.state == "success"]
+        assert sorted(ti.rendered_map_index for ti in done) == (["URL range 0", "URL range 1"] if complete else [])
     assert _published_locs(s3, "split") == {f"{SITE}/q/{i}" for i in range(120)}
     tis = {ti.task_id: ti for ti in run.get_task_instances() if ti.map_index < 1}
     staged = tis["stage_merge"].xcom_pull(task_ids="stage_merge")
     assert (staged["rows_in"], staged["staged"], staged["duplicates"]) == (150, 120, 30)
     assert staged["extensions"]["hreflang_issues"] == {"missing_return_link": 9}
-    assert staged["extensions"]["alternates"] == 2 * 120 - 9
+    # completed, the 9 pages that did not list their partner do
+    assert staged["extensions"]["alternates"] == 2 * 120 - (0 if complete else 9)
+    assert staged["extensions"]["hreflang_links_added"] == (9 if complete else 0)
+    assert staged["extensions"]["hreflang_issues_left"] == {}
     assert staged["extensions"]["images"] == staged["extensions"]["pages_with_images"] == 30
     assert staged["splits"] is None and staged["ranges"] is None
     # each split's XCom is its counts; the work folder keeps no split or range file once merged

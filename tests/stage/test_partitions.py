@@ -16,9 +16,10 @@ import pyarrow as pa
 import pyarrow.csv
 import pyarrow.parquet as pq
 import pytest
+from lxml import etree
 
 from sitemap_ops import duck, pipeline
-from sitemap_ops.constants import SPLIT_SAMPLE_WINDOW
+from sitemap_ops.constants import SITEMAP_NS, SPLIT_SAMPLE_WINDOW, XHTML_NS
 from sitemap_ops.duck import set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
@@ -39,6 +40,7 @@ from tests.helpers import (
     read_file,
     read_staged,
     site_config,
+    sitemap_files,
     sources_config,
     write_inventory,
 )
@@ -743,12 +745,101 @@ def test_a_split_stage_sizes_its_url_ranges_by_the_extensions_they_will_check_to
     assert counts[3] == counts[2], counts
 
 
-def test_an_inventory_whose_hreflang_clusters_are_completed_is_read_in_one_piece(tmp_path: Path) -> None:
-    source = write_rich(tmp_path / "rich.parquet", _hreflang_rows(50))
-    extensions = {"complete_alternates": True}
-    run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_splits": 4}, extensions=extensions), NOW)
+_CHAIN_LANGS = ("de", "en", "es", "fr", "it", "nl", "pl", "pt", "sv")
+
+
+def _chain_rows(count: int) -> list[dict[str, Any]]:
+    """hreflang clusters that are chains across the URL ranges: page i of chain k (/<lang i>/chain-k) lists
+    itself and page i + 1 only, so a cluster's smallest URL reaches its last page after several rounds; the
+    last page lists nothing (completion gives it the whole set)."""
+    rows: list[dict[str, Any]] = []
+    for k in range(count):
+        langs = _CHAIN_LANGS[k % 3 :] + _CHAIN_LANGS[: k % 3]
+        for i, lang in enumerate(langs):
+            links = [{"hreflang": lang, "href": f"{SITE}/{lang}/chain-{k}"}]
+            if i + 1 < len(langs):
+                links.append({"hreflang": langs[i + 1], "href": f"{SITE}/{langs[i + 1]}/chain-{k}"})
+            rows.append({"loc": f"{SITE}/{lang}/chain-{k}", "lastmod": NOW, "alternates": links if i < 8 else None})
+    return rows
+
+
+def test_input_splits_complete_hreflang_clusters_across_url_ranges(tmp_path: Path) -> None:
+    """extensions.complete_alternates in a split stage: the clusters are labelled in rounds across the URL ranges
+    (chains of nine pages, in nine sections, need several), completed in the range of their label and written
+    back in each page's range: the same sitemaps, report (row for row: found, fixed, conflicts), counts and
+    added links as the one piece's."""
+    rows = _hreflang_rows(200) + _chain_rows(40)
+    random.Random(7).shuffle(rows)
+    sections = [{"name": lang, "prefix": f"/{lang}/"} for lang in _CHAIN_LANGS]
+    shards = {"max_urls": 150, "sections": sections}
+    table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in SCHEMA} for r in rows], SCHEMA)
+    (tmp_path / "pages").mkdir()
+    for number in range(3):
+        part = table.slice(number * 400, 400 if number < 2 else table.num_rows)
+        pq.write_table(part, tmp_path / "pages" / f"part-{number}.parquet", row_group_size=100)
+    source = str(tmp_path / "pages" / "*.parquet")
+    configs = [
+        site_config(
+            tmp_path / f"s{n}",
+            source,
+            duckdb={"stage_splits": n, "stage_partitions": 4},
+            shards=shards,
+            extensions={"complete_alternates": True},
+        )
+        for n in (1, 5)
+    ]
+    pair, found = _whole_and_split(configs)
+    assert found.hreflang_issues["missing_return_link"] and found.hreflang_issues["missing_self"]
+    assert found.hreflang_issues_left["cluster_conflict"] and found.hreflang_links_added > 40 * 8
+    reports = [Path(s.stage.extensions.hreflang_path).read_text() for s, _ in pair if s.stage.extensions]
+    assert reports[0] == reports[1] and ",true\n" in reports[0] and "cluster_conflict" in reports[0]
+    # every page of a chain lists the whole chain, its last page too
+    links: dict[str, int] = {}
+    for path in sitemap_files(pair[1][1]):
+        for url in etree.fromstring(read_file(path)).iter(f"{{{SITEMAP_NS}}}url"):
+            links[url.findtext(f"{{{SITEMAP_NS}}}loc")] = len(url.findall(f"{{{XHTML_NS}}}link"))
+    chains = [links[f"{SITE}/{lang}/chain-{k}"] for k in range(40) for lang in _CHAIN_LANGS]
+    assert chains == [9] * len(chains)
+
+
+def test_hreflang_completion_steps_can_be_retried_and_stop_when_a_range_sent_nothing(tmp_path: Path) -> None:
+    """Each completion step run again (a retried task) gives the same stage; a range whose completed sets are
+    gone stops the step that needs them, naming the step to run again."""
+    rows = _chain_rows(12)
+    (tmp_path / "pages").mkdir()
+    for number in range(2):
+        write_rich(tmp_path / "pages" / f"part-{number}.parquet", rows[number::2])
+    source = str(tmp_path / "pages" / "*.parquet")
+    config = site_config(tmp_path, source, duckdb={"stage_splits": 2, "stage_partitions": 3},
+                         extensions={"complete_alternates": True})  # fmt: skip
+    run = pipeline.BuildRun.new(config, NOW)
     staged = pipeline.stage_rows(run)
-    assert staged.splits is None and staged.staged == 150
+    assert staged.splits is not None and staged.splits.complete
+    read = [pipeline.stage_split(run, staged, n) for n in range(len(staged.splits.splits))]
+    ranged = pipeline.stage_gather(run, staged, read)
+    assert ranged.ranges is not None and ranged.ranges.completion_parts() == [0, 1, 2]
+    for part in range(3):
+        pipeline.stage_range(run, ranged, part)
+    for _ in range(2):
+        pipeline.stage_alt_labels(run, ranged)
+    for part in (2, 1, 0, 1):
+        pipeline.stage_alt_complete(run, ranged, part)
+    counts = next((tmp_path / "work").rglob("alt_done-counts-00001.parquet"))
+    kept = counts.read_bytes()
+    counts.unlink()
+    with pytest.raises(
+        StageError, match=r"URL range 1 of this build sent no alt_done rows .*run its stage_alt_complete"
+    ):
+        pipeline.stage_alt_render(run, ranged, 0)
+    counts.write_bytes(kept)
+    for part in (0, 1, 2, 0):
+        pipeline.stage_alt_render(run, ranged, part)
+    for part in range(3):
+        pipeline.stage_hreflang(run, ranged, part)
+    merged = pipeline.stage_merge(run, ranged)
+    assert merged.extensions is not None
+    assert merged.extensions.hreflang_links_added == 12 * (9 * 9 - 8 * 2)  # each chain listed 16 links
+    assert merged.extensions.alternates == 12 * 9 * 9
 
 
 @pytest.mark.parametrize("splits", [0, -1, 1001])

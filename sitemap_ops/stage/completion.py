@@ -1,0 +1,211 @@
+"""Stage, hreflang completion across URL ranges: a split stage's clusters completed as one piece completes them.
+
+A cluster is a connected component of the alternate links, found by label propagation (each node takes the
+smallest URL among itself and its neighbours, until no label changes) as sql/stage_hreflang_step.sql does in
+one piece. Here each URL range holds the nodes whose URL it covers, with every link of each from both ends
+(write_range_nodes, in its stage_range). A round runs range by range: each range lowers its nodes' labels by
+what their neighbours sent and sends its changed labels on, to the neighbours' ranges; the labels settle
+after as many rounds as the longest path to a cluster's smallest URL (one or two for most sites). Each range
+then sends its pages' links and its site pages to the range that completes their cluster, chosen by a hash of
+its label (run_labels; a cluster's smallest URL is often in one language's folder, whose range would complete
+them all). There each cluster is completed, or left as it is when it gives one code two hrefs, and every
+site page of it gets its set back in its own range (complete_range). Each range then writes its file of the
+staged snapshot with the sets as completed, from the one its stage_range wrote, and sends the completed links
+for hreflang's keyed pass (render_range), which checks them (completed_report: the problems left, in the
+report with the ones found).
+
+The labels' rounds run in one step (memory: one range at a time), the other steps once per range.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from sitemap_ops.constants import STAGED_PART_NAME
+from sitemap_ops.duck import read_sql, set_variables, storage_path
+from sitemap_ops.progress import Progress
+from sitemap_ops.stage.exceptions import StageError
+from sitemap_ops.stage.hreflang import COMPLETED, check_range_links, files_view, issue_counts, write_range_links
+from sitemap_ops.stage.partitions import (
+    delete_matching,
+    range_files,
+    ranges_of,
+    received,
+    use_bounds,
+    write_by_range,
+    write_sent_counts,
+)
+from sitemap_ops.stage.result import StageRanges
+from sitemap_ops.storage import Storage
+
+# A range's file of the staged snapshot as its stage_range writes it, with the sets as found; render_range
+# writes the snapshot's file (STAGED_PART_NAME) from it.
+AS_FOUND_STAGED = "alt-staged-{index:05d}.parquet"
+# The range's pages' links as checked (with the source's order), and its nodes' labels in the rounds (two
+# files per range, one written while the other is read).
+_OWN = "alt-own-{index:05d}.parquet"
+_LABELS = "alt-labels-{index:05d}-{copy}.parquet"
+# The most rounds before the labels must have settled (as sitemap_ops.stage.extensions's one-piece steps).
+MAX_ROUNDS = 64
+
+_EMPTY_ADJ = "NULL::VARCHAR AS loc, NULL::VARCHAR AS b"
+_EMPTY_OWN = "NULL::VARCHAR AS page, NULL::VARCHAR AS hreflang, NULL::VARCHAR AS href, NULL::BIGINT AS ord"
+_EMPTY_DONE = "NULL::VARCHAR AS loc, NULL::VARCHAR AS hreflang, NULL::VARCHAR AS href"
+
+
+def write_range_nodes(
+    con: duckdb.DuckDBPyConnection, work: Storage, part: int, bounds: list[str], names: list[str]
+) -> None:
+    """In URL range `part`'s stage_range, once its extensions are checked (ext_alt_edges): its pages' links as
+    checked (_OWN), and every link of the cluster graph to the range of each end (alt_adj-<to>-<from>-<n>, with
+    alt_adj-counts-<from>)."""
+    ranges = ranges_of(work)
+    delete_matching(ranges, names, rf"alt_adj-\d{{5}}-{part:05d}-\d+\.parquet")
+    con.execute(read_sql("stage_alt_nodes"))
+    con.table("alt_range_own_edges").write_parquet(storage_path(con, ranges, _OWN.format(index=part)))
+    query = read_sql("stage_partition_table").format(part=use_bounds(con, bounds), table="alt_range_adjacency")
+    sent = write_by_range(con, [("alt_adj", query)], len(bounds) + 1, ranges, f"-{part:05d}")["alt_adj"]
+    write_sent_counts(ranges, "alt_adj", part, sent)
+
+
+def run_labels(
+    con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, progress: Progress | None = None
+) -> int:
+    """Label every node of the cluster graph with its cluster's smallest URL, in rounds over the ranges, then
+    send each range's pages' links and site pages to the range that completes their cluster
+    (alt_mem-<to>-<from>-<n>, with alt_mem-counts-<from>); the rounds it took. StageError when the labels do
+    not settle in MAX_ROUNDS."""
+    folder = ranges_of(work)
+    names = sorted(folder.list_details())
+    delete_matching(folder, names, r"alt_(msg[01]|mem)-\d{5}-\d{5}-\d+\.parquet|alt-labels-\d{5}-[01]\.parquet"
+                           r"|alt_mem-counts-\d{5}\.parquet")  # fmt: skip
+    parts = ranges.completion_parts()
+    count = len(ranges.rows)
+    # every range's links from both ends, checked against what the ranges sent once
+    adjacency = {part: received(con, folder, names, "alt_adj", part, parts, "stage_range") for part in parts}
+    current: dict[int, int] = {}  # each range's labels file (the copy last written)
+    inbox = [0] * count  # the labels sent to each range in the round before
+    rounds = 0
+    while rounds == 0 or any(inbox):
+        if rounds == MAX_ROUNDS:
+            raise StageError(f"hreflang completion: the alternate clusters did not settle in {MAX_ROUNDS} rounds")
+        rounds += 1
+        if progress is not None:
+            progress.step(f"stage: hreflang clusters, round {rounds} of label propagation")
+        names = sorted(folder.list_details())
+        sent = [0] * count
+        for part in parts:
+            adj = adjacency[part]
+            if not adj or (rounds > 1 and not inbox[part]):
+                continue
+            files_view(con, "alt_adj", adj, _EMPTY_ADJ)
+            if rounds == 1:
+                con.execute(read_sql("stage_alt_labels_first"))
+            else:
+                old = _LABELS.format(index=part, copy=current[part])
+                con.read_parquet(storage_path(con, folder, old)).create_view("alt_labels_old", replace=True)
+                inbox_files = range_files(con, folder, names, f"alt_msg{(rounds - 1) % 2}", part)
+                files_view(con, "alt_msg", inbox_files, "NULL::VARCHAR AS loc, NULL::VARCHAR AS label")
+                con.execute(read_sql("stage_alt_labels_step"))
+            copy = 1 - current.get(part, 1)
+            con.table("alt_labels_new").write_parquet(storage_path(con, folder, _LABELS.format(index=part, copy=copy)))
+            current[part] = copy
+            con.execute(read_sql("stage_alt_sends"))
+            query = read_sql("stage_partition_table").format(part=use_bounds(con, ranges.bounds), table="alt_sends")
+            out = write_by_range(con, [(f"alt_msg{rounds % 2}", query)], count, folder, f"-{part:05d}")
+            sent = [a + b for a, b in zip(sent, out[f"alt_msg{rounds % 2}"], strict=True)]
+        # the round's inboxes are read: delete them (the next round writes the other kind's)
+        delete_matching(folder, names, rf"alt_msg{(rounds - 1) % 2}-\d{{5}}-\d{{5}}-\d+\.parquet")
+        inbox = sent
+    for part in parts:
+        _send_members(con, work, ranges, part, current.get(part))
+    return rounds
+
+
+def _send_members(
+    con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int, labels: int | None
+) -> None:
+    """Range `part`'s pages' links and site pages, to the range that completes their cluster, by a hash of its
+    label (sql/stage_alt_members.sql); `labels`: its labels file's copy (None: the range has no node)."""
+    folder = ranges_of(work)
+    sent = [0] * len(ranges.rows)
+    if labels is not None:
+        con.read_parquet(storage_path(con, folder, _LABELS.format(index=part, copy=labels))).create_view(
+            "alt_labels", replace=True
+        )
+        con.read_parquet(storage_path(con, folder, _OWN.format(index=part))).create_view("alt_own", replace=True)
+        staged = storage_path(con, folder, AS_FOUND_STAGED.format(index=part))
+        con.read_parquet(staged).select("loc").create_view("range_pages", replace=True)
+        con.execute(read_sql("stage_alt_members"))
+        # (by a hash of the label, not its URL range: a cluster's smallest URL is often in the same language
+        # folder, whose range would complete every cluster of the site)
+        parts = ranges.completion_parts()
+        home = f"[{', '.join(str(p) for p in parts)}][CAST(hash(loc) % {len(parts)} AS BIGINT) + 1]"
+        query = read_sql("stage_partition_table").format(part=home, table="alt_members_out")
+        sent = write_by_range(con, [("alt_mem", query)], len(ranges.rows), folder, f"-{part:05d}")["alt_mem"]
+    write_sent_counts(folder, "alt_mem", part, sent)
+
+
+def complete_range(con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int) -> None:
+    """Complete the clusters sent to range `part` (sql/stage_alt_complete.sql) and send each site page its set, to
+    the page's range (alt_done-<to>-<from>-<n>, with alt_done-counts-<from>)."""
+    folder = ranges_of(work)
+    names = sorted(folder.list_details())
+    delete_matching(folder, names, rf"alt_done-\d{{5}}-{part:05d}-\d+\.parquet")
+    files = received(con, folder, names, "alt_mem", part, ranges.completion_parts(), "stage_alt_labels")
+    sent = [0] * len(ranges.rows)
+    if files:
+        files_view(con, "alt_mem", files, "")
+        con.execute(read_sql("stage_alt_complete"))
+        query = read_sql("stage_partition_table").format(part=use_bounds(con, ranges.bounds), table="alt_done_out")
+        sent = write_by_range(con, [("alt_done", query)], len(ranges.rows), folder, f"-{part:05d}")["alt_done"]
+    write_sent_counts(folder, "alt_done", part, sent)
+
+
+def render_range(
+    con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int, news_section: str
+) -> None:
+    """Range `part`'s file of the staged snapshot with its pages' sets as completed (sql/stage_alt_render.sql),
+    and its completed links sent for hreflang's keyed pass (hreflang.COMPLETED)."""
+    folder = ranges_of(work)
+    names = sorted(folder.list_details())
+    _final_edges(con, folder, names, ranges, part)
+    con.read_parquet(storage_path(con, folder, AS_FOUND_STAGED.format(index=part))).create_view(
+        "alt_staged", replace=True
+    )
+    set_variables(con, {"news_section": news_section})
+    out = storage_path(con, work, STAGED_PART_NAME.format(index=part))
+    con.sql(read_sql("stage_alt_render")).write_parquet(out, compression="snappy")
+    # (what stage_range_alt_links.sql reads: the completed sets are all checked edges, none on the fast path)
+    con.execute("CREATE OR REPLACE TEMP VIEW ext_alt_edges AS SELECT * FROM alt_final_edges")
+    con.execute("CREATE OR REPLACE TEMP VIEW alt_fast_pages AS SELECT NULL::VARCHAR AS loc, "
+                "NULL::VARCHAR AS alternates_j WHERE false")  # fmt: skip
+    write_range_links(con, work, part, ranges.bounds, names, COMPLETED)
+
+
+def completed_report(
+    con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int, staged_file: str, present: list[str]
+) -> tuple[dict[str, int], int]:
+    """Range `part`'s part of the report once its sets are completed (the table alt_report_completed,
+    sql/stage_alt_report.sql), from the problems found in the sets as given (the table alt_found); the problems
+    left by kind and the links completion added to the range's pages."""
+    folder = ranges_of(work)
+    _final_edges(con, folder, present, ranges, part)
+    check_range_links(con, work, part, staged_file, present, COMPLETED)
+    con.execute(read_sql("stage_alt_report"))
+    ((added,),) = con.execute(
+        "SELECT (SELECT count(*) FROM alt_final_edges) - (SELECT count(*) FROM alt_own)"
+    ).fetchall()
+    return issue_counts(con, "alt_left"), int(added)
+
+
+def _final_edges(
+    con: duckdb.DuckDBPyConnection, folder: Storage, names: list[str], ranges: StageRanges, part: int
+) -> None:
+    """The views alt_done (the sets sent to range `part`) and alt_own, and the table alt_final_edges: its pages'
+    links as published (sql/stage_alt_final.sql)."""
+    done = received(con, folder, names, "alt_done", part, ranges.completion_parts(), "stage_alt_complete")
+    files_view(con, "alt_done", done, _EMPTY_DONE)
+    own = [storage_path(con, folder, n) for n in names if n == _OWN.format(index=part)]
+    files_view(con, "alt_own", own, _EMPTY_OWN)
+    con.execute(read_sql("stage_alt_final"))
