@@ -3,8 +3,9 @@ and peak RSS (benchmarks/run.py's peak_rss_of), the results handed over as JSON 
 
 `python benchmarks/steps.py CONFIG`: the site of CONFIG (a site TOML file with its sources, output, work_dir and
 [duckdb] settings, stage_splits above 1) staged step by step: stage, each stage_split, stage_gather, each
-stage_canonicals, each stage_range, completing hreflang clusters stage_alt_labels and each stage_alt_complete and
-stage_alt_render, each stage_hreflang, stage_merge. Prints each kind of step's count, seconds
+stage_canonicals, each stage_range, completing hreflang clusters each stage_alt_round of the DAG's mapped rounds,
+stage_alt_labels and each stage_alt_members, stage_alt_complete and stage_alt_render, each stage_hreflang,
+stage_merge. Prints each kind of step's count, seconds
 (fastest, slowest, all together) and highest peak RSS, as JSON.
 """
 
@@ -16,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from sitemap_ops.constants import ALT_MAPPED_ROUNDS
 
 HERE = Path(__file__).resolve().parent
 
@@ -48,8 +51,12 @@ def _run_step(config: str, state: Path, step: str, number: int) -> None:
         pipeline.stage_canonicals(run, staged, number)
     elif step == "stage_range":
         pipeline.stage_range(run, staged, number)
+    elif step.startswith("stage_alt_round_"):
+        pipeline.stage_alt_round(run, staged, int(step.removeprefix("stage_alt_round_")), number)
     elif step == "stage_alt_labels":
-        pipeline.stage_alt_labels(run, staged)
+        pipeline.stage_alt_labels(run, staged, done=ALT_MAPPED_ROUNDS)
+    elif step == "stage_alt_members":
+        pipeline.stage_alt_members(run, staged, number)
     elif step == "stage_alt_complete":
         pipeline.stage_alt_complete(run, staged, number)
     elif step == "stage_alt_render":
@@ -92,8 +99,11 @@ def steps(config: str) -> dict[str, Any]:
         for part in range(len(ranges.rows)):
             step("stage_range", part)
         if completing := ranges.completion_parts():
+            for round_number in range(1, ALT_MAPPED_ROUNDS + 1):
+                for part in completing:
+                    step(f"stage_alt_round_{round_number}", part)
             step("stage_alt_labels")
-            for name in ("stage_alt_complete", "stage_alt_render"):
+            for name in ("stage_alt_members", "stage_alt_complete", "stage_alt_render"):
                 for part in completing:
                     step(name, part)
         for part in ranges.hreflang_parts():

@@ -35,7 +35,7 @@ from airflow.sdk import (
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sitemap_ops.config import AirflowConfig, SiteConfig, load_config
-from sitemap_ops.constants import MAX_RENDER_GROUPS, REPORT_NAME
+from sitemap_ops.constants import ALT_MAPPED_ROUNDS, MAX_RENDER_GROUPS, REPORT_NAME
 from sitemap_ops.errors import ConfigError, SitemapOpsError, first_line
 from sitemap_ops.stage.config import SERVER_FORMATS
 from sitemap_ops.stage.result import SplitResult, StageResult
@@ -344,12 +344,24 @@ def _completion_parts(staged: dict[str, Any]) -> list[int]:
     return ranges.completion_parts() if ranges else []
 
 
+def _stage_alt_round(config: SiteConfig, staged: dict[str, Any], number: int, part: int) -> None:
+    """The stage_alt_round_<n> task's work: round `number` of the hreflang clusters' labels in one URL range."""
+    get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
+    _step(lambda: _pipeline().stage_alt_round(_build_run(config), StageResult.from_dict(staged), number, part))
+
+
 def _stage_alt_labels(config: SiteConfig, staged: dict[str, Any]) -> None:
-    """The stage_alt_labels task's work: hreflang completion's labels, over every URL range (none to label unless a
-    split stage completes clusters)."""
+    """The stage_alt_labels task's work: hreflang completion's rounds after the mapped ones, over every URL range
+    (none to label unless a split stage completes clusters)."""
     result = StageResult.from_dict(staged)
     if result.ranges is not None and result.ranges.completion_parts():
-        _step(lambda: _pipeline().stage_alt_labels(_build_run(config), result))
+        _step(lambda: _pipeline().stage_alt_labels(_build_run(config), result, ALT_MAPPED_ROUNDS))
+
+
+def _stage_alt_members(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
+    """The stage_alt_members task's work: one URL range's hreflang links and pages sent on."""
+    get_current_context()["url_range"] = f"URL range {part}"  # type: ignore[typeddict-unknown-key]
+    _step(lambda: _pipeline().stage_alt_members(_build_run(config), StageResult.from_dict(staged), part))
 
 
 def _stage_alt_complete(config: SiteConfig, staged: dict[str, Any], part: int) -> None:
@@ -838,29 +850,50 @@ def _add_stage_tasks(config: SiteConfig, io_retries: dict[str, Any], *, check_pa
 
 
 def _add_hreflang_tasks(config: SiteConfig, io_retries: dict[str, Any], gathered: Any, ranged: Any) -> Any:
-    """A split stage's hreflang tasks, after stage_range (stage_alt_labels -> stage_alt_complete and then
-    stage_alt_render, each mapped over the URL ranges when the stage completes clusters -> stage_hreflang,
-    mapped over the ranges whose links it checks); the XComArg of the last (none of them runs a query unless
-    the stage's pages carry alternates)."""
+    """A split stage's hreflang tasks, after stage_range (when the stage completes clusters:
+    stage_alt_round_<n>, ALT_MAPPED_ROUNDS rounds each mapped over the URL ranges -> stage_alt_labels, the rest
+    of the rounds if any -> stage_alt_members, stage_alt_complete and stage_alt_render, each mapped over the
+    ranges; then stage_hreflang, mapped over the ranges whose links it checks); the XComArg of the last (none of
+    them runs a query unless the stage's pages carry alternates)."""
     af = config.airflow
 
     # runs when stage_range was skipped (mapped over nothing), never when one failed
+    @task(trigger_rule="none_failed")
+    def stage_completion_ranges(staged: dict[str, Any], ranged: Any = None) -> list[int]:
+        """The URL ranges that complete hreflang clusters together (none unless a split stage completes them)."""
+        return _completion_parts(staged)
+
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_alt_round"),
+        doc_md="One round of the hreflang clusters' labels in one URL range.",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_alt_round(staged: dict[str, Any], number: int, part: int) -> None:
+        """Round `number` of the hreflang clusters' labels in one URL range (nothing to do once they settled)."""
+        _stage_alt_round(config, staged, number, part)
+
+    # runs when the rounds were skipped (mapped over nothing), never when one failed
     @task(
         **io_retries,
         **_task_args(af, "stage_alt_labels"),
         trigger_rule="none_failed",
-        doc_md="Label the hreflang clusters across the URL ranges, in rounds (when a split stage completes them).",
+        doc_md="Finish labelling the hreflang clusters, in rounds over the URL ranges, if the mapped rounds did not.",
     )
-    def stage_alt_labels(staged: dict[str, Any], ranged: Any = None) -> None:
-        """hreflang completion's labels over every URL range, once every range is deduplicated (nothing unless a
-        split stage completes hreflang clusters)."""
+    def stage_alt_labels(staged: dict[str, Any], rounds: Any = None) -> None:
+        """hreflang completion's rounds after the mapped ones, range by range, until no label changes (nothing
+        unless a split stage completes hreflang clusters)."""
         _stage_alt_labels(config, staged)
 
-    # runs when the step before was skipped (mapped over nothing), never when one failed
-    @task(trigger_rule="none_failed")
-    def stage_completion_ranges(staged: dict[str, Any], before: Any = None) -> list[int]:
-        """The URL ranges that complete hreflang clusters together (none unless a split stage completes them)."""
-        return _completion_parts(staged)
+    @task(
+        **io_retries,
+        **_task_args(af, "stage_alt_members"),
+        doc_md="Send one URL range's hreflang links and pages to the ranges that complete their clusters.",
+        map_index_template="{{ url_range }}",
+    )
+    def stage_alt_members(staged: dict[str, Any], part: int) -> None:
+        """One URL range's hreflang links and pages, sent to the ranges that complete their clusters."""
+        _stage_alt_members(config, staged, part)
 
     @task(
         **io_retries,
@@ -899,12 +932,21 @@ def _add_hreflang_tasks(config: SiteConfig, io_retries: dict[str, Any], gathered
         """hreflang's keyed pass over one URL range: the links that point into it, checked there."""
         _stage_hreflang(config, staged, part)
 
-    labelled = stage_alt_labels(gathered, ranged)
-    to_complete = stage_completion_ranges.override(task_id="stage_completion_ranges")(gathered, labelled)
-    completed = stage_alt_complete.partial(staged=gathered).expand(part=to_complete)
-    to_render = stage_completion_ranges.override(task_id="stage_completed_ranges")(gathered, completed)
-    rendered = stage_alt_render.partial(staged=gathered).expand(part=to_render)
-    return stage_hreflang.partial(staged=gathered).expand(part=stage_hreflang_ranges(gathered, rendered))
+    parts = stage_completion_ranges(gathered, ranged)
+    rounds: Any = None
+    for number in range(1, ALT_MAPPED_ROUNDS + 1):
+        task_id = f"stage_alt_round_{number}"
+        mapped = stage_alt_round.override(task_id=task_id).partial(staged=gathered, number=number).expand(part=parts)
+        if rounds is not None:
+            rounds >> mapped
+        rounds = mapped
+    labelled = stage_alt_labels(gathered, rounds)
+    last: Any = labelled
+    for step in (stage_alt_members, stage_alt_complete, stage_alt_render):
+        mapped = step.partial(staged=gathered).expand(part=parts)
+        last >> mapped
+        last = mapped
+    return stage_hreflang.partial(staged=gathered).expand(part=stage_hreflang_ranges(gathered, last))
 
 
 def _add_plan_tasks(config: SiteConfig, io_retries: dict[str, Any], staged: Any) -> Any:

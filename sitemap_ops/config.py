@@ -75,8 +75,8 @@ class DuckDBConfig:
 
 # The Airflow DAG's tasks (sitemap_ops.airflow_dags), and what [airflow.steps.<name>] may set for each.
 AIRFLOW_STEPS = (
-    "stage", "stage_split", "stage_gather", "stage_canonicals", "stage_range", "stage_alt_labels", "stage_alt_complete",
-    "stage_alt_render", "stage_hreflang", "stage_merge",
+    "stage", "stage_split", "stage_gather", "stage_canonicals", "stage_range", "stage_alt_round", "stage_alt_labels",
+    "stage_alt_members", "stage_alt_complete", "stage_alt_render", "stage_hreflang", "stage_merge",
     "plan_prepare", "plan_chunk", "plan_place", "plan_write", "plan", "render", "publish", "retire", "notify", "report",
 )  # fmt: skip
 _STEP_OPTIONS: dict[str, type | tuple[type, ...]] = {

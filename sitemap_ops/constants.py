@@ -359,17 +359,21 @@ STAGE_RANGES_NAME = "stage-ranges"
 # Completing hreflang clusters (sitemap_ops.stage.completion), each range writes its file of the snapshot with
 # the sets as found (alt-staged-<range>.parquet), its pages' links (alt-own-<range>.parquet) and the cluster
 # graph's links by the range of each end (alt_adj-<to>-<from>-<n>.parquet, alt_adj-counts-<from>.parquet); the
-# labels' rounds write each range's labels (alt-labels-<range>-<0|1>.parquet) and the changed labels by the
-# range of each neighbour (alt_msg<0|1>-<to>-<from>-<n>.parquet), then each range's links and pages to the
-# range that completes their cluster, by a hash of its label (alt_mem-...), where the completed sets go to the
-# range of each page (alt_done-...), each with its counts (alt_mem-counts-<from>.parquet,
-# alt_done-counts-<from>.parquet); each range then sends its completed links for the keyed pass as the found
-# ones (alt_cedges-..., alt-clinks-<range>.parquet, alt-cself-<range>.parquet).
+# labels' rounds write each range's labels (alt-labels-<range>-<round>.parquet) and the changed labels by the
+# range of each neighbour (alt_msg<round>-<to>-<from>-<n>.parquet, alt_msg<round>-counts-<from>.parquet); each
+# range then sends its links and pages to the range that completes their cluster, by a hash of its label
+# (alt_mem-...), where the completed sets go to the range of each page (alt_done-...), each with its counts
+# (alt_mem-counts-<from>.parquet, alt_done-counts-<from>.parquet); each range then sends its completed links
+# for the keyed pass as the found ones (alt_cedges-..., alt-clinks-<range>.parquet, alt-cself-<range>.parquet).
 STAGE_SPLIT_REJECTS_NAME = "rejects-splits.csv"
+# The rounds of the hreflang clusters' labels that the DAG maps over the URL ranges (stage_alt_round_<n>, a
+# task per range; a round after the labels settled does nothing); stage_alt_labels runs any further round,
+# range by range. Most sites' clusters settle in two (sitemap_ops.stage.completion).
+ALT_MAPPED_ROUNDS = 3
 STAGE_RANGE_FILE = (
     r"(rows|page_ext|news_ext|src_(images|alternates|videos|news)|excl|canon"
-    r"|alt_(edges|cedges|adj|msg[01]|mem|done))-\d{5}(-\d{5})?-\d+\.parquet"
-    r"|rejects-(\d{5}|splits)\.csv|(canon|alt_adj|alt_mem|alt_done)-counts-\d{5}\.parquet"
+    r"|alt_(edges|cedges|adj|msg\d{2}|mem|done))-\d{5}(-\d{5})?-\d+\.parquet"
+    r"|rejects-(\d{5}|splits)\.csv|(canon|alt_adj|alt_msg\d{2}|alt_mem|alt_done)-counts-\d{5}\.parquet"
     r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json"
-    r"|alt-(links|self|clinks|cself|own|staged)-\d{5}\.parquet|alt-labels-\d{5}-[01]\.parquet"
+    r"|alt-(links|self|clinks|cself|own|staged)-\d{5}\.parquet|alt-labels-\d{5}-\d{2}\.parquet"
 )

@@ -56,7 +56,9 @@ from sitemap_ops.stage.stage import (
     run_stage,
     run_stage_alt_complete,
     run_stage_alt_labels,
+    run_stage_alt_members,
     run_stage_alt_render,
+    run_stage_alt_round,
     run_stage_canonicals,
     run_stage_gather,
     run_stage_hreflang,
@@ -126,8 +128,9 @@ def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file):
     stage_rows, then stage_split for each input split it left and stage_gather, then stage_range for each URL
     range (after stage_canonicals for each, when a split stage has exclusion sources; and stage_hreflang for
-    each after them, when its pages carry alternates, after stage_alt_labels and stage_alt_complete and
-    stage_alt_render for each when it completes their clusters), then stage_merge, in this process."""
+    each after them, when its pages carry alternates, after stage_alt_labels and then stage_alt_members,
+    stage_alt_complete and stage_alt_render for each when it completes their clusters), then stage_merge, in
+    this process."""
     staged = stage_rows(run, progress)
     if (splits := staged.splits) is not None:
         first = staged
@@ -142,7 +145,9 @@ def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
     _each(progress, "stage: deduplicating and sorting by range", range(len(ranged.ranges.rows)),
           lambda part: stage_range(run, ranged, part))  # fmt: skip
     if completing := ranged.ranges.completion_parts():
-        stage_alt_labels(run, ranged, progress)
+        stage_alt_labels(run, ranged, progress=progress)
+        _each(progress, "stage: sending the hreflang clusters' links by range", completing,
+              lambda part: stage_alt_members(run, ranged, part))  # fmt: skip
         _each(progress, "stage: completing the hreflang clusters by range", completing,
               lambda part: stage_alt_complete(run, ranged, part))  # fmt: skip
         _each(progress, "stage: writing the completed hreflang sets by range", completing,
@@ -216,12 +221,28 @@ def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:
         run_stage_range(run.config.stage_settings(), con, work, staged, part, run.now)
 
 
-def stage_alt_labels(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> None:
-    """hreflang completion's label propagation over a split stage's URL ranges (stage.completion_parts), once
-    every range is deduplicated: each cluster's links and pages sent to the range that completes it."""
+def stage_alt_round(run: BuildRun, staged: StageResult, number: int, part: int) -> None:
+    """Round `number` of hreflang completion's label propagation in one URL range (stage.completion_parts), once
+    every range ran the round before (the DAG's first rounds: stage_alt_labels runs the rest)."""
     work = open_work(run.config, run.build_id)
     with duckdb_session(run.config, work) as con:
-        run_stage_alt_labels(con, work, staged, progress)
+        run_stage_alt_round(con, work, staged, number, part)
+
+
+def stage_alt_labels(run: BuildRun, staged: StageResult, done: int = 0, progress: Progress | None = None) -> None:
+    """hreflang completion's label propagation over a split stage's URL ranges (stage.completion_parts), once
+    every range is deduplicated: the rounds after the first `done`, range by range, until no label changes."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_alt_labels(con, work, staged, done, progress)
+
+
+def stage_alt_members(run: BuildRun, staged: StageResult, part: int) -> None:
+    """One URL range's hreflang links and pages, sent to the ranges that complete their clusters, once the labels
+    settled."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        run_stage_alt_members(con, work, staged, part)
 
 
 def stage_alt_complete(run: BuildRun, staged: StageResult, part: int) -> None:

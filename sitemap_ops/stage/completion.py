@@ -14,10 +14,13 @@ staged snapshot with the sets as completed, from the one its stage_range wrote, 
 for hreflang's keyed pass (render_range), which checks them (completed_report: the problems left, in the
 report with the ones found).
 
-The labels' rounds run in one step (memory: one range at a time), the other steps once per range.
+Every step runs once per range (run_round once per range and round: a DAG maps the first rounds, run_labels
+runs any further one range by range, as the CLI runs them all), each holding one range's share.
 """
 
 from __future__ import annotations
+
+import re
 
 import duckdb
 
@@ -28,9 +31,9 @@ from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.hreflang import COMPLETED, check_range_links, files_view, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
     delete_matching,
-    range_files,
     ranges_of,
     received,
+    sent_counts_name,
     use_bounds,
     write_by_range,
     write_sent_counts,
@@ -41,14 +44,17 @@ from sitemap_ops.storage import Storage
 # A range's file of the staged snapshot as its stage_range writes it, with the sets as found; render_range
 # writes the snapshot's file (STAGED_PART_NAME) from it.
 AS_FOUND_STAGED = "alt-staged-{index:05d}.parquet"
-# The range's pages' links as checked (with the source's order), and its nodes' labels in the rounds (two
-# files per range, one written while the other is read).
+# The range's pages' links as checked (with the source's order), and its nodes' labels after a round (written
+# by the rounds that changed one; the next round and the members read the latest).
 _OWN = "alt-own-{index:05d}.parquet"
-_LABELS = "alt-labels-{index:05d}-{copy}.parquet"
+_LABELS = "alt-labels-{index:05d}-{round:02d}.parquet"
+# The labels a round sends (a file kind: alt_msg<round>-<to>-<from>-<n>.parquet, alt_msg<round>-counts-<from>)
+_MSG = "alt_msg{round:02d}"
+# (what the rounds write: the round's number is group 1 or group 2)
+_ROUND_FILE = r"alt_msg(\d{2})-(?:\d{5}-\d{5}-\d+|counts-\d{5})\.parquet|alt-labels-\d{5}-(\d{2})\.parquet"
 # The most rounds before the labels must have settled (as sitemap_ops.stage.extensions's one-piece steps).
 MAX_ROUNDS = 64
 
-_EMPTY_ADJ = "NULL::VARCHAR AS loc, NULL::VARCHAR AS b"
 _EMPTY_OWN = "NULL::VARCHAR AS page, NULL::VARCHAR AS hreflang, NULL::VARCHAR AS href, NULL::BIGINT AS ord"
 _EMPTY_DONE = "NULL::VARCHAR AS loc, NULL::VARCHAR AS hreflang, NULL::VARCHAR AS href"
 
@@ -68,71 +74,106 @@ def write_range_nodes(
     write_sent_counts(ranges, "alt_adj", part, sent)
 
 
-def run_labels(
-    con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, progress: Progress | None = None
-) -> int:
-    """Label every node of the cluster graph with its cluster's smallest URL, in rounds over the ranges, then
-    send each range's pages' links and site pages to the range that completes their cluster
-    (alt_mem-<to>-<from>-<n>, with alt_mem-counts-<from>); the rounds it took. StageError when the labels do
-    not settle in MAX_ROUNDS."""
+def run_round(con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, number: int, part: int) -> None:
+    """Round `number` of the label propagation in range `part`: its nodes' labels (alt-labels-<range>-<round>,
+    written when they changed) and the changed ones sent to the neighbours' ranges (alt_msg<round>-<to>-<from>-<n>,
+    with alt_msg<round>-counts-<from>). Round 1 labels every node from its links; a later round reads what the
+    round before sent the range (nothing: nothing to do). Run again, it gives the same files."""
     folder = ranges_of(work)
     names = sorted(folder.list_details())
-    delete_matching(folder, names, r"alt_(msg[01]|mem)-\d{5}-\d{5}-\d+\.parquet|alt-labels-\d{5}-[01]\.parquet"
-                           r"|alt_mem-counts-\d{5}\.parquet")  # fmt: skip
+    kind = _MSG.format(round=number)
+    delete_matching(folder, names, rf"{kind}-\d{{5}}-{part:05d}-\d+\.parquet|{re.escape(_labels(part, number))}")
     parts = ranges.completion_parts()
-    count = len(ranges.rows)
-    # every range's links from both ends, checked against what the ranges sent once
-    adjacency = {part: received(con, folder, names, "alt_adj", part, parts, "stage_range") for part in parts}
-    current: dict[int, int] = {}  # each range's labels file (the copy last written)
-    inbox = [0] * count  # the labels sent to each range in the round before
-    rounds = 0
-    while rounds == 0 or any(inbox):
-        if rounds == MAX_ROUNDS:
-            raise StageError(f"hreflang completion: the alternate clusters did not settle in {MAX_ROUNDS} rounds")
-        rounds += 1
-        if progress is not None:
-            progress.step(f"stage: hreflang clusters, round {rounds} of label propagation")
-        names = sorted(folder.list_details())
-        sent = [0] * count
-        for part in parts:
-            adj = adjacency[part]
-            if not adj or (rounds > 1 and not inbox[part]):
-                continue
-            files_view(con, "alt_adj", adj, _EMPTY_ADJ)
-            if rounds == 1:
-                con.execute(read_sql("stage_alt_labels_first"))
-            else:
-                old = _LABELS.format(index=part, copy=current[part])
-                con.read_parquet(storage_path(con, folder, old)).create_view("alt_labels_old", replace=True)
-                inbox_files = range_files(con, folder, names, f"alt_msg{(rounds - 1) % 2}", part)
-                files_view(con, "alt_msg", inbox_files, "NULL::VARCHAR AS loc, NULL::VARCHAR AS label")
-                con.execute(read_sql("stage_alt_labels_step"))
-            copy = 1 - current.get(part, 1)
-            con.table("alt_labels_new").write_parquet(storage_path(con, folder, _LABELS.format(index=part, copy=copy)))
-            current[part] = copy
-            con.execute(read_sql("stage_alt_sends"))
-            query = read_sql("stage_partition_table").format(part=use_bounds(con, ranges.bounds), table="alt_sends")
-            out = write_by_range(con, [(f"alt_msg{rounds % 2}", query)], count, folder, f"-{part:05d}")
-            sent = [a + b for a, b in zip(sent, out[f"alt_msg{rounds % 2}"], strict=True)]
-        # the round's inboxes are read: delete them (the next round writes the other kind's)
-        delete_matching(folder, names, rf"alt_msg{(rounds - 1) % 2}-\d{{5}}-\d{{5}}-\d+\.parquet")
-        inbox = sent
-    for part in parts:
-        _send_members(con, work, ranges, part, current.get(part))
-    return rounds
-
-
-def _send_members(
-    con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int, labels: int | None
-) -> None:
-    """Range `part`'s pages' links and site pages, to the range that completes their cluster, by a hash of its
-    label (sql/stage_alt_members.sql); `labels`: its labels file's copy (None: the range has no node)."""
-    folder = ranges_of(work)
     sent = [0] * len(ranges.rows)
-    if labels is not None:
-        con.read_parquet(storage_path(con, folder, _LABELS.format(index=part, copy=labels))).create_view(
-            "alt_labels", replace=True
-        )
+    adj = received(con, folder, names, "alt_adj", part, parts, "stage_range")
+    inbox: list[str] = []
+    if number > 1:
+        before = _MSG.format(round=number - 1)
+        inbox = received(con, folder, names, before, part, parts, f"round {number - 1} of stage_alt_labels")
+    if adj and (number == 1 or inbox):
+        files_view(con, "alt_adj", adj, "")
+        if number == 1:
+            con.execute(read_sql("stage_alt_labels_first"))
+        else:
+            old = storage_path(con, folder, _latest_labels(names, part, number))
+            con.read_parquet(old).create_view("alt_labels_old", replace=True)
+            files_view(con, "alt_msg", inbox, "")
+            con.execute(read_sql("stage_alt_labels_step"))
+        con.table("alt_labels_new").write_parquet(storage_path(con, folder, _labels(part, number)))
+        con.execute(read_sql("stage_alt_sends"))
+        query = read_sql("stage_partition_table").format(part=use_bounds(con, ranges.bounds), table="alt_sends")
+        sent = write_by_range(con, [(kind, query)], len(ranges.rows), folder, f"-{part:05d}")[kind]
+    write_sent_counts(folder, kind, part, sent)
+
+
+def run_labels(
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    ranges: StageRanges,
+    done: int = 0,
+    progress: Progress | None = None,
+) -> int:
+    """The rounds of the label propagation after the first `done` (which ran already, each range in a task of
+    its own), range by range, until a round sends no label; the rounds it took in all. StageError when the
+    labels do not settle in MAX_ROUNDS."""
+    folder = ranges_of(work)
+    parts = ranges.completion_parts()
+    if not done:  # (an earlier attempt's rounds: a round reads the latest labels a range wrote)
+        delete_matching(folder, folder.list_details(), _ROUND_FILE)
+    number = done
+    while number == 0 or not _settled(con, folder, parts, number):
+        if number == MAX_ROUNDS:
+            raise StageError(f"hreflang completion: the alternate clusters did not settle in {MAX_ROUNDS} rounds")
+        number += 1
+        if progress is not None:
+            progress.step(f"stage: hreflang clusters, round {number} of label propagation")
+        for part in parts:
+            run_round(con, work, ranges, number, part)
+    # (the rounds past the last of an earlier attempt that went further: the members read the latest labels)
+    rounds = re.compile(_ROUND_FILE)
+    later = [n for n in folder.list_details() if (m := rounds.fullmatch(n)) and int(m[1] or m[2]) > number]
+    folder.delete_many(later)
+    return number
+
+
+def _settled(con: duckdb.DuckDBPyConnection, folder: Storage, parts: list[int], number: int) -> bool:
+    """Whether round `number` sent no label (every range's counts; StageError when one wrote none)."""
+    names = sorted(folder.list_details())
+    kind = _MSG.format(round=number)
+    if missing := [part for part in parts if sent_counts_name(kind, part) not in names]:
+        raise StageError(f"URL range {missing[0]} of this build did not run round {number} of the hreflang "
+                         f"clusters' labels in {folder.url}: run stage_alt_labels again")  # fmt: skip
+    paths = [storage_path(con, folder, sent_counts_name(kind, part)) for part in parts]
+    ((sent,),) = con.read_parquet(paths).aggregate("coalesce(sum(list_sum(sent)), 0)").fetchall()
+    return not sent
+
+
+def _labels(part: int, number: int) -> str:
+    """Range `part`'s labels as round `number` left them."""
+    return _LABELS.format(index=part, round=number)
+
+
+def _latest_labels(names: list[str], part: int, before: int) -> str:
+    """The labels file range `part` wrote last before round `before` (a round writes one only when a label
+    changed)."""
+    rounds = [n for n in range(before - 1, 0, -1) if _labels(part, n) in names]
+    if not rounds:
+        raise StageError(f"URL range {part} of this build has no hreflang labels before round {before}: "
+                         "run stage_alt_labels again")  # fmt: skip
+    return _labels(part, rounds[0])
+
+
+def send_members(con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int) -> None:
+    """Once the labels settled: range `part`'s pages' links and site pages, to the range that completes their
+    cluster, by a hash of its label (sql/stage_alt_members.sql; alt_mem-<to>-<from>-<n>, with
+    alt_mem-counts-<from>)."""
+    folder = ranges_of(work)
+    names = sorted(folder.list_details())
+    delete_matching(folder, names, rf"alt_mem-\d{{5}}-{part:05d}-\d+\.parquet")
+    sent = [0] * len(ranges.rows)
+    if any(_labels(part, n) in names for n in range(1, MAX_ROUNDS + 1)):
+        latest = storage_path(con, folder, _latest_labels(names, part, MAX_ROUNDS + 1))
+        con.read_parquet(latest).create_view("alt_labels", replace=True)
         con.read_parquet(storage_path(con, folder, _OWN.format(index=part))).create_view("alt_own", replace=True)
         staged = storage_path(con, folder, AS_FOUND_STAGED.format(index=part))
         con.read_parquet(staged).select("loc").create_view("range_pages", replace=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -37,6 +38,8 @@ from sitemap_ops.stage.completion import (
     completed_report,
     render_range,
     run_labels,
+    run_round,
+    send_members,
     write_range_nodes,
 )
 from sitemap_ops.stage.config import StageSettings
@@ -88,6 +91,8 @@ from sitemap_ops.stage.splits import (
 )
 from sitemap_ops.storage import Storage
 from sitemap_ops.urls import PLAIN_HOST, TARGET_NEEDS_WORK
+
+T = TypeVar("T")
 
 
 def normalize_variables(config: StageSettings, build_time: dt.datetime) -> dict[str, object]:
@@ -648,30 +653,51 @@ def _hreflang_report(
     folder.write_bytes(_range_file("issues", part), json.dumps(issues).encode())
 
 
+def run_stage_alt_round(
+    con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, number: int, part: int
+) -> None:
+    """Round `number` of hreflang completion's label propagation in URL range `part`, once every range is
+    deduplicated (and ran the round before): a scheduler's mapped task (sitemap_ops.stage.completion)."""
+    ranges = staged.ranges
+    assert ranges is not None
+    what = f"label the hreflang clusters of URL range {part} (round {number})"
+    _completing(work, what, lambda: run_round(con, work, ranges, number, part))
+
+
 def run_stage_alt_labels(
-    con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, progress: Progress | None = None
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    staged: StageResult,
+    done: int = 0,
+    progress: Progress | None = None,
 ) -> None:
     """hreflang completion's label propagation over every URL range (StageRanges.completion_parts), once every
-    range is deduplicated; then each range's links and pages go to the range that completes their cluster
-    (sitemap_ops.stage.completion)."""
-    assert staged.ranges is not None
-    try:
-        rounds = run_labels(con, work, staged.ranges, progress)
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot label the hreflang clusters in {work.url}: {first_line(exc)}") from None
+    range is deduplicated: the rounds after the first `done` (run as tasks of their own), range by range,
+    until no label changes (sitemap_ops.stage.completion)."""
+    ranges = staged.ranges
+    assert ranges is not None
+    rounds = _completing(work, "label the hreflang clusters", lambda: run_labels(con, work, ranges, done, progress))
     if progress is not None:
         progress.step(f"stage: hreflang clusters labelled in {rounds} round(s)")
+
+
+def run_stage_alt_members(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
+    """Once hreflang completion's labels settled: URL range `part`'s links and pages, to the range that completes
+    their cluster (sitemap_ops.stage.completion)."""
+    ranges = staged.ranges
+    assert ranges is not None
+    what = f"send the hreflang clusters' links of URL range {part}"
+    _completing(work, what, lambda: send_members(con, work, ranges, part))
 
 
 def run_stage_alt_complete(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
     """Complete the hreflang clusters sent to URL range `part` (by a hash of their label), once every range sent
     its links: each site page's set goes to the page's range (sitemap_ops.stage.completion)."""
-    assert staged.ranges is not None
-    try:
-        complete_range(con, work, staged.ranges, part)
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot complete the hreflang clusters of URL range {part} in {work.url}: "
-                         f"{first_line(exc)}") from None  # fmt: skip
+    ranges = staged.ranges
+    assert ranges is not None
+    _completing(
+        work, f"complete the hreflang clusters of URL range {part}", lambda: complete_range(con, work, ranges, part)
+    )
 
 
 def run_stage_alt_render(
@@ -679,12 +705,19 @@ def run_stage_alt_render(
 ) -> None:
     """URL range `part`'s file of the staged snapshot with its pages' hreflang sets as completed, once every
     cluster is completed, and its completed links for hreflang's keyed pass (sitemap_ops.stage.completion)."""
-    assert staged.ranges is not None
+    ranges = staged.ranges
+    assert ranges is not None
+    what = f"write the completed hreflang sets of URL range {part}"
+    _completing(work, what, lambda: render_range(con, work, ranges, part, config.extensions.news_section))
+
+
+def _completing(work: Storage, what: str, step: Callable[[], T]) -> T:
+    """Run a step of hreflang completion (its result); a DuckDB or storage error as StageError("cannot `what` in
+    `work`: ...")."""
     try:
-        render_range(con, work, staged.ranges, part, config.extensions.news_section)
+        return step()
     except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot write the completed hreflang sets of URL range {part} in {work.url}: "
-                         f"{first_line(exc)}") from None  # fmt: skip
+        raise StageError(f"cannot {what} in {work.url}: {first_line(exc)}") from None
 
 
 def run_stage_merge(

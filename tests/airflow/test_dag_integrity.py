@@ -69,8 +69,9 @@ def test_example_dag_is_built_as_specified() -> None:
     order = [t.task_id for t in dag.topological_sort()]
     assert order == [
         "stage", "stage_splits", "stage_split", "stage_gather", "stage_canonical_ranges", "stage_canonicals",
-        "stage_ranges", "stage_range", "stage_alt_labels", "stage_completion_ranges", "stage_alt_complete",
-        "stage_completed_ranges", "stage_alt_render", "stage_hreflang_ranges", "stage_hreflang", "stage_merge",
+        "stage_ranges", "stage_range", "stage_completion_ranges", "stage_alt_round_1", "stage_alt_round_2",
+        "stage_alt_round_3", "stage_alt_labels", "stage_alt_members", "stage_alt_complete", "stage_alt_render",
+        "stage_hreflang_ranges", "stage_hreflang", "stage_merge",
         "plan_prepare", "plan_chunk_groups", "plan_chunk", "plan_place", "plan_write_groups", "plan_write", "plan",
         "render_groups", "render", "publish", "retire", "report",
     ]  # fmt: skip
@@ -82,7 +83,9 @@ def test_example_dag_is_built_as_specified() -> None:
         "stage_gather",
         "stage_canonicals",
         "stage_range",
+        "stage_alt_round_1",
         "stage_alt_labels",
+        "stage_alt_members",
         "stage_alt_complete",
         "stage_alt_render",
         "stage_hreflang",

@@ -338,8 +338,8 @@ def test_a_rebuild_maps_plan_chunk_and_plan_write_tasks_within_the_max_map_lengt
 
 @pytest.mark.parametrize("complete", [False, True], ids=["as-found", "completed"])
 def test_a_split_stage_maps_one_task_per_input_split_of_parquet_files_on_s3(site, monkeypatch, complete) -> None:
-    """Completing hreflang clusters too: the labels in one task, then a task per range completes the clusters
-    labelled there and one per range writes its sets."""
+    """Completing hreflang clusters too: each round of the labels a task per range, then a task per range sends
+    its links on, one completes the clusters sent to it and one writes its sets."""
     import io
 
     import pyarrow as pa
@@ -407,7 +407,13 @@ retry_delay_seconds = 1
     # hreflang's keyed pass: a task per range checks the links that point into it
     checked = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_hreflang")
     assert checked == ["URL range 0", "URL range 1"]
-    for step in ("stage_alt_complete", "stage_alt_render"):
+    for step in (
+        "stage_alt_round_1",
+        "stage_alt_round_3",
+        "stage_alt_members",
+        "stage_alt_complete",
+        "stage_alt_render",
+    ):
         done = [ti for ti in run.get_task_instances() if ti.task_id == step and ti.state == "success"]
         assert sorted(ti.rendered_map_index for ti in done) == (["URL range 0", "URL range 1"] if complete else [])
     assert _published_locs(s3, "split") == {f"{SITE}/q/{i}" for i in range(120)}

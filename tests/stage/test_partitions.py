@@ -803,8 +803,10 @@ def test_input_splits_complete_hreflang_clusters_across_url_ranges(tmp_path: Pat
 
 
 def test_hreflang_completion_steps_can_be_retried_and_stop_when_a_range_sent_nothing(tmp_path: Path) -> None:
-    """Each completion step run again (a retried task) gives the same stage; a range whose completed sets are
-    gone stops the step that needs them, naming the step to run again."""
+    """Each completion step run again (a retried task) gives the same stage: the first rounds of the labels in
+    a task per range, as the DAG maps them, then stage_alt_labels finishing the rest (nine-page chains take
+    more); a range whose completed sets are gone stops the step that needs them, naming the step to run
+    again."""
     rows = _chain_rows(12)
     (tmp_path / "pages").mkdir()
     for number in range(2):
@@ -820,8 +822,13 @@ def test_hreflang_completion_steps_can_be_retried_and_stop_when_a_range_sent_not
     assert ranged.ranges is not None and ranged.ranges.completion_parts() == [0, 1, 2]
     for part in range(3):
         pipeline.stage_range(run, ranged, part)
+    for number in (1, 2):
+        for part in (2, 1, 0, 1):
+            pipeline.stage_alt_round(run, ranged, number, part)
     for _ in range(2):
-        pipeline.stage_alt_labels(run, ranged)
+        pipeline.stage_alt_labels(run, ranged, done=2)
+    for part in (0, 1, 2, 2):
+        pipeline.stage_alt_members(run, ranged, part)
     for part in (2, 1, 0, 1):
         pipeline.stage_alt_complete(run, ranged, part)
     counts = next((tmp_path / "work").rglob("alt_done-counts-00001.parquet"))
