@@ -1,5 +1,5 @@
 """An example DAG of your own: a catalog export, then the example site's sitemaps as one task group
-(sitemap_ops.airflow_dags.SitemapBuild). Copy it into your DAG bundle and put your own steps first."""
+(sitemap_ops.airflow.SitemapBuild). Copy it into your DAG bundle and put your own steps first."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 
 from airflow.sdk import DAG, task
 
-from sitemap_ops.airflow_dags import SitemapBuild, build_params, sites_dir
+from sitemap_ops.airflow import SitemapBuild, build_params, sites_dir
 
 SITE = sites_dir(__file__) / "example.toml"
 

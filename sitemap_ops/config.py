@@ -73,11 +73,13 @@ class DuckDBConfig:
             )
 
 
-# The Airflow DAG's tasks (sitemap_ops.airflow_dags), and what [airflow.steps.<name>] may set for each.
+# What [airflow.steps.<name>] may name: a step of the build's graph (sitemap_ops.pipeline.graph; the label rounds
+# by their function, stage_alt_round) or a phase, whose tasks it then sets; tests/test_graph.py checks the list.
 AIRFLOW_STEPS = (
-    "stage", "stage_split", "stage_gather", "stage_canonicals", "stage_range", "stage_alt_round", "stage_alt_labels",
-    "stage_alt_members", "stage_alt_complete", "stage_alt_render", "stage_hreflang", "stage_merge",
-    "plan_prepare", "plan_chunk", "plan_place", "plan_write", "plan", "render", "publish", "retire", "notify", "report",
+    "stage", "stage_rows", "stage_split", "stage_gather", "stage_canonicals", "stage_range", "stage_alt_round",
+    "stage_alt_labels", "stage_alt_members", "stage_alt_complete", "stage_alt_render", "stage_hreflang",
+    "stage_merge", "plan", "plan_prepare", "plan_chunk", "plan_place", "plan_write", "plan_name", "render",
+    "publish", "retire", "notify", "report", "tidy", "tidy_hosts",
 )  # fmt: skip
 _STEP_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "queue": str,
@@ -95,7 +97,7 @@ _STEP_KINDS = {
 
 @dataclass(frozen=True)
 class AirflowConfig:
-    """How the site's Airflow DAG runs (sitemap_ops.airflow_dags); ignored by the CLI."""
+    """How the site's Airflow DAG runs (sitemap_ops.airflow); ignored by the CLI."""
 
     schedule: str = ""  # a cron expression (UTC); "" runs only when the site's content is published
     source_conn_id: str = ""  # Airflow connection whose credentials replace the database sources' URL

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import importlib.resources
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import duckdb
@@ -19,19 +19,26 @@ from sitemap_ops.constants import EXT_HREF_SEP, EXT_IMAGE_SEP, EXT_LINK_SEP
 from sitemap_ops.storage import Storage, StorageConfig, protocol_of
 from sitemap_ops.urls import NormalizeConfig, normalize_authority, normalize_target
 
-# In a wheel the SQL files sit inside the package (sitemap_ops/sql); in a source checkout they are the
-# repository's top-level sql/ folder.
-_SQL_DIRS = (Path(__file__).parent / "sql", Path(__file__).parent.parent / "sql")
+# The SQL files are package data beside the code that runs them, one folder per concern: a file's prefix names
+# the package whose sql/ folder holds it (stage_dedupe.sql is in sitemap_ops/stage/sql/).
+_SQL_HOMES = {
+    "stage": "sitemap_ops.stage",
+    "plan": "sitemap_ops.plan",
+    "changes": "sitemap_ops.plan",
+    "render": "sitemap_ops.render",
+    "report": "sitemap_ops.report",
+    "notify": "sitemap_ops.notify",
+    "snapshot": "sitemap_ops",
+}
 
 
 @functools.cache
 def read_sql(name: str) -> str:
-    """The text of `sql/<name>.sql`."""
-    for folder in _SQL_DIRS:
-        path = folder / f"{name}.sql"
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    raise FileNotFoundError(f"SQL file {name}.sql not found in {', '.join(map(str, _SQL_DIRS))}")
+    """The text of `<package>/sql/<name>.sql`, the package named by the name's prefix (_SQL_HOMES)."""
+    package = _SQL_HOMES.get(name.split("_", 1)[0])
+    if package is None:
+        raise FileNotFoundError(f"SQL file {name}.sql: no package holds the SQL of {name.split('_', 1)[0]!r}")
+    return (importlib.resources.files(package) / "sql" / f"{name}.sql").read_text(encoding="utf-8")
 
 
 def connect(

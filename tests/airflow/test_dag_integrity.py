@@ -51,7 +51,7 @@ def test_dag_folder_imports_without_network(monkeypatch: pytest.MonkeyPatch) -> 
 def test_example_dag_is_built_as_specified() -> None:
     from airflow.sdk import AssetOrTimeSchedule
 
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     dag = dags_from_folder(DAGS / "sites")["sitemaps_example"]
     assert dag.max_active_runs == 1
@@ -66,62 +66,26 @@ def test_example_dag_is_built_as_specified() -> None:
     for name in dag.params:
         param = dag.params.get_param(name)
         assert param.schema["type"] == "boolean" and param.value is False and param.description
+    # a plain site's DAG: no task that would only skip; the stage and the plan, which it does not ask for in
+    # parts, each one task
     order = [t.task_id for t in dag.topological_sort()]
-    assert order == [
-        "stage", "stage_splits", "stage_split", "stage_gather", "stage_canonical_ranges", "stage_canonicals",
-        "stage_ranges", "stage_range", "stage_completion_ranges", "stage_alt_round_1", "stage_alt_round_2",
-        "stage_alt_round_3", "stage_alt_labels", "stage_alt_members", "stage_alt_complete", "stage_alt_render",
-        "stage_hreflang_ranges", "stage_hreflang", "stage_merge",
-        "plan_prepare", "plan_chunk_groups", "plan_chunk", "plan_place", "plan_write_groups", "plan_write", "plan",
-        "render_groups", "render", "publish", "retire", "report",
-    ]  # fmt: skip
+    assert order == ["stage", "plan", "render", "publish", "retire", "report"]
     tasks = {t.task_id: t for t in dag.tasks}
     assert tasks["report"].is_teardown  # it runs after a failure too, and leaves the run's state alone
-    for name in (
-        "stage",
-        "stage_split",
-        "stage_gather",
-        "stage_canonicals",
-        "stage_range",
-        "stage_alt_round_1",
-        "stage_alt_labels",
-        "stage_alt_members",
-        "stage_alt_complete",
-        "stage_alt_render",
-        "stage_hreflang",
-        "stage_merge",
-        "plan_prepare",
-        "plan_chunk",
-        "plan_place",
-        "plan_write",
-        "plan",
-        "render",
-        "publish",
-        "retire",
-    ):
+    for name in ("stage", "plan", "render", "publish", "retire"):
         assert tasks[name].retries == 3
         assert tasks[name].retry_exponential_backoff
         assert tasks[name].owner == "sitemap-ops"
         assert tasks[name].doc_md
-    assert type(tasks["render"]).__name__ == "DecoratedMappedOperator"
-    assert type(tasks["stage_range"]).__name__ == "DecoratedMappedOperator"
-    assert type(tasks["stage_hreflang"]).__name__ == "DecoratedMappedOperator"
-    assert (
-        type(tasks["stage_alt_complete"]).__name__
-        == type(tasks["stage_alt_render"]).__name__
-        == "DecoratedMappedOperator"
-    )
-    assert type(tasks["stage_canonicals"]).__name__ == "DecoratedMappedOperator"
-    assert type(tasks["stage_split"]).__name__ == "DecoratedMappedOperator"
-    assert type(tasks["plan_chunk"]).__name__ == "DecoratedMappedOperator"
-    assert type(tasks["plan_write"]).__name__ == "DecoratedMappedOperator"
+    assert [type(t).__name__ for t in dag.tasks if t.task_id == "render"] == ["DecoratedMappedOperator"]
+    assert "**stage** → **plan** → **render**[] → **publish** → **retire** → **report**" in dag.doc_md
     assert [o.name for o in tasks["publish"].outlets] == ["sitemaps_published_example"]
 
 
 def test_a_site_without_cron_runs_on_its_content_asset_only(tmp_path: Path) -> None:
     from airflow.sdk import Asset
 
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     _write_site(tmp_path, "shop", source_conn_id="content_db", tags=["shop-team"])
     dag = dags_from_folder(tmp_path)["sitemaps_shop"]
@@ -133,7 +97,7 @@ def test_a_site_without_cron_runs_on_its_content_asset_only(tmp_path: Path) -> N
 
 
 def test_a_bad_site_file_fails_only_its_own_dag_and_names_the_file(tmp_path: Path) -> None:
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     _write_site(tmp_path, "good")
     _write_site(tmp_path, "bad", schedule="every day")
@@ -147,7 +111,7 @@ def test_a_bad_site_file_fails_only_its_own_dag_and_names_the_file(tmp_path: Pat
 
 
 def test_site_names_default_to_the_file_name_and_must_be_unique(tmp_path: Path) -> None:
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     for stem in ("alpha", "beta"):
         (tmp_path / f"{stem}.toml").write_text(
@@ -161,7 +125,7 @@ def test_site_names_default_to_the_file_name_and_must_be_unique(tmp_path: Path) 
 
 
 def test_a_missing_sites_folder_is_an_error(tmp_path: Path) -> None:
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     with pytest.raises(ConfigError, match="does not exist"):
         dags_from_folder(tmp_path / "nowhere")
@@ -213,7 +177,7 @@ def test_render_groups_are_sized_by_work() -> None:
 
 
 def test_sites_folder_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sitemap_ops.airflow_dags import sites_dir
+    from sitemap_ops.airflow import sites_dir
 
     monkeypatch.delenv("SITEMAP_OPS_SITES_DIR", raising=False)
     monkeypatch.delenv("AIRFLOW_VAR_SITEMAP_OPS_SITES_DIR", raising=False)
@@ -244,7 +208,7 @@ def test_parsing_the_dag_file_imports_no_data_library() -> None:
 
 
 def test_local_folders_are_refused_when_tasks_may_run_on_several_machines(tmp_path: Path) -> None:
-    from sitemap_ops.airflow_dags import check_executor
+    from sitemap_ops.airflow import check_executor
     from sitemap_ops.config import load_config
 
     local = load_config(_write_site(tmp_path, "local"), {"work_dir": str(tmp_path / "work")})
@@ -264,7 +228,7 @@ def test_local_folders_are_refused_when_tasks_may_run_on_several_machines(tmp_pa
 def test_a_multi_machine_executor_turns_a_local_site_into_an_invalid_dag(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     _write_site(tmp_path, "shop")  # work_dir: the default, a local folder
     monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")
@@ -273,7 +237,7 @@ def test_a_multi_machine_executor_turns_a_local_site_into_an_invalid_dag(
 
 
 def test_each_step_takes_its_queue_pool_executor_config_and_timeout(tmp_path: Path) -> None:
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     path = _write_site(tmp_path, "shop", storage_pool="uploads")
     path.write_text(

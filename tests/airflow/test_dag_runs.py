@@ -68,7 +68,7 @@ def site(tmp_path: Path, postgres: Database, s3: S3Server, monkeypatch: pytest.M
 
 
 def _run(folder: Path, **conf: object):
-    from sitemap_ops.airflow_dags import dags_from_folder
+    from sitemap_ops.airflow import dags_from_folder
 
     dag = dags_from_folder(folder)["sitemaps_shop"]
     return dag.test(run_conf=conf or None)
@@ -202,21 +202,22 @@ def test_a_build_overtaken_by_another_publish_fails_at_once_without_retries(site
     _site(folder, db, s3, "race")
     assert _run(folder).state == "success"
     from sitemap_ops import pipeline
+    from sitemap_ops.pipeline import steps
 
-    real_publish = pipeline.publish
+    real_publish = steps.publish
 
     def publish_after_a_cli_build(run, planned, staged, **kwargs):
         # another build (the CLI, say) publishes between this run's plan and its publish step
         db.execute(f"INSERT INTO {db.table('pages')} VALUES ('{SITE}/p/new', now())")
-        pipeline.publish = real_publish  # (the CLI build's own publish step is the real one)
+        steps.publish = real_publish  # (the CLI build's own publish step is the real one)
         pipeline.run_build(run.config, now=run.now)
         return real_publish(run, planned, staged, **kwargs)
 
-    pipeline.publish = publish_after_a_cli_build
+    steps.publish = publish_after_a_cli_build
     try:
         run = _run(folder)
     finally:
-        pipeline.publish = real_publish
+        steps.publish = real_publish
     assert run.state == "failed"
     publish = [ti for ti in run.get_task_instances() if ti.task_id == "publish"]
     assert publish[0].state == "failed" and publish[0].try_number == 1  # not retried: it cannot succeed

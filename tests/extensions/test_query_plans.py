@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sitemap_ops import pipeline
 from sitemap_ops.pipeline import run_build
+from sitemap_ops.pipeline import steps as pipeline
 from sitemap_ops.stage import stage
 from tests.extensions.rich import SITE
 from tests.helpers import NOW, sources_config, write_inventory

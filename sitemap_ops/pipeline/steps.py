@@ -1,18 +1,18 @@
-"""The build pipeline: stage, plan, render, publish, retire, notify, report: one typed step each, for CLI and Airflow.
+"""The build's steps: one function each, taking the build (`BuildRun`) and what earlier steps handed over.
 
-Each step takes the build (`BuildRun`: config, id, clock) and what the step before it produced, and returns
-its own result. Steps hand over files in the build's work folder (sitemap_ops.constants lists them), so each
-can run in its own process: `run_build` runs them one after the other in one process (the CLI); the Airflow
-DAG (sitemap_ops.airflow_dags) runs each as a task, with render mapped over groups of shards.
+Which steps a build runs, in which order and fanned out over what, is the graph's (sitemap_ops.pipeline.graph):
+the CLI walks it in one process (sitemap_ops.pipeline.local), Airflow renders it into tasks
+(sitemap_ops.airflow.graph). Steps hand over files in the build's work folder (sitemap_ops.constants lists them)
+plus small typed results, so each can run in its own process.
 
 Rerunning a step of the same build (same id and clock) rewrites the same files, so a retried task gives
 identical output. Render writes only new, content-named objects that no live index names, so it cannot
 change the live site. Publish switches the index only if it is still the one plan read.
 
 The publish lease (sitemap_ops.publish.lease) keeps two builds of one site from doing the same work at once;
-safety never depends on it. `run_build` holds it for the whole build and hands it to each step, which checks
-it is still held; a step given none (a scheduler's task) takes it for its own duration where it touches the
-live site (publish, retire). Pruning of old work folders happens in retire, for both.
+safety never depends on it. The in-process runner holds it for the whole build and hands it to each step, which
+checks it is still held; a step given none (a scheduler's task) takes it for its own duration where it touches
+the live site (publish, retire, notify). Pruning of old work folders happens in retire.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import functools
 import hashlib
 import math
 import secrets
-import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
+
+import duckdb
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
@@ -36,10 +37,12 @@ from sitemap_ops.constants import (
     MAX_STAGE_SPLITS,
     PLAN_NAME,
     RENDER_GROUP_BYTES,
+    REPORT_NAME,
 )
-from sitemap_ops.errors import SitemapOpsError, StorageError, first_line
+from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.notify.notify import NotifyResult, run_notify
+from sitemap_ops.pipeline.graph import FanOut
 from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk, run_plan_write
 from sitemap_ops.plan.chunks import load_prepared as load_prepared_plan
 from sitemap_ops.plan.plan import Placement, Plan, load_placement, run_place, run_plan
@@ -104,7 +107,7 @@ class BuildRun:
         return Storage.open(self.config.output, self.config.storage)
 
 
-def _new_lease(run: BuildRun) -> PublishLease:
+def new_lease(run: BuildRun) -> PublishLease:
     """The output's publish lease for this build (not yet held); the output folder exists afterwards."""
     run.output.makedirs()
     storage = run.config.storage
@@ -118,56 +121,10 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
         held.check()
         yield
     elif run.config.storage.lease:
-        with _new_lease(run).held():
+        with new_lease(run).held():
             yield
     else:
         yield
-
-
-def stage(run: BuildRun, progress: Progress | None = None) -> StageResult:
-    """Read, normalize and deduplicate the inventory into the work folder (staged snapshot, rejects file):
-    stage_rows, then stage_split for each input split it left and stage_gather, then stage_range for each URL
-    range (after stage_canonicals for each, when a split stage has exclusion sources; and stage_hreflang for
-    each after them, when its pages carry alternates, after stage_alt_labels and then stage_alt_members,
-    stage_alt_complete and stage_alt_render for each when it completes their clusters), then stage_merge, in
-    this process."""
-    staged = stage_rows(run, progress)
-    if (splits := staged.splits) is not None:
-        first = staged
-        read = _each(progress, "stage: reading and normalizing by input split", range(len(splits.splits)),
-                     lambda number: stage_split(run, first, number))  # fmt: skip
-        staged = stage_gather(run, staged, read, progress)
-    ranged = staged
-    if ranged.ranges is None:
-        return ranged
-    _each(progress, "stage: sending the excluded pages' canonicals to their ranges", ranged.ranges.canonical_parts(),
-          lambda part: stage_canonicals(run, ranged, part))  # fmt: skip
-    _each(progress, "stage: deduplicating and sorting by range", range(len(ranged.ranges.rows)),
-          lambda part: stage_range(run, ranged, part))  # fmt: skip
-    if completing := ranged.ranges.completion_parts():
-        stage_alt_labels(run, ranged, progress=progress)
-        _each(progress, "stage: sending the hreflang clusters' links by range", completing,
-              lambda part: stage_alt_members(run, ranged, part))  # fmt: skip
-        _each(progress, "stage: completing the hreflang clusters by range", completing,
-              lambda part: stage_alt_complete(run, ranged, part))  # fmt: skip
-        _each(progress, "stage: writing the completed hreflang sets by range", completing,
-              lambda part: stage_alt_render(run, ranged, part))  # fmt: skip
-    _each(progress, "stage: checking the hreflang links by range", ranged.ranges.hreflang_parts(),
-          lambda part: stage_hreflang(run, ranged, part))  # fmt: skip
-    return stage_merge(run, ranged, progress)
-
-
-def _each(progress: Progress | None, what: str, numbers: Sequence[int], step: Callable[[int], T]) -> list[T]:
-    """`step` for each of `numbers` in turn, with progress as `what`; their results (none when `numbers` is
-    empty: no progress either)."""
-    if progress is not None and numbers:
-        progress.start(what, len(numbers))
-    results = []
-    for number in numbers:
-        results.append(step(number))
-        if progress is not None:
-            progress.advance()
-    return results
 
 
 def stage_rows(
@@ -194,80 +151,81 @@ def stage_rows(
 
 def stage_split(run: BuildRun, staged: StageResult, number: int) -> SplitResult:
     """Read and normalize one input split of a split stage (`staged.splits`) into the work folder's URL ranges."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        return run_stage_split(run.config.stage_settings(), con, work, run.now, staged, number)
+    return _in_session(
+        run, lambda con, work: run_stage_split(run.config.stage_settings(), con, work, run.now, staged, number)
+    )
 
 
 def stage_gather(
     run: BuildRun, staged: StageResult, splits: list[SplitResult], progress: Progress | None = None
 ) -> StageResult:
-    """A split stage's ranged result from its splits' (`splits`, in split order): counts, rejects file, ranges."""
+    """A split stage's ranged result from its splits' (`splits`, in split order): counts, rejects file, ranges
+    (the result as it is when stage read the inventory itself)."""
+    if staged.splits is None:
+        return staged
     return run_stage_gather(open_work(run.config, run.build_id), staged, splits, progress)
 
 
 def stage_canonicals(run: BuildRun, staged: StageResult, part: int) -> None:
     """Send the canonicals of one URL range's excluded pages to their own ranges (stage.canonical_parts), before
     any range is deduplicated."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_canonicals(con, work, staged, part)
+    if staged.ranges is None or part not in staged.ranges.canonical_parts():
+        return
+    _in_session(run, lambda con, work: run_stage_canonicals(con, work, staged, part))
 
 
 def stage_range(run: BuildRun, staged: StageResult, part: int) -> None:
     """Deduplicate and sort one URL range of a ranged stage (`staged.ranges`) in the work folder."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_range(run.config.stage_settings(), con, work, staged, part, run.now)
+    _in_session(run, lambda con, work: run_stage_range(run.config.stage_settings(), con, work, staged, part, run.now))
 
 
 def stage_alt_round(run: BuildRun, staged: StageResult, number: int, part: int) -> None:
     """Round `number` of hreflang completion's label propagation in one URL range (stage.completion_parts), once
     every range ran the round before (the DAG's first rounds: stage_alt_labels runs the rest)."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_alt_round(con, work, staged, number, part)
+    if not _completing(staged, part):
+        return
+    _in_session(run, lambda con, work: run_stage_alt_round(con, work, staged, number, part))
 
 
 def stage_alt_labels(run: BuildRun, staged: StageResult, done: int = 0, progress: Progress | None = None) -> None:
     """hreflang completion's label propagation over a split stage's URL ranges (stage.completion_parts), once
     every range is deduplicated: the rounds after the first `done`, range by range, until no label changes."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_alt_labels(con, work, staged, done, progress)
+    if staged.ranges is None or not staged.ranges.completion_parts():
+        return
+    _in_session(run, lambda con, work: run_stage_alt_labels(con, work, staged, done, progress))
 
 
 def stage_alt_members(run: BuildRun, staged: StageResult, part: int) -> None:
     """One URL range's hreflang links and pages, sent to the ranges that complete their clusters, once the labels
     settled."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_alt_members(con, work, staged, part)
+    if not _completing(staged, part):
+        return
+    _in_session(run, lambda con, work: run_stage_alt_members(con, work, staged, part))
 
 
 def stage_alt_complete(run: BuildRun, staged: StageResult, part: int) -> None:
     """Complete the hreflang clusters sent to one URL range, after stage_alt_labels: each site page's
     set sent to its range."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_alt_complete(con, work, staged, part)
+    if not _completing(staged, part):
+        return
+    _in_session(run, lambda con, work: run_stage_alt_complete(con, work, staged, part))
 
 
 def stage_alt_render(run: BuildRun, staged: StageResult, part: int) -> None:
     """One URL range's file of the staged snapshot with its hreflang sets as completed, after every
     stage_alt_complete."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_alt_render(run.config.stage_settings(), con, work, staged, part)
+    if not _completing(staged, part):
+        return
+    _in_session(run, lambda con, work: run_stage_alt_render(run.config.stage_settings(), con, work, staged, part))
 
 
 def stage_hreflang(run: BuildRun, staged: StageResult, part: int) -> None:
     """hreflang's keyed pass over one URL range of a split stage (stage.hreflang_parts), once every range is
     deduplicated (and its sets completed, when the site completes clusters): the links that point into it
     checked there, its part of the hreflang report."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_stage_hreflang(con, work, staged, part)
+    if staged.ranges is None or part not in staged.ranges.hreflang_parts():
+        return
+    _in_session(run, lambda con, work: run_stage_hreflang(con, work, staged, part))
 
 
 def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = None) -> StageResult:
@@ -282,6 +240,18 @@ def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = 
     return merged
 
 
+def _in_session(run: BuildRun, work_on: Callable[[duckdb.DuckDBPyConnection, Storage], T]) -> T:
+    """`work_on` the build's work folder in a DuckDB session of the build's."""
+    work = open_work(run.config, run.build_id)
+    with duckdb_session(run.config, work) as con:
+        return work_on(con, work)
+
+
+def _completing(staged: StageResult, part: int) -> bool:
+    """Whether URL range `part` of a split stage takes part in completing hreflang clusters."""
+    return staged.ranges is not None and part in staged.ranges.completion_parts()
+
+
 def _host_works(run: BuildRun) -> list[Storage] | None:
     """A multi-host site's work folder of each host (where stage writes its snapshot); None otherwise."""
     return [open_work(host.config, run.build_id) for host in host_runs(run)] if run.config.hosts else None
@@ -290,36 +260,6 @@ def _host_works(run: BuildRun) -> list[Storage] | None:
 def host_runs(run: BuildRun) -> list[BuildRun]:
     """The build of each host of a multi-host site (its own config, the same id and clock); [run] otherwise."""
     return [BuildRun(config, run.build_id, run.now) for config in run.config.host_configs()]
-
-
-def plan(
-    run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None, progress: Progress | None = None
-) -> Plan:
-    """The rest of the plan after plan_prepare, in this process: plan_chunk for each of its chunks, then
-    plan_finish (plan.json in the work folder)."""
-    if progress is not None:
-        what = "the staged URLs" + (" and the last assignment" if prepared.previous_assignment else "")
-        progress.start(f"plan: reading {what} in chunks of rows", prepared.tasks)
-    for index in range(prepared.tasks):
-        plan_chunk(run, prepared, index)
-        if progress is not None:
-            progress.advance()
-    return plan_finish(run, prepared, lease=lease, progress=progress)
-
-
-def plan_finish(
-    run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None, progress: Progress | None = None
-) -> Plan:
-    """The plan after its chunks, in this process: plan_place, plan_write for each part of the assignment,
-    then plan_name."""
-    plan_place(run, prepared, lease=lease, progress=progress)
-    if progress is not None:
-        progress.start("plan: writing the assignment in parts", len(prepared.chunks))
-    for index in range(len(prepared.chunks)):
-        plan_write(run, prepared, index)
-        if progress is not None:
-            progress.advance()
-    return plan_name(run, prepared, lease=lease)
 
 
 def plan_prepare(
@@ -368,9 +308,7 @@ def plan_prepare(
 def plan_chunk(run: BuildRun, prepared: PreparedPlan, index: int) -> None:
     """One chunk of the plan (its rows joined with the last assignment, its URL range of the change set), into
     the work folder; any chunk, in any order, in any process."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_plan_chunk(run.config.plan_settings(), con, work, prepared, index)
+    _in_session(run, lambda con, work: run_plan_chunk(run.config.plan_settings(), con, work, prepared, index))
 
 
 def plan_place(
@@ -392,9 +330,7 @@ def plan_place(
 def plan_write(run: BuildRun, prepared: PreparedPlan, index: int) -> None:
     """One part of the assignment (a chunk's staged rows with their shard numbers, and its shards' fingerprint
     terms), into the work folder; any part, in any order, in any process, after plan_place."""
-    work = open_work(run.config, run.build_id)
-    with duckdb_session(run.config, work) as con:
-        run_plan_write(run.config.plan_settings(), con, work, prepared, index)
+    _in_session(run, lambda con, work: run_plan_write(run.config.plan_settings(), con, work, prepared, index))
 
 
 def plan_name(run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None) -> Plan:
@@ -582,183 +518,111 @@ def report(
         timings=timings or {},
         config_digest=config_digest(config),
     )
-    with duckdb_session(config, run.work) as con:
-        return write_report(data, con, run.work, work_root(config), config.storage)
-
-
-@dataclass
-class BuildSummary:
-    """What a whole build did: each step's result (the CLI prints it, scripts get it as JSON)."""
-
-    build_id: str
-    dry_run: bool
-    stage: StageResult
-    plan: Plan
-    rendered: list[RenderedShard] = field(default_factory=list)
-    published: PublishResult | None = None
-    retired: RetireResult = field(default_factory=lambda: RetireResult([], []))
-    notified: NotifyResult | None = None  # IndexNow, when configured
-    report: str = ""  # the report page's location (work folder), or why it was not written
-    # the index URLs, when no robots.txt lists them (the sitemaps are not served at the site root)
-    unlisted: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    work_dir: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
-    profile: str = ""  # the site's limits profile (constants.PROFILES)
-    limits: dict[str, int] = field(default_factory=dict)  # the limits this build applied
-    # a multi-host site: each host's build (this summary holds the shared stage, and an empty plan), and the
-    # hosts whose build failed, with why (nothing of theirs changed)
-    hosts: list[BuildSummary] = field(default_factory=list)
-    failed_hosts: dict[str, str] = field(default_factory=dict)
-    host: str = ""  # the host this build published (its base URL's)
-
-    @property
-    def shards_written(self) -> int:
-        return len(self.rendered)
-
-    @property
-    def compressed_bytes(self) -> int:
-        return sum(r.compressed_bytes or 0 for r in self.rendered)
-
-    @property
-    def index_switched(self) -> bool:
-        return self.published is not None and self.published.index_switched
-
-    @property
-    def shards_unchanged(self) -> int:
-        return sum(1 for s in self.plan.shards if not s.render)
-
-    def to_dict(self) -> dict[str, object]:
-        """The summary for scripts (`--json`)."""
-        pl = self.plan
-        return {
-            "build_id": self.build_id,
-            "dry_run": self.dry_run,
-            "stage": self.stage.to_dict(),
-            "urls": pl.total_urls,
-            "previous_urls": pl.previous_urls,
-            "shards": len(pl.shards),
-            "index_files": [i.name for i in pl.indexes],
-            "sections": pl.sections,
-            "profile": self.profile,
-            "limits": self.limits,
-            "shards_to_write" if self.dry_run else "shards_written": (
-                sum(1 for s in pl.shards if s.render) if self.dry_run else self.shards_written
-            ),
-            "shards_unchanged": self.shards_unchanged,
-            "bytes": sum(s.bytes for s in pl.shards),
-            "compressed_bytes_written": self.compressed_bytes,
-            "index_switched": self.index_switched,
-            "repaired": pl.repaired,
-            "notes": pl.state_notes,
-            "circuit_breaker": pl.breaker,
-            "changes": pl.changes,
-            "lastmods_derived": pl.lastmods_derived,
-            "retired": self.retired.deleted,
-            "retire_refused": self.retired.refused,
-            "indexnow": self.notified.to_dict() if self.notified else None,
-            "seconds": round(self.seconds, 3),
-            "timings": {k: round(v, 3) for k, v in self.timings.items()},
-            "work_dir": self.work_dir,
-            "report": self.report,
-            "hosts": {h.host: h.to_dict() for h in self.hosts},
-            "failed_hosts": self.failed_hosts,
-        }
-
-
-def run_build(
-    config: SiteConfig,
-    *,
-    dry_run: bool = False,
-    force: bool = False,
-    full_rebuild: bool = False,
-    progress: Progress | None = None,
-    now: dt.datetime | None = None,
-) -> BuildSummary:
-    """Run every step of a build in this process. `dry_run` stops after the plan and writes nothing public.
-
-    A build that publishes holds the output's publish lease, renewed by a heartbeat, from before it reads
-    what is live until it is done.
-    """
-    started = time.monotonic()
-    run = BuildRun.new(config, now)
-    build = functools.partial(_build, dry_run=dry_run, force=force, full_rebuild=full_rebuild, progress=progress)
-    if not config.hosts:
-        summary = build(run, None)
-        summary.seconds = time.monotonic() - started
-        return summary
-    # A multi-host site: one stage, then each host's own build; one host's failure leaves the others' alone.
-    t = time.monotonic()
-    staged = stage(run, progress)
-    seconds = time.monotonic() - t
-    empty = Plan(run.build_id, "", planned_path="", staged_path="", shards=[], indexes=[], total_urls=0)
-    summary = BuildSummary(run.build_id, dry_run, staged, empty, work_dir=run.work.url, timings={"stage": seconds})
-    summary.profile, summary.limits = config.profile, config.limits()
-    for host_run, host_staged in zip(host_runs(run), staged.hosts, strict=True):
-        host = host_run.config.site.host
-        if progress is not None:
-            progress.step(f"host {host}: {host_staged.staged:,} URLs")
-        try:
-            summary.hosts.append(build(host_run, host_staged))
-        except SitemapOpsError as exc:
-            summary.failed_hosts[host] = first_line(exc)
-            if progress is not None:
-                progress.step(f"host {host}: failed, nothing of it changed: {first_line(exc)}")
-    drop_snapshots(run.work)  # the hosts' builds read their own snapshots
-    if not dry_run:
-        prune_work(work_root(config))  # the shared stage's old folders (each host prunes its own)
-    summary.seconds = time.monotonic() - started
-    return summary
-
-
-def _build(
-    run: BuildRun,
-    staged: StageResult | None,
-    *,
-    dry_run: bool,
-    force: bool,
-    full_rebuild: bool,
-    progress: Progress | None,
-) -> BuildSummary:
-    """One site's (or one host's) build from stage (skipped when `staged` is given) to its report."""
-    config = run.config
-    timings: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def timed(step: str) -> Iterator[None]:
-        t = time.monotonic()
-        yield
-        timings[step] = time.monotonic() - t
-
-    lease = _new_lease(run) if not dry_run and config.storage.lease else None
-    with lease.held() if lease else contextlib.nullcontext():
-        if staged is None:
-            with timed("stage"):
-                staged = stage(run, progress)
-        with timed("plan"):
-            prepared = plan_prepare(
-                run, staged, full_rebuild=full_rebuild, force=force, preview=dry_run, lease=lease, progress=progress
-            )
-            planned = plan(run, prepared, lease=lease, progress=progress)
-        summary = BuildSummary(
-            run.build_id, dry_run, staged, planned, work_dir=run.work.url, timings=timings, profile=config.profile,
-            limits=config.limits(), host=config.site.host,
-        )  # fmt: skip
-        if not config.robots:
-            summary.unlisted = [config.public_url + index.name for index in planned.indexes]
-        if not dry_run:
-            with timed("render"):
-                summary.rendered = render(run, planned, lease=lease, progress=progress)
-            with timed("publish"):
-                summary.published = publish(run, planned, staged, lease=lease, progress=progress)
-                summary.retired = retire(run, lease=lease)
-            if config.indexnow.enabled:
-                with timed("notify"):
-                    summary.notified = notify(run, lease=lease, progress=progress)
     try:
-        summary.report = report(run, planned, staged, dry_run=dry_run, rendered=summary.rendered, timings=dict(timings))
-    except Exception as exc:  # the build is done: a report that fails must not fail it
-        summary.report = f"not written: {type(exc).__name__}: {first_line(exc)}"
-    if dry_run:
-        drop_snapshots(run.work)
-    return summary
+        with duckdb_session(config, run.work) as con:
+            return write_report(data, con, run.work, work_root(config), config.storage)
+    finally:
+        if dry_run:  # nothing will read its snapshots: a dry run keeps only its plan, rejects and report
+            drop_snapshots(run.work)
+
+
+def tidy_hosts(run: BuildRun, *, dry_run: bool = False) -> None:
+    """A multi-host site's last step: drop the shared stage's snapshot (each host's build read its own) and,
+    unless a dry run, prune the shared stage's old work folders (each host prunes its own)."""
+    drop_snapshots(run.work)
+    if not dry_run:
+        prune_work(work_root(run.config))
+
+
+# What the runners need of the steps' results: the numbers a mapped step fans out over, the typed value a step
+# hands over to a step in another process, and the small summary a scheduler keeps of it (XCom).
+
+
+def number_groups(count: int, most: int) -> list[tuple[int, int]]:
+    """The numbers 0..count-1 in at most `most` inclusive groups (first, last) of about equal size."""
+    groups = min(count, max(1, most))
+    return [(count * g // groups, count * (g + 1) // groups - 1) for g in range(groups)]
+
+
+def fan_out(run: BuildRun, fan: FanOut, value: object, most: int, group_bytes: int) -> list[tuple[int, int]]:
+    """The groups (first, last) a step mapped as `fan` runs for, from its slot's `value`, at most `most`: a
+    stage's input splits or its URL ranges (one each; none when it has none), a prepared plan's chunk tasks, the
+    assignment's parts (after placement), the shard keys to render (sized by their bytes)."""
+    if fan.over == "staged":
+        assert isinstance(value, StageResult)
+        if fan.unit == "input split":
+            return number_groups(len(value.splits.splits), most) if value.splits is not None else []
+        return number_groups(len(value.ranges.rows), most) if value.ranges is not None else []
+    if fan.over == "prepared":
+        assert isinstance(value, PreparedPlan)
+        return number_groups(value.tasks, most)
+    if fan.over == "placement":
+        return number_groups(len(load_prepared(run).chunks), most)
+    if fan.over == "plan":
+        assert isinstance(value, Plan)
+        return render_groups(value, most, group_bytes)
+    raise ValueError(f"no step fans out over {fan.over}")
+
+
+def handed_over(run: BuildRun, slot: str, value: object) -> object:
+    """The typed value of `slot` in a step of another process, from what the scheduler kept of it (summary):
+    a stage's results travel whole; a plan's are read back from the work folder, where their step wrote them;
+    render's shards are not handed on (the live manifest records them)."""
+    if slot == "staged":
+        assert isinstance(value, dict)
+        return StageResult.from_dict(value)
+    if slot == "splits":  # (each input split's task's, in split order; none when the stage did not split)
+        assert value is None or isinstance(value, Sequence)
+        return [SplitResult.from_dict(split) for split in value or []]
+    if slot == "prepared":
+        return load_prepared(run)
+    if slot == "placement":
+        return load_placement(run.work)
+    if slot == "plan":
+        return load_plan(run)
+    return None
+
+
+def summary(run: BuildRun, value: object) -> object:
+    """What a scheduler keeps of a step's result (small JSON): a stage's results whole, counts of the rest."""
+    if isinstance(value, StageResult | SplitResult):
+        return value.to_dict()
+    if isinstance(value, PreparedPlan):
+        return {"urls": value.total, "chunk_tasks": value.tasks}
+    if isinstance(value, Placement):
+        return {"shards": len(value.key_shards), "changes": value.changes}
+    if isinstance(value, Plan):
+        return {
+            "previous_build_id": value.previous_build_id,
+            "urls": value.total_urls,
+            "shards": len(value.shards),
+            "shards_to_render": sum(1 for s in value.shards if s.render),
+            "notes": value.state_notes,
+        }
+    if isinstance(value, list):  # render's shards
+        shards = [r for r in value if isinstance(r, RenderedShard)]
+        return {"shards_written": len(shards), "bytes_written": sum(r.compressed_bytes or r.bytes for r in shards)}
+    if isinstance(value, PublishResult):
+        manifest = value.manifest
+        return {
+            "build_id": run.build_id,
+            "urls": manifest.totals["urls"],
+            "shards": manifest.totals["shards"],
+            "shards_written": manifest.totals["shards_written"],
+            "index_files": manifest.index_files,
+            "index_urls": [run.config.public_url + name for name in manifest.index_files],
+            "index_switched": value.index_switched,
+            "notes": load_plan(run).state_notes,
+            "changes": manifest.changes,
+            "report": run.work.url_of(REPORT_NAME),
+        }
+    if isinstance(value, RetireResult):
+        return {"retired": value.deleted, "refused": value.refused}
+    if isinstance(value, NotifyResult):
+        return value.to_dict()
+    return value
+
+
+def failure(value: object) -> str:
+    """Why a step that returned `value` failed all the same ("" when it did not): IndexNow refused."""
+    return value.error if isinstance(value, NotifyResult) else ""
