@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from airflow.models.connection import Connection
 
-from sitemap_ops.airflow import source_location, storage_options, with_connections
+from sitemap_ops.airflow.connections import source_location, storage_options, with_connections
 from sitemap_ops.config import load_config
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.storage import StorageConfig
