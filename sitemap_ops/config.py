@@ -23,10 +23,10 @@ from sitemap_ops.constants import (
     RENDER_GROUP_BYTES,
 )
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.framing import RenderConfig
 from sitemap_ops.notify.config import IndexNowConfig, NotifySettings
-from sitemap_ops.plan.config import PlanSettings, ShardConfig
-from sitemap_ops.publish.config import FeedConfig, PublishConfig, PublishSettings
-from sitemap_ops.render.config import RenderConfig
+from sitemap_ops.plan.config import FeedConfig, PlanSettings, PublishConfig, ShardConfig
+from sitemap_ops.publish.config import PublishSettings
 from sitemap_ops.stage.config import ExtensionsConfig, SectionRule, SourceConfig, StageSettings
 from sitemap_ops.storage import StorageConfig
 from sitemap_ops.urls import NormalizeConfig, Origin
@@ -415,7 +415,8 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
     if not data.get("sources"):
         raise ConfigError("no inventory source: give --source or a [[sources]] table in the config file")
     _apply_profile(data)
-    return from_mapping(SiteConfig, data)
+    config: SiteConfig = from_mapping(SiteConfig, data)
+    return config
 
 
 def _apply_profile(data: dict[str, Any]) -> None:

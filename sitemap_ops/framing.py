@@ -1,8 +1,10 @@
-"""The fixed parts of sitemap files: shard framing and index entries (pure functions, no I/O)."""
+"""The fixed parts of sitemap files: the shards' format (`[render]`), shard framing and index entries (pure
+functions, no I/O): plan sizes them, render writes them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 from sitemap_ops.constants import (
@@ -16,6 +18,30 @@ from sitemap_ops.constants import (
     XML_DECLARATION,
     XML_ESCAPES,
 )
+from sitemap_ops.errors import ConfigError
+
+FORMATS = ("xml", "txt")
+
+
+@dataclass(frozen=True)
+class RenderConfig:
+    """How shard files are written."""
+
+    format: str = "xml"  # xml (<urlset>) | txt (one URL per line)
+    gzip: bool = True
+    gzip_level: int = 1  # isal levels 0-3 (1 is ~10x faster than zlib 6 for ~10% more bytes); zlib maps 0-9
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ConfigError(f"render.format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+        if not 0 <= self.gzip_level <= 9:
+            raise ConfigError("render.gzip_level must be between 0 and 9")
+
+    @property
+    def suffix(self) -> str:
+        """The shard file ending, e.g. '.xml.gz'."""
+        return "." + self.format + (".gz" if self.gzip else "")
+
 
 XML_HEAD = (XML_DECLARATION + URLSET_OPEN).encode()
 # Shards of a build with extensions declare the image, video, news and xhtml namespaces.

@@ -192,7 +192,10 @@ class Storage:
     def read_bytes(self, name: str, limit: int | None = None) -> bytes | None:
         """The file's bytes (at most `limit` of them), or None if it does not exist."""
         try:
-            return self._retry(lambda: self.fs.cat_file(self.path(name), end=limit), f"reading {self.path(name)}")
+            data: bytes = self._retry(
+                lambda: self.fs.cat_file(self.path(name), end=limit), f"reading {self.path(name)}"
+            )
+            return data
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -21,7 +21,9 @@ import urllib.request
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.client import HTTPMessage
 from pathlib import Path
+from typing import IO
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -129,7 +131,7 @@ class Report:
         return sum(self._per_file.values())
 
 
-class _SchemaResolver(etree.Resolver):
+class _SchemaResolver(etree.Resolver):  # type: ignore[misc]  # (lxml ships no types)
     """Maps the schemas' remote schemaLocations to the copies shipped in the package (offline)."""
 
     def resolve(self, system_url: str, public_id: str, context: object) -> object:
@@ -223,7 +225,15 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
     def __init__(self, origins: set[SiteOrigin]) -> None:
         self.origins = origins
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         if origin(newurl) not in self.origins:
             raise RefusedError(f"redirects to another host ({excerpt(newurl)}); not followed")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -236,7 +246,8 @@ def http_get(url: str, limit: int = _READ_LIMIT, origins: set[SiteOrigin] | None
     handlers = [_SameOrigin(origins)] if origins is not None else []
     request = urllib.request.Request(url, headers={"User-Agent": "sitemap-ops-validate"})  # noqa: S310
     with urllib.request.build_opener(*handlers).open(request, timeout=_HTTP_TIMEOUT) as response:
-        return response.read(limit)
+        data: bytes = response.read(limit)
+        return data
 
 
 def _read_target(target: str, config: StorageConfig | None) -> tuple[bytes, Storage | None, str]:

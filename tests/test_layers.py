@@ -1,4 +1,5 @@
-"""The package's layers: each module imports only its own layer or lower ones, and no imports run in a circle."""
+"""The package's layers: each module imports only its own layer or lower ones (each ranked where it really is: a
+stage's config with its stage, no exceptions), and no imports run in a circle."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ PACKAGE = Path(sitemap_ops.__file__).parent
 # the package prefix); "*" matches one name part.
 LAYERS: list[tuple[str, ...]] = [
     ("__init__", "constants", "errors", "host", "progress"),  # facts and plumbing every layer may use
-    ("urls", "framing", "robots", "storage"),  # protocol rules and bytes, storage access
-    ("duck", "*.config", "*.exceptions", "*.result", "manifest", "snapshot"),  # the DuckDB session, each stage's config
-    ("config",),  # the site's config: every stage's section
-    ("stage.*",),
-    ("plan.*",),
-    ("render.*", "publish.*", "notify.*", "report.*", "validate"),  # they consume a plan or a published build
+    ("urls", "framing", "robots", "storage"),  # protocol rules, the shards' format and bytes, storage access
+    ("duck", "manifest", "snapshot"),  # the DuckDB session, the manifest, the staged snapshot's files
+    ("stage", "stage.*"),  # each stage with its own config, exceptions and results, in the order they run
+    ("plan", "plan.*"),
+    ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*", "validate"),
+    ("config",),  # the site's config: every stage's section, each stage handed only its own settings
     ("workspace",),  # a build's work folder and DuckDB session
     ("pipeline", "pipeline.*"),  # the steps, their graph and the in-process runner
     ("cli", "airflow", "airflow.*"),  # the two ways to run the pipeline

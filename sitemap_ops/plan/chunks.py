@@ -62,10 +62,9 @@ from sitemap_ops.plan.assign import (
 )
 from sitemap_ops.plan.changes import change_bounds, create_live_view, date_snapshot, write_change_chunk
 from sitemap_ops.plan.config import PlanSettings
-from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
+from sitemap_ops.plan.exceptions import CircuitBreakerError, LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState
 from sitemap_ops.progress import Progress
-from sitemap_ops.publish.exceptions import CircuitBreakerError
 from sitemap_ops.snapshot import (
     Snapshot,
     block_relations,

@@ -15,3 +15,9 @@ class StateError(PlanError):
 
 class LiveStateChangedError(PlanError):
     """Another build published this site while this one planned (what it read as live is gone)."""
+
+
+class CircuitBreakerError(PlanError):
+    """The build would publish far fewer URLs than the last one (or none); stopped before rendering."""
+
+    retryable = False  # the same inventory trips it again: a person decides (--force)

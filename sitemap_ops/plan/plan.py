@@ -135,7 +135,7 @@ class Plan:
 def _lastmod_text(value: object) -> str | None:
     if value is None:
         return None
-    text = value.isoformat()  # type: ignore[attr-defined]
+    text: str = value.isoformat()  # type: ignore[attr-defined]
     return text[:10] if text.endswith("T00:00:00") else text + "Z"
 
 

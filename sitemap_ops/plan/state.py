@@ -197,7 +197,12 @@ def load_live_state(
 
 
 def recover_state(
-    config: PlanSettings, output: Storage, index_data: bytes, listing: dict[str, ObjectInfo], work: Storage, notes: list
+    config: PlanSettings,
+    output: Storage,
+    index_data: bytes,
+    listing: dict[str, ObjectInfo],
+    work: Storage,
+    notes: list[str],
 ) -> Manifest:
     """A manifest and an assignment rebuilt from the live index and the shard files it names.
 

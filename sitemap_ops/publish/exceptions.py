@@ -31,9 +31,3 @@ class LeaseLostError(PublishError):
     """This build's publish lease expired and another build took it over."""
 
     retryable = False
-
-
-class CircuitBreakerError(PublishError):
-    """The build would publish far fewer URLs than the last one (or none); stopped before rendering."""
-
-    retryable = False  # the same inventory trips it again: a person decides (--force)

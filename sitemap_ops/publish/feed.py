@@ -50,7 +50,8 @@ def render_feed(config: PublishSettings, section: str, entries: list[tuple[str, 
         add(entry, "title", loc)
         add(entry, "updated", lastmod)
         add(entry, "link", rel="alternate", href=loc)
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+    data: bytes = etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+    return data
 
 
 def write_feeds(

@@ -14,12 +14,11 @@ import pyarrow as pa
 
 from sitemap_ops.duck import duckdb_path, numpy_of, read_sql, set_variables
 from sitemap_ops.errors import first_line
-from sitemap_ops.framing import shard_bytes, shard_chunks
+from sitemap_ops.framing import RenderConfig, shard_bytes, shard_chunks
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
 from sitemap_ops.render.codec import gzip_chunks
-from sitemap_ops.render.config import RenderConfig
 from sitemap_ops.render.exceptions import RenderError, ShardSizeMismatch
 from sitemap_ops.snapshot import Snapshot, block_relations, create_rows_view, load_snapshot
 from sitemap_ops.storage import Storage, StorageConfig

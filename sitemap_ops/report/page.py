@@ -55,7 +55,15 @@ def _fill_bins(fill: list[float], bins: int) -> list[tuple[str, int]]:
     return [(f"{i * step}-{(i + 1) * step}%", c) for i, c in enumerate(counts)]
 
 
-def render_html(data: Any, past: list[dict[str, Any]], rejects: list, hreflang: list, *, top: int, bins: int) -> str:
+def render_html(
+    data: Any,
+    past: list[dict[str, Any]],
+    rejects: list[tuple[Any, ...]],
+    hreflang: list[tuple[Any, ...]],
+    *,
+    top: int,
+    bins: int,
+) -> str:
     """The whole page for `data` (report.ReportData), its history (`past`, oldest first, this build last) and
     the samples of rejected rows and hreflang problems."""
     rejected = sum(data.rejected.values())

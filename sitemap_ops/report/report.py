@@ -141,7 +141,9 @@ def history(work_root: Storage, data: ReportData) -> list[dict[str, Any]]:
     return [*found[-(HISTORY_BUILDS - 1) :], asdict(data)]
 
 
-def samples(con: duckdb.DuckDBPyConnection, work: Storage, storage: StorageConfig) -> tuple[list, list]:
+def samples(
+    con: duckdb.DuckDBPyConnection, work: Storage, storage: StorageConfig
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(rejected rows, hreflang problems): the first SAMPLE_ROWS of each reason or kind, with its count."""
     set_variables(con, {"sample": SAMPLE_ROWS})
     out: list[list[tuple[Any, ...]]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import duckdb
 
@@ -189,12 +189,13 @@ def _text_list(expr: str, sql_type: DuckDBPyType) -> str:
     return f"nullif(string_split_regex(trim(CAST({expr} AS VARCHAR)), '\\s+'), [''])"
 
 
-def _struct_fields(source: SourceConfig, column: str, sql_type: DuckDBPyType, what: str) -> dict:
+def _struct_fields(source: SourceConfig, column: str, sql_type: DuckDBPyType, what: str) -> dict[str, DuckDBPyType]:
     if sql_type.id != "list" or sql_type.child.id != "struct":
         raise SourceError(
             f"source {source.label}: column {column!r} ({what}) must be a list of structs, not {sql_type}"
         )
-    return dict(sql_type.child.children)
+    # (a struct's children are its fields' names and types)
+    return {name: cast("DuckDBPyType", kind) for name, kind in sql_type.child.children}
 
 
 def _struct_field(fields: dict[str, DuckDBPyType], name: str) -> tuple[str, DuckDBPyType] | None:

@@ -6,12 +6,11 @@ import dataclasses
 import datetime as dt
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import duckdb
 import pyarrow as pa
 
-from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import (
     CHANGEFREQ_VALUES,
     DEFAULT_SECTION,
@@ -900,8 +899,18 @@ def _stage_extensions(
     return result
 
 
+class HasStageSettings(Protocol):
+    """A site's config as stage reads it (config.SiteConfig, a layer above: stage imports none of it)."""
+
+    def stage_settings(self) -> StageSettings: ...
+
+
 def normalize_urls(
-    urls: list[str | None], config: SiteConfig, build_time: dt.datetime | None = None, *, extension: bool = False
+    urls: list[str | None],
+    config: HasStageSettings,
+    build_time: dt.datetime | None = None,
+    *,
+    extension: bool = False,
 ) -> list[tuple[str | None, str | None]]:
     """(normalized loc or None, reject reason or None) for each URL: the stage's own SQL on a small list.
 
@@ -910,7 +919,7 @@ def normalize_urls(
     rules a build applies.
     """
     settings = config.stage_settings()
-    con = connect(threads=1, normalize=config.normalize)
+    con = connect(threads=1, normalize=settings.normalize)
     try:
         con.register("urls", pa.table({"loc": pa.array(urls, pa.string())}))
         create_url_inventory_view(con, "urls")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sitemap_ops.errors import ConfigError
-from sitemap_ops.publish.exceptions import CircuitBreakerError
+from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.stage.exceptions import SourceError
 from tests.helpers import NOW, build_sources, published, sources_config, write_inventory
 from tests.servers import Database

@@ -19,7 +19,8 @@ from sitemap_ops.config import load_config
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import run_build
-from sitemap_ops.publish.exceptions import CircuitBreakerError, LeaseHeldError
+from sitemap_ops.plan.exceptions import CircuitBreakerError
+from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
 from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.validate import validate

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sitemap_ops.pipeline import run_build
-from sitemap_ops.publish.exceptions import CircuitBreakerError
+from sitemap_ops.plan.exceptions import CircuitBreakerError
 from tests.helpers import (
     NOW,
     assignment_files_exist,

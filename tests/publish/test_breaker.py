@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sitemap_ops.errors import StorageError
-from sitemap_ops.publish.config import PublishConfig
-from sitemap_ops.publish.exceptions import CircuitBreakerError, ConcurrentBuildError, PublishError
+from sitemap_ops.plan.config import PublishConfig
+from sitemap_ops.plan.exceptions import CircuitBreakerError
+from sitemap_ops.publish.exceptions import ConcurrentBuildError, PublishError
 
 
 def test_an_empty_build_trips_the_breaker() -> None:

@@ -12,8 +12,7 @@ import pytest
 
 from sitemap_ops.cli import summary_lines
 from sitemap_ops.errors import SitemapOpsError, StorageError
-from sitemap_ops.plan.exceptions import StateError
-from sitemap_ops.publish.exceptions import CircuitBreakerError
+from sitemap_ops.plan.exceptions import CircuitBreakerError, StateError
 from sitemap_ops.storage import Storage
 from sitemap_ops.validate import validate
 from tests.helpers import NOW, build, live_names, mtimes, published, write_inventory

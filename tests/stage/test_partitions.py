@@ -24,7 +24,7 @@ from sitemap_ops.duck import set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan import assign
-from sitemap_ops.publish.exceptions import CircuitBreakerError
+from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.stage import splits as stage_splits
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.partitions import part_count, part_expression
