@@ -15,6 +15,7 @@ from sitemap_ops import __version__
 from sitemap_ops.constants import CHANGE_KINDS, DEFAULT_PROFILE, PROFILES
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
+from sitemap_ops.stage.result import ExtensionResult
 
 if TYPE_CHECKING:
     from sitemap_ops.manifest import Manifest
@@ -96,26 +97,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         if getattr(args, key):
             out[key] = getattr(args, key)
     if args.source:
-        source: dict[str, Any] = {"path": args.source}
-        if args.table:
-            source["table"] = args.table
-        if args.query:
-            source["query"] = args.query
-        if args.column:
-            source["columns"] = dict(_pair("--column", c) for c in args.column)
-        if args.filter:
-            source["filter"] = args.filter
-        if args.param:
-            source["params"] = dict(_pair("--param", p) for p in args.param)
-        if args.password_file:
-            source["password_file"] = args.password_file
-        for key, value in (
-            ("format", args.source_format), ("header", False if args.no_header else None),
-            ("delimiter", args.delimiter), ("encoding", args.encoding),
-        ):  # fmt: skip
-            if value is not None:
-                source[key] = value
-        out["sources"] = [source]
+        out["sources"] = [_source(args)]
     elif any(
         (args.table, args.query, args.column, args.filter, args.param, args.password_file, args.source_format,
          args.no_header, args.delimiter, args.encoding)
@@ -135,6 +117,23 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         if given:
             out[table] = given
     return out
+
+
+def _source(args: argparse.Namespace) -> dict[str, Any]:
+    """The [[sources]] table of --source and the flags that describe it (only the ones given)."""
+    source: dict[str, Any] = {"path": args.source}
+    named = {
+        "table": args.table,
+        "query": args.query,
+        "columns": dict(_pair("--column", c) for c in args.column) if args.column else None,
+        "filter": args.filter,
+        "params": dict(_pair("--param", p) for p in args.param) if args.param else None,
+        "password_file": args.password_file,
+    }
+    source |= {key: value for key, value in named.items() if value}
+    read = {"format": args.source_format, "header": False if args.no_header else None}
+    read |= {"delimiter": args.delimiter, "encoding": args.encoding}
+    return source | {key: value for key, value in read.items() if value is not None}
 
 
 def _pair(flag: str, text: str) -> tuple[str, str]:
@@ -222,19 +221,7 @@ def _build_lines(summary: BuildSummary) -> list[str]:
         f"  report:             {summary.report}",
         f"  seconds:            {summary.seconds:.1f}",
     ]
-    ext = st.extensions
-    if ext:
-        out.insert(
-            6,
-            f"  extensions:         {ext.images:,} images on {ext.pages_with_images:,} pages, "
-            f"{ext.alternates:,} alternates on {ext.pages_with_alternates:,} pages, "
-            f"{ext.videos:,} videos, {ext.news:,} news articles ({ext.news_too_old:,} too old)",
-        )
-        issues = ext.hreflang_issues
-        line = f"  hreflang issues:    {sum(issues.values()):,}" + (f"  ({_fmt(issues)})" if issues else "")
-        if ext.hreflang_links_added:
-            line += f"; completion added {ext.hreflang_links_added:,} link(s)"
-        out.insert(7, line + (f"; report: {ext.hreflang_path}" if issues else ""))
+    out[6:6] = _extension_lines(st.extensions)
     # (after the extension lines, which are placed by position)
     if excluded or st.canonicals:
         out.insert(
@@ -242,6 +229,29 @@ def _build_lines(summary: BuildSummary) -> list[str]:
             f"  excluded:           {sum(excluded.values()):,}  ({_fmt(excluded)})"
             + (f"; {st.canonicals:,} canonical URL(s) published in their place" if st.canonicals else ""),
         )
+    return out + _outcome_lines(summary)
+
+
+def _extension_lines(ext: ExtensionResult | None) -> list[str]:
+    """The build summary's lines about images, videos, news and hreflang (none without extensions)."""
+    if not ext:
+        return []
+    issues = ext.hreflang_issues
+    line = f"  hreflang issues:    {sum(issues.values()):,}" + (f"  ({_fmt(issues)})" if issues else "")
+    if ext.hreflang_links_added:
+        line += f"; completion added {ext.hreflang_links_added:,} link(s)"
+    return [
+        f"  extensions:         {ext.images:,} images on {ext.pages_with_images:,} pages, "
+        f"{ext.alternates:,} alternates on {ext.pages_with_alternates:,} pages, "
+        f"{ext.videos:,} videos, {ext.news:,} news articles ({ext.news_too_old:,} too old)",
+        line + (f"; report: {ext.hreflang_path}" if issues else ""),
+    ]
+
+
+def _outcome_lines(summary: BuildSummary) -> list[str]:
+    """The build summary's lines after its counts: the index, robots.txt, repairs, notes, IndexNow, retire."""
+    pl = summary.plan
+    out: list[str] = []
     if not summary.dry_run:
         out.append(f"  index:              {'switched' if summary.index_switched else 'unchanged (not rewritten)'}")
     if summary.unlisted:
@@ -337,15 +347,8 @@ def _inspect(args: argparse.Namespace) -> int:
         sections.setdefault(shard.section, []).append(shard.urls)
     for section, counts in sorted(sections.items()):
         print(f"  section {section}: {sum(counts):,} URLs in {len(counts)} shard(s)")
-    for title, by_reason in (
-        ("URLs rejected", manifest.stage.get("rejected") or {}),
-        ("fields dropped", manifest.stage.get("fields_dropped") or {}),
-    ):
-        if by_reason:
-            print(f"  {title} in that build: {sum(by_reason.values()):,}")
-            width = max(len(reason) for reason in by_reason)
-            for reason, count in sorted(by_reason.items(), key=lambda item: (-item[1], item[0])):
-                print(f"    {reason:<{width}}  {count:>12,}")
+    _print_reasons("URLs rejected", manifest.stage.get("rejected") or {})
+    _print_reasons("fields dropped", manifest.stage.get("fields_dropped") or {})
     if manifest.changes:
         change_counts = ", ".join(f"{kind} {manifest.changes.get(kind, 0):,}" for kind in CHANGE_KINDS)
         print(f"  changes since {manifest.changes_since or 'nothing (the first build)'}: {change_counts}")
@@ -359,6 +362,15 @@ def _inspect(args: argparse.Namespace) -> int:
             "or replaces it"
         )
     return 0
+
+
+def _print_reasons(title: str, by_reason: dict[str, int]) -> None:
+    """A count by reason, most first (nothing when there is none)."""
+    if by_reason:
+        print(f"  {title} in that build: {sum(by_reason.values()):,}")
+        width = max(len(reason) for reason in by_reason)
+        for reason, count in sorted(by_reason.items(), key=lambda item: (-item[1], item[0])):
+            print(f"    {reason:<{width}}  {count:>12,}")
 
 
 def _changes(args: argparse.Namespace) -> int:

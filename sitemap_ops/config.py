@@ -95,6 +95,22 @@ _STEP_KINDS = {
 }
 
 
+def _check_step_options(step: str, options: object) -> None:
+    """[airflow.steps.<step>]: a step or phase of the graph, and only the options a task takes, each valid."""
+    if step not in AIRFLOW_STEPS:
+        raise ConfigError(f"airflow.steps.{step}: no such step; the steps are {', '.join(AIRFLOW_STEPS)}")
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"airflow.steps.{step} must be a table")
+    for key, value in options.items():
+        kind = _STEP_OPTIONS.get(key)
+        if kind is None:
+            raise ConfigError(f"airflow.steps.{step}: unknown key {key}; known: {', '.join(sorted(_STEP_OPTIONS))}")
+        if not isinstance(value, kind) or isinstance(value, bool) or (kind is str and not value):
+            raise ConfigError(f"airflow.steps.{step}.{key} must be a {_STEP_KINDS[key]}")
+        if key == "execution_timeout_minutes" and isinstance(value, int | float) and value <= 0:
+            raise ConfigError(f"airflow.steps.{step}.execution_timeout_minutes must be positive")
+
+
 @dataclass(frozen=True)
 class AirflowConfig:
     """How the site's Airflow DAG runs (sitemap_ops.airflow); ignored by the CLI."""
@@ -125,20 +141,7 @@ class AirflowConfig:
         if self.render_group_bytes < 1:
             raise ConfigError("airflow.render_group_bytes must be at least 1")
         for step, options in self.steps.items():
-            if step not in AIRFLOW_STEPS:
-                raise ConfigError(f"airflow.steps.{step}: no such step; the steps are {', '.join(AIRFLOW_STEPS)}")
-            if not isinstance(options, Mapping):
-                raise ConfigError(f"airflow.steps.{step} must be a table")
-            for key, value in options.items():
-                kind = _STEP_OPTIONS.get(key)
-                if kind is None:
-                    raise ConfigError(
-                        f"airflow.steps.{step}: unknown key {key}; known: {', '.join(sorted(_STEP_OPTIONS))}"
-                    )
-                if not isinstance(value, kind) or isinstance(value, bool) or (kind is str and not value):
-                    raise ConfigError(f"airflow.steps.{step}.{key} must be a {_STEP_KINDS[key]}")
-                if key == "execution_timeout_minutes" and isinstance(value, int | float) and value <= 0:
-                    raise ConfigError(f"airflow.steps.{step}.execution_timeout_minutes must be positive")
+            _check_step_options(step, options)
         if self.schedule and len(self.schedule.split()) not in (5, 6):
             raise ConfigError(f"airflow.schedule {self.schedule!r} is not a cron expression (5 fields)")
 
@@ -198,6 +201,12 @@ class SiteConfig:
         if not self.robots and public.path == "/":
             object.__setattr__(self, "robots", self.output.rstrip("/") + "/robots.txt")
         _check_work_dir(self.work_dir, self.output)
+        self._check_sections(public)
+        if self.hosts:
+            self._check_hosts()
+
+    def _check_sections(self, public: Origin) -> None:
+        """The sections agree with each other: sources, format, feed, IndexNow, news."""
         if not any(s.kind == "pages" for s in self.sources) and self.sources:
             raise ConfigError("sources: at least one source must be of kind `pages` (the URL inventory)")
         if self.render.format == "txt" and any(s.kind not in ("pages", "exclude") for s in self.sources):
@@ -214,8 +223,6 @@ class SiteConfig:
                 f"shards.sections: {self.extensions.news_section!r} is the news series' section "
                 "(extensions.news_section); pick another name"
             )
-        if self.hosts:
-            self._check_hosts()
 
     def _check_hosts(self) -> None:
         """Every host distinct, with an output of its own that is no other's folder nor the work folder."""
@@ -382,28 +389,33 @@ def from_mapping(cls: type, data: Mapping[str, Any], where: str = "config") -> A
         raise ConfigError(f"{where}: {exc}") from None
 
 
+def _read_site_file(path: Path) -> dict[str, Any]:
+    """A site TOML file's tables, its relative paths resolved against its folder, named by its file (unless it
+    names itself)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+    # Relative paths in a config file are relative to the file, not to the current directory.
+    _resolve_relative(data, path.resolve().parent)
+    # a site file names its site (and DAG) by its own name unless it says otherwise
+    data.setdefault("name", re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem).lstrip(".-") or "site")
+    return data
+
+
 def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> SiteConfig:
     """Load a site TOML file (optional) and apply flag overrides (flags win); validate everything.
 
     `overrides` uses the TOML's layout: top-level keys plus nested tables as dicts, e.g.
     {"output": "public", "render": {"format": "txt"}, "sources": [{"path": "x.parquet"}]}.
     """
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist") from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {path}: {exc}") from None
-        # Relative paths in a config file are relative to the file, not to the current directory.
-        _resolve_relative(data, Path(path).resolve().parent)
-        # a site file names its site (and DAG) by its own name unless it says otherwise
-        data.setdefault("name", re.sub(r"[^A-Za-z0-9_.-]", "_", Path(path).stem).lstrip(".-") or "site")
+    data = _read_site_file(Path(path)) if path is not None else {}
     for key, value in (overrides or {}).items():
         if isinstance(value, Mapping) and isinstance(data.get(key), Mapping):
             data[key] = {**data[key], **value}

@@ -522,44 +522,7 @@ class Storage:
                     return False
                 self.fs.pipe_file(path, data)
                 return True
-        if self.protocol in ("s3", "s3a"):
-            bucket, key, _ = self.fs.split_path(path)
-            condition = {"IfNoneMatch": "*"} if token is None else {"IfMatch": token}
-
-            def put() -> object:
-                return self.fs.call_s3(
-                    "put_object", Bucket=bucket, Key=key, Body=data, **condition, **self._metadata(name)
-                )
-
-        elif self.protocol in ("gs", "gcs"):
-            # The multipart upload gcsfs makes, with ifGenerationMatch (0: only if absent). The GCS emulator
-            # used in the tests ignores preconditions, so the tests prove the lease against S3 only.
-            from fsspec.asyn import sync
-
-            bucket, key, _ = self.fs.split_path(path)
-            cache = {"cacheControl": self.config.cache_control} if self.config.cache_control else {}
-            head = json.dumps({"name": key, "contentType": content_type(name), **cache})
-            body = (
-                (
-                    f"--==0==\nContent-Type: application/json; charset=UTF-8\n\n{head}\n--==0==\n"
-                    f"Content-Type: {content_type(name)}\n\n"
-                ).encode()
-                + data
-                + b"\n--==0==--"
-            )
-
-            def put() -> object:
-                return sync(
-                    self.fs.loop, self.fs._call, "POST", f"{self.fs._location}/upload/storage/v1/b/{quote(bucket)}/o",
-                    uploadType="multipart", ifGenerationMatch=token or "0", data=body, json_out=True,
-                    headers={"Content-Type": 'multipart/related; boundary="==0=="'},
-                )  # fmt: skip
-
-        else:
-            raise StorageError(
-                f"{self.url}: {self.protocol} storage has no conditional writes for the publish lease; "
-                "set storage.lease = false if only one build publishes at a time"
-            )
+        put = self._conditional_put(name, data, token)
         try:
             self._retry(put, f"writing {path} conditionally")
         except FileExistsError:
@@ -574,6 +537,53 @@ class Storage:
                 raise
             raise StorageError(f"cannot write {path} conditionally: {type(exc).__name__}: {exc}") from None
         return True
+
+    def _conditional_put(self, name: str, data: bytes, token: str | None) -> Callable[[], object]:
+        """The request that writes `name` only if it is absent (token None) or still at version `token`: S3's
+        PutObject with IfNoneMatch/IfMatch, GCS's upload with ifGenerationMatch; StorageError elsewhere."""
+        path = self.path(name)
+        if self.protocol in ("s3", "s3a"):
+            bucket, key, _ = self.fs.split_path(path)
+            condition = {"IfNoneMatch": "*"} if token is None else {"IfMatch": token}
+
+            def put() -> object:
+                return self.fs.call_s3(
+                    "put_object", Bucket=bucket, Key=key, Body=data, **condition, **self._metadata(name)
+                )
+
+            return put
+        if self.protocol in ("gs", "gcs"):
+            return self._gcs_put(path, name, data, token)
+        raise StorageError(
+            f"{self.url}: {self.protocol} storage has no conditional writes for the publish lease; "
+            "set storage.lease = false if only one build publishes at a time"
+        )
+
+    def _gcs_put(self, path: str, name: str, data: bytes, token: str | None) -> Callable[[], object]:
+        """The multipart upload gcsfs makes, with ifGenerationMatch (0: only if absent). The GCS emulator used in
+        the tests ignores preconditions, so the tests prove the lease against S3 only."""
+        from fsspec.asyn import sync
+
+        bucket, key, _ = self.fs.split_path(path)
+        cache = {"cacheControl": self.config.cache_control} if self.config.cache_control else {}
+        head = json.dumps({"name": key, "contentType": content_type(name), **cache})
+        body = (
+            (
+                f"--==0==\nContent-Type: application/json; charset=UTF-8\n\n{head}\n--==0==\n"
+                f"Content-Type: {content_type(name)}\n\n"
+            ).encode()
+            + data
+            + b"\n--==0==--"
+        )
+
+        def put() -> object:
+            return sync(
+                self.fs.loop, self.fs._call, "POST", f"{self.fs._location}/upload/storage/v1/b/{quote(bucket)}/o",
+                uploadType="multipart", ifGenerationMatch=token or "0", data=body, json_out=True,
+                headers={"Content-Type": 'multipart/related; boundary="==0=="'},
+            )  # fmt: skip
+
+        return put
 
 
 def open_file(url: str, config: StorageConfig | None = None) -> tuple[Storage, str]:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.client import HTTPMessage
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -408,24 +408,27 @@ class Validator:
             return
         if len(raw) > MAX_BYTES_PER_SITEMAP:
             self.report.add(where, f"{len(raw):,} bytes (the limit is {MAX_BYTES_PER_SITEMAP:,})")
-        start = raw.lstrip(b"\xef\xbb\xbf").lstrip()[:1]
-        if start == b"<":
-            root = _parse_xml(raw, where, self.report)
-            if root is None:
-                return
-            if root.tag == _NS + "urlset":
-                self.urlset(root, where, url)
-            elif root.tag == _NS + "sitemapindex":
-                if not allow_index:
-                    self.report.add(where, "a sitemap index may not list another index")
-                else:
-                    self.index(root, where, url)
-            elif root.tag == f"{{{ATOM_NS}}}feed":
-                self.feed(root, where, url)
-            else:
-                self.report.add(where, f"root element {root.tag} is neither urlset nor sitemapindex in {SITEMAP_NS}")
+        if raw.lstrip(b"\xef\xbb\xbf").lstrip()[:1] == b"<":
+            self.xml(raw, where, url, allow_index)
         else:
             self.text(raw, where, url)
+
+    def xml(self, raw: bytes, where: str, url: str | None, allow_index: bool) -> None:
+        """An XML sitemap file: a urlset, an index (unless an index lists it), or an Atom feed."""
+        root = _parse_xml(raw, where, self.report)
+        if root is None:
+            return
+        if root.tag == _NS + "urlset":
+            self.urlset(root, where, url)
+        elif root.tag == _NS + "sitemapindex":
+            if not allow_index:
+                self.report.add(where, "a sitemap index may not list another index")
+            else:
+                self.index(root, where, url)
+        elif root.tag == f"{{{ATOM_NS}}}feed":
+            self.feed(root, where, url)
+        else:
+            self.report.add(where, f"root element {root.tag} is neither urlset nor sitemapindex in {SITEMAP_NS}")
 
     def feed(self, root: etree._Element, where: str, url: str | None) -> None:
         """An Atom feed listed as a sitemap: RFC 4287's required elements, and every entry's link in scope."""
@@ -467,24 +470,28 @@ class Validator:
             if loc in seen:
                 self.report.add(line, f"duplicate URL {excerpt(loc or '')}")
             seen.add(loc or "")
-            check_lastmod(fields.get(_NS + "lastmod"), line, self.report, self.now)
-            changefreq = fields.get(_NS + "changefreq")
-            if changefreq is not None and changefreq.strip() not in CHANGEFREQ_VALUES:
-                self.report.add(line, f"changefreq {changefreq!r} is not one of {', '.join(CHANGEFREQ_VALUES)}")
-            priority = fields.get(_NS + "priority")
-            if priority is not None:
-                try:
-                    ok = PRIORITY_MIN <= float(priority) <= PRIORITY_MAX
-                except ValueError:
-                    ok = False
-                if not ok:
-                    self.report.add(line, f"priority {priority!r} is not a number from 0.0 to 1.0")
+            self.optional_fields(fields, line)
             if has_extensions:
                 self.extensions(entry, line)
         if has_extensions:
             news = len(root.findall(f"{_NS}url/{{{NEWS_NS}}}news"))
             if news > MAX_NEWS_PER_SITEMAP:
                 self.report.add(where, f"{news:,} news articles (the limit is {MAX_NEWS_PER_SITEMAP:,} per sitemap)")
+
+    def optional_fields(self, fields: dict[Any, str | None], line: str) -> None:
+        """An entry's lastmod (W3C datetime, not in the future), changefreq and priority, when it has them."""
+        check_lastmod(fields.get(_NS + "lastmod"), line, self.report, self.now)
+        changefreq = fields.get(_NS + "changefreq")
+        if changefreq is not None and changefreq.strip() not in CHANGEFREQ_VALUES:
+            self.report.add(line, f"changefreq {changefreq!r} is not one of {', '.join(CHANGEFREQ_VALUES)}")
+        priority = fields.get(_NS + "priority")
+        if priority is not None:
+            try:
+                ok = PRIORITY_MIN <= float(priority) <= PRIORITY_MAX
+            except ValueError:
+                ok = False
+            if not ok:
+                self.report.add(line, f"priority {priority!r} is not a number from 0.0 to 1.0")
 
     def extensions(self, entry: etree._Element, line: str) -> None:
         """What the extension schemas leave open: image count, URL syntax, hreflang codes."""

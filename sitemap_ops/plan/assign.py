@@ -445,6 +445,16 @@ class _Parts:
             self.writer = None
 
 
+def _in_order(keys: np.ndarray, pos: np.ndarray, last: tuple[int, int] | None) -> bool:
+    """Whether a batch's rows (their shard keys and positions) follow each other, and the batch before it (its
+    last row's `last`), in shard order."""
+    same = keys[1:] == keys[:-1]
+    ordered = bool(np.all(keys[1:] >= keys[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
+    if ordered and last is not None:
+        ordered = bool(keys[0] > last[0] or (keys[0] == last[0] and pos[0] > last[1]))
+    return ordered
+
+
 def place(
     rows: Iterable[RowBatch],
     sections: list[SectionRows],
@@ -486,10 +496,7 @@ def place(
                 state = states[index]
                 keys[lo:hi] = state.base_key + state.place(sec, shard[lo:hi], pos[lo:hi], size[lo:hi], payload)
             if ordered and len(keys):
-                same = keys[1:] == keys[:-1]
-                ordered = bool(np.all(keys[1:] >= keys[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
-                if ordered and last is not None:
-                    ordered = bool(keys[0] > last[0] or (keys[0] == last[0] and pos[0] > last[1]))
+                ordered = _in_order(keys, pos, last)
             if len(keys):
                 last = (int(keys[-1]), int(pos[-1]))
             arrays = [int_array(a, pa.int32()) for a in (keys, shard, pos)]

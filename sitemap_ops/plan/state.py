@@ -3,6 +3,7 @@ index, or state rebuilt from the live index and its shard files when the manifes
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import re
@@ -174,26 +175,61 @@ def load_live_state(
         notes.append(f"the assignment of build {live.build_id} is gone (work folder cleared?)")
         live = None
     if live is None:
-        if written is not None and not notes:
-            notes.append("the live index does not match manifest.json (an interrupted publish, or edited by hand)")
-        elif written is None and not notes:
-            notes.append("there is no manifest.json beside the live index")
-        reuse = (
-            recovered is not None
-            and recovered.build_id == RECOVERED_BUILD_ID
-            and recovered.index_sha256.get(index_name) == state.index_sha
-            and assignment_exists(recovered.assignment, config.storage)
-        )
-        if reuse:
-            assert recovered is not None
-            live = replace(recovered)
-        else:
-            live = recover_state(config, output, index[0], listing, work, notes)
-        notes.append(f"state rebuilt from the live index: {live.total_urls:,} URL(s) in {len(live.shards):,} shard(s)")
-        live.unreferenced = dict(written.unreferenced) if written else {}
-        state.stale = written
+        live = _rebuilt(config, output, work, index[0], state, written, recovered)
     state.manifest = replace(live, pending=None)
     return state
+
+
+def _rebuilt(
+    config: PlanSettings,
+    output: Storage,
+    work: Storage,
+    index_data: bytes,
+    state: LiveState,
+    written: Manifest | None,
+    recovered: Manifest | None,
+) -> Manifest:
+    """The live state rebuilt from the live index `index_data` (or the one this build rebuilt so before, while
+    that index is still live and its assignment still there), with a note why; the manifest on disk
+    (`written`), which the live index does not match, kept as the stale one."""
+    notes = state.notes
+    if written is not None and not notes:
+        notes.append("the live index does not match manifest.json (an interrupted publish, or edited by hand)")
+    elif written is None and not notes:
+        notes.append("there is no manifest.json beside the live index")
+    reuse = (
+        recovered is not None
+        and recovered.build_id == RECOVERED_BUILD_ID
+        and recovered.index_sha256.get(config.publish.index_name) == state.index_sha
+        and assignment_exists(recovered.assignment, config.storage)
+    )
+    if reuse:
+        assert recovered is not None
+        live = replace(recovered)
+    else:
+        live = recover_state(config, output, index_data, state.listing, work, notes)
+    notes.append(f"state rebuilt from the live index: {live.total_urls:,} URL(s) in {len(live.shards):,} shard(s)")
+    live.unreferenced = dict(written.unreferenced) if written else {}
+    state.stale = written
+    return live
+
+
+def _shard_locs(output: Storage, listing: dict[str, ObjectInfo], name: str) -> tuple[str, pa.Array | None, int]:
+    """(name, the URLs of live shard `name`, its uncompressed bytes); no URLs when it is missing or unreadable."""
+    data = output.read_bytes(name) if name in listing else None
+    if data is None:
+        return name, None, 0
+    text = _inflate(data)
+    if text is None:
+        return name, None, 0
+    if name.endswith((".txt", ".txt.gz")):
+        locs = [line for line in text.split(b"\n") if line]
+    else:
+        locs = _URL_LOC.findall(text)
+    column = pa.array(locs, pa.binary()).cast(pa.string())
+    for entity, char in _XML_ENTITIES if not name.endswith((".txt", ".txt.gz")) else ():
+        column = pc.replace_substring(column, entity, char)
+    return name, column, len(text)
 
 
 def recover_state(
@@ -222,24 +258,8 @@ def recover_state(
     names = named_files(config, entries, output.path(index_name))
     lastmods = dict(zip(names, (lastmod for _, lastmod in entries), strict=True))
 
-    def read(name: str) -> tuple[str, pa.Array | None, int]:
-        data = output.read_bytes(name) if name in listing else None
-        if data is None:
-            return name, None, 0
-        text = _inflate(data)
-        if text is None:
-            return name, None, 0
-        if name.endswith((".txt", ".txt.gz")):
-            locs = [line for line in text.split(b"\n") if line]
-        else:
-            locs = _URL_LOC.findall(text)
-        column = pa.array(locs, pa.binary()).cast(pa.string())
-        for entity, char in _XML_ENTITIES if not name.endswith((".txt", ".txt.gz")) else ():
-            column = pc.replace_substring(column, entity, char)
-        return name, column, len(text)
-
     with ThreadPoolExecutor(max_workers=config.storage.max_concurrency) as pool:
-        results = list(pool.map(read, dict.fromkeys(names)))
+        results = list(pool.map(functools.partial(_shard_locs, output, listing), dict.fromkeys(names)))
     tables, records, unreadable = [], [], []
     for name, locs, size in results:
         if locs is None:

@@ -129,12 +129,7 @@ def run_publish(
 
         output.remove_stale_temporaries()  # what killed builds left
         listing = output.list_details()
-        missing = [s.name for s in plan.shards if s.name not in listing]
-        if missing:
-            raise MissingShardError(
-                f"{len(missing)} shard(s) the new index names are missing from {output.url} (e.g. {missing[0]}); "
-                "the live index was left unchanged; rerun the build"
-            )
+        _check_shards(plan, output, listing)
         by_key = {s.key: s for s in plan.shards}
         indexes = [
             (i.name, index_bytes(config.public_url, [by_key[k] for k in range(i.first_key, i.last_key + 1)]))
@@ -149,10 +144,7 @@ def run_publish(
             if name not in listing:
                 output.write_bytes(name, data)
         # (3) while the index switches, robots.txt lists the old and the new further index files
-        old_urls = [config.public_url + n for n in (previous.index_files if previous else [])]
-        new_urls = [config.public_url + name for name, _ in indexes]
-        if len(set(old_urls) | set(new_urls)) > 1 and set(old_urls) != set(new_urls):
-            update_robots_file(config, list(dict.fromkeys(new_urls + old_urls)))
+        new_urls = _robots_while_switching(config, previous, [name for name, _ in indexes])
 
         # (4) + (5) the switch
         new_main = indexes[0][1] if indexes else None
@@ -173,6 +165,26 @@ def run_publish(
                 "rerun the build to finish (the live sitemaps are complete)"
             ) from None
         return PublishResult(manifest, index_switched=switched)
+
+
+def _check_shards(plan: Plan, output: Storage, listing: dict[str, ObjectInfo]) -> None:
+    """MissingShardError unless every shard the new index names is in the output (`listing`)."""
+    missing = [s.name for s in plan.shards if s.name not in listing]
+    if missing:
+        raise MissingShardError(
+            f"{len(missing)} shard(s) the new index names are missing from {output.url} (e.g. {missing[0]}); "
+            "the live index was left unchanged; rerun the build"
+        )
+
+
+def _robots_while_switching(config: PublishSettings, previous: Manifest | None, names: list[str]) -> list[str]:
+    """Step (3): while the index switches, robots.txt lists the old and the new index files (when they differ
+    and are more than one); the new index files' URLs."""
+    old_urls = [config.public_url + n for n in (previous.index_files if previous else [])]
+    new_urls = [config.public_url + name for name in names]
+    if len(set(old_urls) | set(new_urls)) > 1 and set(old_urls) != set(new_urls):
+        update_robots_file(config, list(dict.fromkeys(new_urls + old_urls)))
+    return new_urls
 
 
 def _switch(

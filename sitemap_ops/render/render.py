@@ -117,6 +117,31 @@ def _shard_pieces(batches: Iterator[tuple[np.ndarray, pa.Array]]) -> Iterator[tu
         yield current_key, pieces
 
 
+def _open_planned(con: duckdb.DuckDBPyConnection, plan: Plan, output: Storage) -> None:
+    """The assignment's parts as render's view of the planned rows, numbered as in the staged snapshot (for a
+    plan that moved rows: render joins them)."""
+    files = assignment_files(plan.planned_path)
+    offsets = [0, *itertools.accumulate(plan.planned_rows)][: len(files)]
+    set_variables(
+        con,
+        {"planned_files": [duckdb_path(con, f, output.config) for f in files], "planned_offsets": offsets},
+    )
+    con.execute(read_sql("render_planned"))
+
+
+def _shard_file(config: RenderConfig, plan: Plan, shard: ShardPlan, pieces: list[memoryview]) -> tuple[bytes, int]:
+    """A shard's file from its entries (gzipped when configured) and its uncompressed size, which must be the
+    size plan cut it by (ShardSizeMismatch)."""
+    if config.gzip:
+        payload, size = gzip_chunks(shard_chunks(config.format, pieces, plan.extended), config.gzip_level)
+    else:
+        payload = shard_bytes(config.format, pieces, plan.extended)
+        size = len(payload)
+    if size != shard.bytes:
+        raise ShardSizeMismatch(f"{shard.name}: rendered {size} bytes, planned {shard.bytes}")
+    return payload, size
+
+
 def render_shards(
     con: duckdb.DuckDBPyConnection,
     plan: Plan,
@@ -141,26 +166,14 @@ def render_shards(
     write = write or output.write_bytes
     set_variables(con, {"format": config.format})
     snapshot = load_snapshot(plan.staged_path, output.config)
-    if not plan.ordered:  # (the assignment's parts, their rows numbered as in the staged snapshot)
-        files = assignment_files(plan.planned_path)
-        offsets = [0, *itertools.accumulate(plan.planned_rows)][: len(files)]
-        set_variables(
-            con,
-            {"planned_files": [duckdb_path(con, f, output.config) for f in files], "planned_offsets": offsets},
-        )
-        con.execute(read_sql("render_planned"))
+    if not plan.ordered:
+        _open_planned(con, plan, output)
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()
 
     def finish(shard: ShardPlan, pieces: list[memoryview]) -> None:
-        if config.gzip:
-            payload, size = gzip_chunks(shard_chunks(config.format, pieces, plan.extended), config.gzip_level)
-        else:
-            payload = shard_bytes(config.format, pieces, plan.extended)
-            size = len(payload)
-        if size != shard.bytes:
-            raise ShardSizeMismatch(f"{shard.name}: rendered {size} bytes, planned {shard.bytes}")
+        payload, size = _shard_file(config, plan, shard, pieces)
         write(shard.name, payload)
         with lock:
             results.append(RenderedShard(shard.name, size, len(payload) if config.gzip else None))

@@ -114,14 +114,7 @@ class SourceConfig:
                 f"{', '.join(SOURCE_FORMATS)}"
             )
         object.__setattr__(self, "format", fmt)
-        if fmt not in ("csv", "text") and (not self.header or self.delimiter or self.encoding != "utf-8"):
-            raise ConfigError(f"source {self.label}: `header`, `delimiter` and `encoding` apply to csv and text only")
-        if len(self.delimiter) > 1:
-            raise ConfigError(f"source {self.label}: `delimiter` must be one character, not {self.delimiter!r}")
-        if self.encoding.lower() not in CSV_ENCODINGS:
-            raise ConfigError(f"source {self.label}: `encoding` must be one of {', '.join(CSV_ENCODINGS)}")
-        if not self.header and "loc" not in self.columns and fmt == "csv":
-            object.__setattr__(self, "columns", {**self.columns, "loc": "column0"})
+        self._check_text_options()
         if fmt in DATABASE_FORMATS and bool(self.table) == bool(self.query):
             raise ConfigError(f"source {self.label}: a database source needs exactly one of `table` or `query`")
         if fmt not in DATABASE_FORMATS and (self.table or self.query):
@@ -141,6 +134,19 @@ class SourceConfig:
                 f"for kind {self.kind}; known: {', '.join(known)}"
             )
         self._check_page_options()
+
+    def _check_text_options(self) -> None:
+        """The options only a CSV or text source takes (header, delimiter, encoding); a CSV without a header
+        reads its first column as `loc` unless `columns` says otherwise."""
+        fmt = self.format
+        if fmt not in ("csv", "text") and (not self.header or self.delimiter or self.encoding != "utf-8"):
+            raise ConfigError(f"source {self.label}: `header`, `delimiter` and `encoding` apply to csv and text only")
+        if len(self.delimiter) > 1:
+            raise ConfigError(f"source {self.label}: `delimiter` must be one character, not {self.delimiter!r}")
+        if self.encoding.lower() not in CSV_ENCODINGS:
+            raise ConfigError(f"source {self.label}: `encoding` must be one of {', '.join(CSV_ENCODINGS)}")
+        if not self.header and "loc" not in self.columns and fmt == "csv":
+            object.__setattr__(self, "columns", {**self.columns, "loc": "column0"})
 
     def _check_page_options(self) -> None:
         """The options only a page source takes: a fixed section, a split key (a database source's)."""

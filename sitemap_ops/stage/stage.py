@@ -182,17 +182,7 @@ def run_stage(
     splitting = min(config.splits, max_splits) > 1
     if splitting and (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)):
         return split
-    canonicals = 0
-    try:
-        with progress.working("stage: reading and normalizing", con.query_progress):
-            _create_normalized(con, bool(inventory.extensions))
-        if inventory.exclusions:
-            with progress.working("stage: applying the exclusion sources", con.query_progress):
-                canonicals = apply_exclusions(con, _EXTENSION_COLUMNS)
-    except duckdb.Error as exc:
-        raise SourceError(inventory.error(exc)) from None
-    finally:
-        con.execute("USE memory")
+    canonicals = _normalize_inventory(con, inventory, progress)
     (valid_rows, loc_bytes) = con.execute(read_sql("stage_valid_size")).fetchall()[0]
     # (with no valid row there is nothing to range: the one-pass query writes the empty snapshot)
     parts = 1
@@ -233,6 +223,23 @@ def run_stage(
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
+
+
+def _normalize_inventory(con: duckdb.DuckDBPyConnection, inventory: Inventory, progress: Progress) -> int:
+    """Read and normalize the inventory (the table `normalized_rows`), then apply its exclusion sources; the
+    canonical rows they added. A source that cannot be read is a SourceError."""
+    canonicals = 0
+    try:
+        with progress.working("stage: reading and normalizing", con.query_progress):
+            _create_normalized(con, bool(inventory.extensions))
+        if inventory.exclusions:
+            with progress.working("stage: applying the exclusion sources", con.query_progress):
+                canonicals = apply_exclusions(con, _EXTENSION_COLUMNS)
+    except duckdb.Error as exc:
+        raise SourceError(inventory.error(exc)) from None
+    finally:
+        con.execute("USE memory")
+    return canonicals
 
 
 def _split_stage(
