@@ -1,29 +1,44 @@
-"""Airflow's own cost on a small build: the example site's DAG run with dag.test(), its wall time, its tasks and
-the seconds in which no task ran (scheduling hops), each run a full build (output and work folder emptied first).
+"""Airflow's own cost on a small build: the example site's DAG (dags/sites/example.toml), its wall time, its
+tasks and the seconds in which no task ran (scheduling hops), each run a full build.
 
-Run from the repository root with the dev extras installed: `python benchmarks/airflow_run.py [--runs 3]
-[--repo DIR]`. `--repo` measures another checkout's DAG file and package (put it first on PYTHONPATH too), so
-two versions can be measured back to back with one environment. Prints one JSON line per run, then the medians.
+Run from the repository root with the dev extras installed:
+
+    python benchmarks/airflow_run.py [--runs 3] [--scheduler] [--repo DIR]
+
+By default each run is a dag.test() (output and work folder emptied first). `--scheduler` starts `airflow
+standalone` (LocalExecutor, SQLite) once and triggers the DAG through the REST API `--runs` times, each run a
+full rebuild, timed from the run's start to its end as the scheduler recorded them. `--repo` measures another
+checkout's DAG file and package (put it first on PYTHONPATH too), so two versions can be measured back to back
+with one environment. Prints one JSON line per run, then the medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # the tests' helpers for the processes of servers
+
+from tests.servers import api_call, free_port, stop_process_groups, wait_for  # noqa: E402
+
+OUTPUTS = ("public-airflow", ".sitemap-ops-airflow")  # the example site's output and work folder, in the repo
 
 
-def _idle_seconds(start: Any, end: Any, spans: list[tuple[Any, Any]]) -> float:
-    """The seconds between `start` and `end` covered by no span (no task running)."""
+def _idle_seconds(spans: list[tuple[dt.datetime, dt.datetime]]) -> float:
+    """The seconds between the first task's start and the last one's end in which no task ran."""
+    start, end = min(s for s, _ in spans), max(e for _, e in spans)
     busy, last = 0.0, start
     for first, finish in sorted(spans):
         first, finish = max(first, last), max(finish, last)
@@ -32,9 +47,93 @@ def _idle_seconds(start: Any, end: Any, spans: list[tuple[Any, Any]]) -> float:
     return max(0.0, (end - start).total_seconds() - busy)
 
 
+def _figures(state: str, wall: float, spans: list[tuple[Any, Any]], task_ids: set[str]) -> dict[str, Any]:
+    return {
+        "state": state,
+        "wall_seconds": round(wall, 1),
+        "tasks": len(task_ids),
+        "task_instances": len(spans),
+        "idle_seconds": round(_idle_seconds(spans), 1),
+        "task_seconds": round(sum((e - s).total_seconds() for s, e in spans), 1),
+    }
+
+
+def dag_test_runs(repo: Path, runs: int) -> Iterator[dict[str, Any]]:
+    """Each run a dag.test() of the example site in this process."""
+    import runpy
+
+    from airflow.utils import db
+
+    db.resetdb()
+    dag = runpy.run_path(str(repo / "dags" / "sitemaps.py"))["sitemaps_example"]
+    for _ in range(runs):
+        for folder in OUTPUTS:
+            shutil.rmtree(repo / folder, ignore_errors=True)
+        started = time.monotonic()
+        run = dag.test()
+        wall = time.monotonic() - started
+        tis = [ti for ti in run.get_task_instances() if ti.start_date and ti.end_date]
+        yield _figures(str(run.state), wall, [(ti.start_date, ti.end_date) for ti in tis], {ti.task_id for ti in tis})
+
+
+def scheduler_runs(repo: Path, home: Path, runs: int) -> Iterator[dict[str, Any]]:
+    """Each run triggered through the REST API of a real scheduler (airflow standalone), a full rebuild."""
+    airflow = Path(sys.executable).parent / "airflow"
+    (home / "passwords.json").write_text(json.dumps({"bench": "bench-secret"}))
+    port = free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "bench:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "PATH": f"{airflow.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    log = home / "standalone.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [str(airflow), "standalone"], env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        health = "/api/v2/monitor/health"
+        wait_for("the scheduler", lambda: api_call(base, "GET", health)["scheduler"]["status"] == "healthy", 300, log)
+        token = api_call(base, "POST", "/auth/token", {"username": "bench", "password": "bench-secret"})
+        token = token["access_token"]
+        dag = "/api/v2/dags/sitemaps_example"
+        wait_for("the DAG", lambda: api_call(base, "GET", dag, token=token)["dag_id"], 300, log)
+        for _ in range(runs):
+            started = time.monotonic()
+            run_id = api_call(base, "POST", dag + "/dagRuns", {"logical_date": None, "conf": {"full_rebuild": True}},
+                              token=token)["dag_run_id"]  # fmt: skip
+            run = wait_for(
+                f"run {run_id}",
+                lambda run_id=run_id: (
+                    (r := api_call(base, "GET", f"{dag}/dagRuns/{run_id}", token=token))["state"]
+                    in ("success", "failed")
+                    and r
+                ),
+                600,
+                log,
+            )
+            wall = time.monotonic() - started
+            found = api_call(base, "GET", f"{dag}/dagRuns/{run_id}/taskInstances?limit=1000", token=token)
+            tis = [ti for ti in found["task_instances"] if ti["start_date"] and ti["end_date"]]
+            spans = [
+                (dt.datetime.fromisoformat(t["start_date"]), dt.datetime.fromisoformat(t["end_date"])) for t in tis
+            ]
+            figures = _figures(run["state"], wall, spans, {t["task_id"] for t in tis})
+            begun, ended = (dt.datetime.fromisoformat(run[k]) for k in ("start_date", "end_date"))
+            yield {**figures, "run_seconds": round((ended - begun).total_seconds(), 1)}
+    finally:
+        stop_process_groups([proc])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scheduler", action="store_true", help="a real scheduler instead of dag.test()")
     parser.add_argument("--repo", type=Path, default=HERE.parent, help="the checkout whose dags/ to run")
     args = parser.parse_args(argv)
     repo = args.repo.resolve()
@@ -43,39 +142,18 @@ def main(argv: list[str] | None = None) -> int:
         AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False", AIRFLOW__CORE__DAGS_FOLDER=str(repo / "dags")
     )
     os.environ.pop("SITEMAP_OPS_SITES_DIR", None)
-    import runpy
-
-    from airflow.utils import db
-
-    db.resetdb()
-    dag = runpy.run_path(str(repo / "dags" / "sitemaps.py"))["sitemaps_example"]
     runs = []
     try:
-        for _ in range(args.runs):
-            for folder in ("public-airflow", ".sitemap-ops-airflow"):
-                shutil.rmtree(repo / folder, ignore_errors=True)
-            started = time.monotonic()
-            run = dag.test()
-            wall = time.monotonic() - started
-            tis = [ti for ti in run.get_task_instances() if ti.start_date and ti.end_date]
-            spans = [(ti.start_date, ti.end_date) for ti in tis]
-            first, last = min(s for s, _ in spans), max(e for _, e in spans)
-            found = {
-                "state": str(run.state),
-                "wall_seconds": round(wall, 1),
-                "tasks": len({ti.task_id for ti in tis}),
-                "task_instances": len(tis),
-                "idle_seconds": round(_idle_seconds(first, last, spans), 1),
-                "task_seconds": round(sum((e - s).total_seconds() for s, e in spans), 1),
-            }
-            runs.append(found)
-            print(json.dumps(found), flush=True)
+        found = scheduler_runs(repo, home, args.runs) if args.scheduler else dag_test_runs(repo, args.runs)
+        for figures in found:
+            runs.append(figures)
+            print(json.dumps(figures), flush=True)
     finally:
         shutil.rmtree(home, ignore_errors=True)
-        for folder in ("public-airflow", ".sitemap-ops-airflow"):
+        for folder in OUTPUTS:
             shutil.rmtree(repo / folder, ignore_errors=True)
-    medians = {key: statistics.median(r[key] for r in runs) for key in ("wall_seconds", "idle_seconds", "tasks")}
-    print(json.dumps({"medians": medians}), flush=True)
+    keys = ("wall_seconds", "idle_seconds", "tasks") + (("run_seconds",) if args.scheduler else ())
+    print(json.dumps({"medians": {key: statistics.median(r[key] for r in runs) for key in keys}}), flush=True)
     return 0
 
 
