@@ -25,6 +25,7 @@ from sitemap_ops.constants import (
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.framing import RenderConfig
 from sitemap_ops.notify.config import IndexNowConfig, NotifySettings
+from sitemap_ops.pipeline.graph import configurable
 from sitemap_ops.plan.config import FeedConfig, PlanSettings, PublishConfig, ShardConfig
 from sitemap_ops.publish.config import PublishSettings
 from sitemap_ops.stage.config import ExtensionsConfig, SectionRule, SourceConfig, StageSettings
@@ -73,14 +74,8 @@ class DuckDBConfig:
             )
 
 
-# What [airflow.steps.<name>] may name: a step of the build's graph (sitemap_ops.pipeline.graph; the label rounds
-# by their function, stage_alt_round) or a phase, whose tasks it then sets; tests/test_graph.py checks the list.
-AIRFLOW_STEPS = (
-    "stage", "stage_rows", "stage_split", "stage_gather", "stage_canonicals", "stage_range", "stage_alt_round",
-    "stage_alt_labels", "stage_alt_members", "stage_alt_complete", "stage_alt_render", "stage_hreflang",
-    "stage_merge", "plan", "plan_prepare", "plan_chunk", "plan_place", "plan_write", "plan_name", "render",
-    "publish", "retire", "notify", "report", "tidy", "tidy_hosts",
-)  # fmt: skip
+# What [airflow.steps.<name>] may name: a step of the build's graph or a phase (sitemap_ops.pipeline.graph).
+AIRFLOW_STEPS = configurable()
 _STEP_OPTIONS: dict[str, type | tuple[type, ...]] = {
     "queue": str,
     "pool": str,

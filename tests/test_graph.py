@@ -118,8 +118,9 @@ def test_every_step_is_a_function_of_the_steps_module_and_every_name_may_be_conf
         assert set(step.options) <= set(graph.OPTIONS), step.name
         if step.fan_out is not None:
             assert step.fan_out.over in graph.SLOTS
-    # [airflow.steps.<name>]: a step (the label rounds by their function) or a phase
+    # [airflow.steps.<name>]: a step (the label rounds by their function) or a phase, as the graph has them
     assert set(AIRFLOW_STEPS) == {s.function or s.name for s in STEPS} | {s.phase for s in STEPS}
+    assert {"stage", "stage_rows", "stage_alt_round", "plan", "plan_name", "render", "tidy_hosts"} <= set(AIRFLOW_STEPS)
 
 
 def test_a_step_takes_only_what_an_earlier_step_gives() -> None:

@@ -15,7 +15,8 @@ PACKAGE = Path(sitemap_ops.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("__init__", "constants", "errors", "host", "progress"),  # facts and plumbing every layer may use
     ("urls", "framing", "robots", "storage"),  # protocol rules, the shards' format and bytes, storage access
-    ("duck", "manifest", "snapshot"),  # the DuckDB session, the manifest, the staged snapshot's files
+    # the DuckDB session, the manifest, the staged snapshot's files; the build's step graph (data: names, slots)
+    ("duck", "manifest", "snapshot", "pipeline.graph"),
     ("stage", "stage.*"),  # each stage with its own config, exceptions and results, in the order they run
     ("plan", "plan.*"),
     ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*", "validate"),

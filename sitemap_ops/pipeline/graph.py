@@ -4,8 +4,8 @@ The CLI walks this graph in one process (sitemap_ops.pipeline.local), Airflow re
 (sitemap_ops.airflow.graph), the step-by-step benchmark runs each step in a process of its own
 (benchmarks/steps.py). Adding a step is one entry in STEPS plus its function in sitemap_ops.pipeline.steps.
 
-Nothing here imports the steps' libraries (DuckDB, Arrow): a DAG file parses this graph, and a step's function
-is looked up only when it runs.
+Nothing here imports the steps' libraries (DuckDB, Arrow), nor the site's config: a DAG file parses this graph,
+a step's function is looked up only when it runs, and the config checks the step names it is given against it.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ import enum
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import ALT_MAPPED_ROUNDS
+
+if TYPE_CHECKING:  # (the conditions read a site's config; the graph itself is below it, so the config can
+    # check the names [airflow.steps] gives against it)
+    from sitemap_ops.config import SiteConfig
 
 # What steps hand each other (a slot holds the latest value a step gave it), and its type.
 SLOTS = {
@@ -221,6 +224,13 @@ STEPS: tuple[Step, ...] = (
 # fmt: on
 
 BY_NAME = {step.name: step for step in STEPS}
+
+
+def configurable() -> tuple[str, ...]:
+    """What [airflow.steps.<name>] may name, in the graph's order: a step (the label rounds by their function,
+    stage_alt_round) or a phase, whose tasks it then sets."""
+    names = [name for step in STEPS for name in (step.phase, step.function or step.name)]
+    return tuple(dict.fromkeys(names))
 
 
 def steps_for(config: SiteConfig) -> list[Step]:
