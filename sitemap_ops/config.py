@@ -440,21 +440,23 @@ def _is_local(path: str) -> bool:
 
 
 def _resolve_relative(data: dict[str, Any], base: Path) -> None:
-    for key in ("output", "robots", "work_dir"):
-        if isinstance(data.get(key), str) and data[key] and _is_local(data[key]):
-            data[key] = str(base / data[key])
-    indexnow = data.get("indexnow")
-    if (
-        isinstance(indexnow, dict)
-        and isinstance(indexnow.get("key_file"), str)
-        and indexnow["key_file"]
-        and _is_local(indexnow["key_file"])
-    ):
-        indexnow["key_file"] = str(base / indexnow["key_file"])
+    """A site file's relative local paths, resolved against its folder `base`: the output, robots.txt and work
+    folder, the IndexNow key file, each source's file and password file, each host's output and robots.txt."""
+    _resolve(data, ("output", "robots", "work_dir"), base)
+    _resolve(data.get("indexnow"), ("key_file",), base)
     for source in data.get("sources", []) if isinstance(data.get("sources"), list) else []:
-        for key in ("path", "password_file"):
-            if isinstance(source, dict) and isinstance(source.get(key), str) and source[key] and _is_local(source[key]):
-                source[key] = str(base / source[key])
+        _resolve(source, ("path", "password_file"), base)
+    for host in data.get("hosts", []) if isinstance(data.get("hosts"), list) else []:
+        _resolve(host, ("output", "robots"), base)
+
+
+def _resolve(table: object, keys: tuple[str, ...], base: Path) -> None:
+    """The local paths at `keys` of `table` (a TOML table; anything else is left for validation) made absolute."""
+    if not isinstance(table, dict):
+        return
+    for key in keys:
+        if isinstance(table.get(key), str) and table[key] and _is_local(table[key]):
+            table[key] = str(base / table[key])
 
 
 __all__ = ["DuckDBConfig", "Origin", "SectionRule", "SiteConfig", "from_mapping", "load_config"]

@@ -95,3 +95,20 @@ def test_a_site_file_names_its_site_unless_it_says_otherwise(tmp_path: Path) -> 
     assert load_config(tmp_path / "my site.toml").name == "blog"
     (tmp_path / "my site 2.toml").write_text(body)
     assert load_config(tmp_path / "my site 2.toml").name == "my_site_2"
+
+
+def test_a_hosts_relative_output_and_robots_are_relative_to_the_site_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sites"
+    folder.mkdir()
+    (folder / "shop.toml").write_text(
+        'base_url = "https://www.example.com"\noutput = "public/com"\n[[sources]]\npath = "pages.parquet"\n'
+        '[[hosts]]\nbase_url = "https://www.example.de"\noutput = "public/de"\nrobots = "public/de-root/robots.txt"\n'
+    )
+    monkeypatch.chdir(tmp_path)  # (another folder than the file's)
+    config = load_config(Path("sites/shop.toml"))
+    (host,) = config.hosts
+    assert config.output == str(folder.resolve() / "public/com")
+    assert host.output == str(folder.resolve() / "public/de")
+    assert host.robots == str(folder.resolve() / "public/de-root/robots.txt")

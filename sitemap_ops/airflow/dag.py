@@ -132,25 +132,44 @@ def invalid_site_dag(path: Path, error: str) -> DAG:
 def dags_from_folder(folder: Path | None = None, *, dag_file: str | Path | None = None) -> dict[str, DAG]:
     """dag_id -> DAG for every *.toml in the sites folder (`folder`, else sites_dir(dag_file)).
 
-    A file that cannot be built, or whose site name another file already uses, becomes a DAG of its own
-    that fails with the reason (invalid_site_dag); the other sites' DAGs are unaffected. A missing folder
-    is an error (a DAG file with no sites would show nothing and say nothing)."""
+    A file that cannot be built becomes a DAG of its own that fails with the reason (invalid_site_dag); the
+    other sites' DAGs are unaffected. Files that name the same site: the one whose file name is the site's name
+    keeps the DAG (its doc names the others), every other one is invalid and says why; when none is, all are
+    (no file takes another's DAG and run history by sorting first). A missing folder is an error (a DAG file with
+    no sites would show nothing and say nothing)."""
     folder = folder or sites_dir(dag_file)
     if not folder.is_dir():
         raise ConfigError(f"the sites folder {folder} does not exist (set {SITES_DIR_VARIABLE} or create it)")
-    result: dict[str, DAG] = {}
-    files: dict[str, Path] = {}
+    by_id: dict[str, list[tuple[Path, DAG]]] = {}
     for path in sorted(folder.glob("*.toml")):
         try:
             dag = build_dag(path)
         except SitemapOpsError as exc:
             dag = invalid_site_dag(path, str(exc))
-        else:
-            if dag.dag_id in files:
-                dag = invalid_site_dag(
-                    path,
-                    f"the site name of {dag.dag_id} is also {files[dag.dag_id].name}'s; give each file its own `name`",
-                )
-        files.setdefault(dag.dag_id, path)
-        result[dag.dag_id] = dag
+        by_id.setdefault(dag.dag_id, []).append((path, dag))
+    result: dict[str, DAG] = {}
+    for dag_id, named in by_id.items():
+        result |= {dag.dag_id: dag for dag in _one_dag_per_site(dag_id, named)}
     return result
+
+
+def _one_dag_per_site(dag_id: str, named: list[tuple[Path, DAG]]) -> list[DAG]:
+    """The DAGs of the site files that build `dag_id`: itself when one file does; else the file named after the
+    site keeps it (its doc says which files also name the site) and the others are invalid, saying why."""
+    if len(named) == 1:
+        return [named[0][1]]
+    owner = next((path for path, _ in named if dag_id == f"sitemaps_{path.stem}"), None)
+    dags = []
+    for path, dag in named:
+        others = ", ".join(other.name for other, _ in named if other != path)
+        if path == owner:
+            dag.doc_md = (dag.doc_md or "") + (
+                f"\n\n**Also named `{dag_id.removeprefix('sitemaps_')}` by {others}**: those files are invalid "
+                "until each has its own `name`."
+            )
+            dags.append(dag)
+        else:
+            keeps = f"{owner.name} keeps the DAG" if owner else "no file keeps the DAG"
+            why = f"the site name of {dag_id} is also {others}'s ({keeps}); give each file its own `name`"
+            dags.append(invalid_site_dag(path, why))
+    return dags

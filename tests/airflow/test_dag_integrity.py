@@ -122,6 +122,24 @@ def test_site_names_default_to_the_file_name_and_must_be_unique(tmp_path: Path) 
     dags = dags_from_folder(tmp_path)
     assert set(dags) == {"sitemaps_alpha", "sitemaps_beta", "sitemaps_gamma", "sitemaps_invalid_zeta"}
     assert "gamma.toml" in dags["sitemaps_invalid_zeta"].doc_md and "own `name`" in dags["sitemaps_invalid_zeta"].doc_md
+    assert "zeta.toml" in dags["sitemaps_gamma"].doc_md  # the DAG that kept the name says which files share it
+
+
+def test_a_file_sorting_first_does_not_take_another_sites_dag(tmp_path: Path) -> None:
+    from sitemap_ops.airflow import dags_from_folder
+
+    # a.toml says name = "shop", as shop.toml (by its file name) does: shop.toml keeps sitemaps_shop
+    _write_site(tmp_path, "shop").rename(tmp_path / "a.toml")
+    (tmp_path / "shop.toml").write_text((tmp_path / "a.toml").read_text().replace('name = "shop"\n', ""))
+    dags = dags_from_folder(tmp_path)
+    assert set(dags) == {"sitemaps_shop", "sitemaps_invalid_a"}
+    assert [t.task_id for t in dags["sitemaps_invalid_a"].tasks] == ["config_error"]
+    assert "a.toml" in dags["sitemaps_shop"].doc_md and "shop.toml keeps the DAG" in dags["sitemaps_invalid_a"].doc_md
+    # two files naming a third: neither takes it, both say why
+    _write_site(tmp_path, "shop").rename(tmp_path / "b.toml")  # (written as shop.toml, which it replaces)
+    dags = dags_from_folder(tmp_path)
+    assert set(dags) == {"sitemaps_invalid_a", "sitemaps_invalid_b"}
+    assert all("no file keeps the DAG" in dag.doc_md for dag in dags.values())
 
 
 def test_a_missing_sites_folder_is_an_error(tmp_path: Path) -> None:
