@@ -100,11 +100,11 @@ def render_html(
         )
         parts.append(_table(["reason", "rows"], [list(r) for r in reasons], frozenset({1})))
         for reason, _count in reasons:
-            rows = [[r[2], r[1] or "", r[3]] for r in rejects if r[0] == reason]
+            rows = [[r[2], r[3] or "", r[1] or "", r[4] or ""] for r in rejects if r[0] == reason]
             if rows:
                 parts.append(
                     f"<details><summary>{escape(reason)}: the first {len(rows)} row(s)</summary>"
-                    + _table(["source", "field", "original value"], rows)
+                    + _table(["source", "URL as read", "field", "value"], rows)
                     + "</details>"
                 )
     else:

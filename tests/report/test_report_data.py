@@ -54,6 +54,18 @@ def test_report_figures_match_the_manifest_and_the_rejects_file(tmp_path: Path) 
     assert not re.search(r"<(img|link|iframe|object|embed)\b", text) and "url(" not in text
 
 
+def test_a_dropped_fields_sample_shows_its_url_and_its_value(tmp_path: Path) -> None:
+    # (the sample showed the field's value where the URL belongs, so a reader could not find the page)
+    rows = [{"loc": f"{BASE}/p{i}", "lastmod": "2026-01-01"} for i in range(10)]
+    rows += [{"loc": f"{BASE}/bad-date", "lastmod": "next tuesday"}]
+    summary, _ = build(tmp_path, rows)
+    assert summary.stage.fields_dropped
+    text = Path(summary.report).read_text()
+    sample = text[text.index("<details><summary>" + next(iter(summary.stage.fields_dropped))) :]
+    sample = sample[: sample.index("</details>")]
+    assert f"{BASE}/bad-date" in sample and "next tuesday" in sample and "URL as read" in sample
+
+
 def test_history_lists_the_last_builds_and_the_report_command_rewrites_the_page(tmp_path: Path, capsys) -> None:
     rows = inventory(60, 2)
     for hour in range(3):
