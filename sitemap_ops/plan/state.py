@@ -37,7 +37,8 @@ _SHARD_NAME = re.compile(SHARD_NAME_PATTERN)
 _LEGACY_NAMES = [re.compile(p) for p in LEGACY_NAME_PATTERNS]
 _SECONDARY_INDEX = re.compile(SECONDARY_INDEX_PATTERN)
 # <url><loc>...</loc> of a urlset (ours has no spaces; others may); image:loc and friends carry a prefix.
-_URL_LOC = re.compile(rb"<url>\s*<loc>\s*([^<\s]*)\s*</loc>")
+# A live shard's entries as this project writes them: <url><loc>...</loc>, then <lastmod> when it has one.
+_URL_ENTRY = re.compile(rb"<url>\s*<loc>\s*([^<\s]*)\s*</loc>(?:\s*<lastmod>\s*([^<\s]*)\s*</lastmod>)?")
 _XML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&apos;", "'"), ("&quot;", '"'), ("&amp;", "&"))
 
 
@@ -214,22 +215,29 @@ def _rebuilt(
     return live
 
 
-def _shard_locs(output: Storage, listing: dict[str, ObjectInfo], name: str) -> tuple[str, pa.Array | None, int]:
-    """(name, the URLs of live shard `name`, its uncompressed bytes); no URLs when it is missing or unreadable."""
+def _shard_entries(output: Storage, listing: dict[str, ObjectInfo], name: str) -> tuple[str, pa.Table | None, int]:
+    """(name, the entries of live shard `name`: its URLs and their lastmods, its uncompressed bytes); no entries
+    when it is missing or unreadable. A lastmod reads back as the timestamp it was written from (UTC, whole
+    seconds, as render writes them); one that is not (an edit by hand) reads as none."""
     data = output.read_bytes(name) if name in listing else None
-    if data is None:
-        return name, None, 0
-    text = _inflate(data)
+    text = _inflate(data) if data is not None else None
     if text is None:
         return name, None, 0
     if name.endswith((".txt", ".txt.gz")):
-        locs = [line for line in text.split(b"\n") if line]
+        locs, lastmods = [line for line in text.split(b"\n") if line], []
     else:
-        locs = _URL_LOC.findall(text)
+        found = _URL_ENTRY.findall(text)
+        locs, lastmods = [loc for loc, _ in found], [lastmod or None for _, lastmod in found]
     column = pa.array(locs, pa.binary()).cast(pa.string())
     for entity, char in _XML_ENTITIES if not name.endswith((".txt", ".txt.gz")) else ():
         column = pc.replace_substring(column, entity, char)
-    return name, column, len(text)
+    written = pa.array(lastmods or [None] * len(locs), pa.binary()).cast(pa.string())
+    # (midnight UTC is written as the date alone)
+    when = pc.coalesce(
+        pc.strptime(written, format="%Y-%m-%dT%H:%M:%SZ", unit="us", error_is_null=True),
+        pc.strptime(written, format="%Y-%m-%d", unit="us", error_is_null=True),
+    )
+    return name, pa.table({"loc": column, "lastmod": when}), len(text)
 
 
 def recover_state(
@@ -259,12 +267,13 @@ def recover_state(
     lastmods = dict(zip(names, (lastmod for _, lastmod in entries), strict=True))
 
     with ThreadPoolExecutor(max_workers=config.storage.max_concurrency) as pool:
-        results = list(pool.map(functools.partial(_shard_locs, output, listing), dict.fromkeys(names)))
+        results = list(pool.map(functools.partial(_shard_entries, output, listing), dict.fromkeys(names)))
     tables, records, unreadable = [], [], []
-    for name, locs, size in results:
-        if locs is None:
+    for name, found, size in results:
+        if found is None:
             unreadable.append(name)
             continue
+        locs = found["loc"]
         match = own_shard_name(name)
         assert match is not None  # named_files checked every name
         section, number = match.group("section"), int(match.group("shard"))
@@ -275,6 +284,7 @@ def recover_state(
                     "section": pa.array([section] * len(locs), pa.string()),
                     "shard": pa.array([number] * len(locs), pa.int32()),
                     "pos": pa.array(range(1, len(locs) + 1), pa.int64()),
+                    "lastmod": found["lastmod"],
                 }
             )
         )
@@ -287,7 +297,10 @@ def recover_state(
         )  # fmt: skip
     if unreadable:
         notes.append(f"{len(unreadable)} live shard(s) missing or unreadable (e.g. {unreadable[0]}): written again")
-    schema = pa.schema([("loc", pa.string()), ("section", pa.string()), ("shard", pa.int32()), ("pos", pa.int64())])
+    schema = pa.schema(
+        [("loc", pa.string()), ("section", pa.string()), ("shard", pa.int32()), ("pos", pa.int64()),
+         ("lastmod", pa.timestamp("us"))]
+    )  # fmt: skip
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     buffer = io.BytesIO()
     pq.write_table(table, buffer)

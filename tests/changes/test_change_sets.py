@@ -210,3 +210,27 @@ def test_the_changes_command_prints_counts_and_a_sample(tmp_path: Path, capsys: 
     assert main(["changes", out, "--sample", "-1"]) == 2
     assert main(["changes", str(tmp_path / "nowhere")]) == 2
     assert "nothing was published" in capsys.readouterr().err
+
+
+def test_a_lost_manifest_keeps_every_update_in_the_change_set(tmp_path: Path) -> None:
+    # the state rebuilt from the live sitemaps reads each URL's lastmod too, so re-dated pages still count as
+    # updated (and reach IndexNow) after manifest.json is lost; a date at midnight and one with a time
+    rows = [page(f"p{i}", day=1 + i % 2) for i in range(200)]
+    rows[0]["lastmod"] = dt.datetime(2026, 1, 1, 12, 30, 5)
+    _, out = build(tmp_path, rows, now=at(0))
+    (out / "manifest.json").unlink()
+    redated = [{**r, "lastmod": dt.datetime(2026, 2, 1, 8, 0, 1)} if i < 20 else r for i, r in enumerate(rows)]
+    again = redated[5:] + [page(f"new{i}") for i in range(5)]
+    summary, _ = build(tmp_path, again, now=at(1))
+    assert any("state rebuilt from the live index" in note for note in summary.plan.state_notes)
+    found = changes_of(out)
+    assert found["updated"] == {f"{BASE}/p{i}" for i in range(5, 20)}
+    assert found["removed"] == {f"{BASE}/p{i}" for i in range(5)}
+    assert found["added"] == {f"{BASE}/new{i}" for i in range(5)}
+
+
+def test_a_lastmod_that_appears_for_the_first_time_is_an_update(tmp_path: Path) -> None:
+    rows = [page(f"p{i}", day=None) for i in range(10)]
+    _, out = build(tmp_path, rows, now=at(0))
+    build(tmp_path, [page("p0", day=3), *rows[1:]], now=at(1))
+    assert changes_of(out) == {"added": set(), "removed": set(), "updated": {f"{BASE}/p0"}}

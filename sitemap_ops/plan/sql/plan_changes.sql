@@ -1,5 +1,5 @@
 -- Plan 3: the change set since the live build: every URL added, removed, or updated (its lastmod moved
--- forward, or both builds have a content_hash for it and they differ). A URL that only moved to another
+-- forward or appeared for the first time, or both builds have a content_hash for it and they differ). A URL that only moved to another
 -- section is not a change (it is still listed, with the same content). The news series repeats pages, so it
 -- is left out on both sides. Reads the views `staged` (this build's rows, lastmods derived: what the
 -- assignment will hold) and `live_urls` (the live assignment, see sitemap_ops.plan.changes) and the variable
@@ -28,4 +28,5 @@ SELECT
     l.lastmod AS previous_lastmod
 FROM this_build n
 FULL OUTER JOIN live l ON l.loc = n.loc
-WHERE l.loc IS NULL OR n.loc IS NULL OR n.lastmod > l.lastmod OR n.content_hash <> l.content_hash
+WHERE l.loc IS NULL OR n.loc IS NULL OR n.lastmod > l.lastmod OR (l.lastmod IS NULL AND n.lastmod IS NOT NULL)
+    OR n.content_hash <> l.content_hash
