@@ -141,10 +141,14 @@ def _column_types(con: duckdb.DuckDBPyConnection, relation_sql: str) -> dict[str
 def _value_or_text(
     name: str, column: str | None, types: Mapping[str, object], typed: tuple[str, ...], sql_type: str
 ) -> list[str]:
-    """Select items `<name>_value` (typed columns, cast) and `<name>_text` (anything else, parsed in SQL)."""
+    """Select items `<name>_value` (typed columns, cast) and `<name>_text` (anything else, parsed in SQL). A typed
+    value the cast cannot hold (a date past TIMESTAMP's range) comes as text, which the checks then count and drop
+    as invalid: a bad field never fails a build."""
     value, text = f"NULL::{sql_type} AS {name}_value", f"NULL::VARCHAR AS {name}_text"
     if column is not None and str(types[column]).upper().split("(")[0] in typed:
-        value = f"CAST({quote_identifier(column)} AS {sql_type}) AS {name}_value"
+        cast = f"TRY_CAST({quote_identifier(column)} AS {sql_type})"
+        value = f"{cast} AS {name}_value"
+        text = f"CASE WHEN {cast} IS NULL THEN CAST({quote_identifier(column)} AS VARCHAR) END AS {name}_text"
     elif column is not None:
         text = f"CAST({quote_identifier(column)} AS VARCHAR) AS {name}_text"
     return [value, text]

@@ -258,6 +258,11 @@ fields AS (
             WHEN lastmod_value IS NULL AND lastmod_text IS NULL THEN NULL
             WHEN lastmod_ts IS NULL THEN CASE WHEN trim(lastmod_text) = '' THEN NULL ELSE 'lastmod_invalid' END
             WHEN NOT isfinite(lastmod_ts) THEN 'lastmod_invalid'
+            -- a W3C datetime's year has four digits (a year before 1000, year 0 or BC has none to write), and a
+            -- UTC offset is at most 14 hours (a time with a longer one is not a time anywhere)
+            WHEN year(lastmod_ts) < 1000 THEN 'lastmod_invalid'
+            WHEN length(lastmod_text) > 19
+                AND regexp_matches(lastmod_text, '[+-](1[5-9]|[2-9][0-9]):?[0-9][0-9]\s*$') THEN 'lastmod_invalid'
             WHEN lastmod_ts > getvariable('build_time') THEN 'lastmod_future'
         END AS lastmod_issue,
         CASE
