@@ -172,6 +172,24 @@ def test_json_summaries_and_help_with_examples(tmp_path: Path) -> None:
     assert "Required: --base-url, --output and --source" in run("build", "--help", cwd=tmp_path).stdout
 
 
+def test_the_json_summary_says_how_many_input_splits_and_url_ranges_a_build_ran_in(tmp_path: Path) -> None:
+    for part in range(3):
+        rows = [{"loc": f"{SITE}/{part}/{i}"} for i in range(40)]
+        write_inventory(tmp_path / f"pages-{part}.parquet", rows)
+    (tmp_path / "site.toml").write_text(
+        f'base_url = "{SITE}"\noutput = "public"\n[[sources]]\npath = "pages-*.parquet"\n'
+        "[duckdb]\nstage_splits = 3\nstage_partitions = 2\n"
+    )
+    result = run("build", "--config", "site.toml", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    stage = json.loads(result.stdout)["stage"]
+    assert (stage["split_count"], stage["range_count"], stage["staged"]) == (3, 2, 120)
+    # in one piece: none of either
+    (tmp_path / "one.toml").write_text(f'base_url = "{SITE}"\noutput = "one"\n[[sources]]\npath = "pages-*.parquet"\n')
+    stage = json.loads(run("build", "--config", "one.toml", "--json", "--quiet", cwd=tmp_path).stdout)["stage"]
+    assert (stage["split_count"], stage["range_count"]) == (0, 0)
+
+
 def test_a_build_not_served_at_the_root_says_robots_txt_was_not_written(tmp_path: Path) -> None:
     args = ["--config", str(EXAMPLE), "--output", "maps", "--public-url", "https://www.example.com/maps/"]
     built = run("build", *args, "--quiet", cwd=tmp_path)

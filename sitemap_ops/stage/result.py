@@ -179,6 +179,10 @@ class StageResult:
     ranges: StageRanges | None = None
     # a split stage until its splits are read (nothing is counted yet): the splits and the ranges' bounds
     splits: StageSplits | None = None
+    # what the stage ran in, once done (0: none; the CLI's --json and the report show them): input splits read,
+    # URL ranges deduplicated
+    split_count: int = 0
+    range_count: int = 0
 
     @property
     def excluded(self) -> dict[str, int]:

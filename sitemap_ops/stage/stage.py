@@ -455,7 +455,7 @@ def run_stage_gather(
         routed=routed,
         complete=staged.splits.complete,
     )
-    return _read_result(work, rows_in, rejected, dropped, ranges=ranges)
+    return _read_result(work, rows_in, rejected, dropped, ranges=ranges, split_count=len(staged.splits.splits))
 
 
 def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
@@ -744,7 +744,7 @@ def run_stage_merge(
             snapshot = index_ranges(con, work, ranges.rows)
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot index the staged snapshot in {work.url}: {first_line(exc)}") from None
-    result = dataclasses.replace(staged, ranges=None)
+    result = dataclasses.replace(staged, ranges=None, range_count=len(ranges.rows))
     valid, per_host = ranges.valid, ranges.host_counts
     if ranges.checked:
         valid, per_host = _gather_range_checks(work, result, ranges)
