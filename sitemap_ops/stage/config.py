@@ -121,9 +121,7 @@ class SourceConfig:
             raise ConfigError(f"source {self.label}: `table`/`query` apply to database sources only")
         if self.table and not re.fullmatch(r"[^.]+(\.[^.]+){0,2}", self.table):
             raise ConfigError(f"source {self.label}: table {self.table!r} must be [catalog.][schema.]name")
-        missing = sorted(set(self.placeholders()) - set(self.params))
-        if missing:
-            raise ConfigError(f"source {self.label}: the filter uses :{missing[0]} but `params` has no {missing[0]!r}")
+        self._check_params()
         if self.kind not in SOURCE_KINDS:
             raise ConfigError(f"source {self.label}: kind {self.kind!r} is not one of {', '.join(SOURCE_KINDS)}")
         known = self.known_columns()
@@ -134,6 +132,18 @@ class SourceConfig:
                 f"for kind {self.kind}; known: {', '.join(known)}"
             )
         self._check_page_options()
+
+    def _check_params(self) -> None:
+        """Every :name the filter uses has a value in `params`, and every value there is used (a value given for a
+        filter that was left out must not pass silently: the build would read every row)."""
+        used = set(self.placeholders())
+        missing = sorted(used - set(self.params))
+        if missing:
+            raise ConfigError(f"source {self.label}: the filter uses :{missing[0]} but `params` has no {missing[0]!r}")
+        unused = sorted(set(self.params) - used)
+        if unused:
+            where = "the filter has no" if self.filter else "there is no `filter` (--filter) with a"
+            raise ConfigError(f"source {self.label}: `params` gives {unused[0]!r}, but {where} :{unused[0]}")
 
     def _check_text_options(self) -> None:
         """The options only a CSV or text source takes (header, delimiter, encoding); a CSV without a header
