@@ -206,6 +206,11 @@ class SiteConfig:
             raise ConfigError("sources: at least one source must be of kind `pages` (the URL inventory)")
         if self.render.format == "txt" and any(s.kind not in ("pages", "exclude") for s in self.sources):
             raise ConfigError("text sitemaps cannot carry images, videos, news or alternates; use render.format xml")
+        if self.feed.enabled and self.feed.robots and self.profile in ("yandex", "strict"):
+            raise ConfigError(
+                f"feed.robots: Yandex, whose limits profile {self.profile!r} keeps, does not take an Atom feed as a "
+                "sitemap; set feed.robots = false (the feed is still written beside the sitemaps)"
+            )
         if self.feed.enabled and self.feed.name in (self.publish.index_name, MANIFEST_NAME, "robots.txt"):
             raise ConfigError(f"feed.name {self.feed.name!r} is taken by the index, the manifest or robots.txt")
         if self.indexnow.enabled and not self.indexnow.key_location and public.path != "/":

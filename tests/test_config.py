@@ -45,6 +45,7 @@ def test_no_robots_by_default_when_served_below_the_root() -> None:
         ({"sources": [{"path": "x.parquet", "columns": {"url": "loc"}}]}, "unknown inventory column"),
         ({"base_url": "https://www.example.com/?q=1"}, "must not carry a query"),
         ({"base_url": "ftp://x.com"}, "absolute http(s) URL"),
+        ({"profile": "yandex", "feed": {"robots": True}}, "does not take an Atom feed as a sitemap"),
         # a value for a filter left out must not read every row silently
         ({"sources": [{"path": "x.parquet", "params": {"since": 1}}]}, "there is no `filter` (--filter) with a :since"),
         ({"sources": [{"path": "x.parquet", "filter": "a > :b", "params": {"b": 1, "c": 2}}]}, "the filter has no :c"),

@@ -54,6 +54,11 @@ def render_feed(config: PublishSettings, section: str, entries: list[tuple[str, 
     return data
 
 
+def _empty_own_feed(data: bytes) -> bool:
+    """A feed this project wrote, without an entry."""
+    return bool(_OWN_FEED.search(data[:4096])) and b"<entry>" not in data
+
+
 def write_feeds(
     config: PublishSettings, output: Storage, feeds: dict[str, list[tuple[str, str]]], built_at: str
 ) -> int:
@@ -64,8 +69,8 @@ def write_feeds(
         name = config.feed.file_name(section)
         data = render_feed(config, section, feeds[section], built_at)
         current = output.read_versioned(name)
-        if current is not None and current[0] == data:
-            continue
+        if current is not None and (current[0] == data or (not feeds[section] and _empty_own_feed(current[0]))):
+            continue  # (an empty feed's `updated` is its build's time: it stays as it is until an entry comes)
         if current is not None and not _OWN_FEED.search(current[0][:4096]):
             raise PublishError(
                 f"{output.path(name)} exists and was not written by sitemap-ops; it was left as it is (set "

@@ -70,6 +70,18 @@ def test_an_unchanged_build_leaves_the_feed_as_it_is_and_robots_lists_it_on_requ
     assert feedparser.parse((out / "feed.xml").read_bytes()).entries[0].link == items[0]["loc"]
 
 
+def test_a_feed_without_entries_is_left_as_it_is_until_an_entry_comes(tmp_path: Path) -> None:
+    # no lastmod at all: the feed is empty, and its `updated` (the first build's time) is not rewritten each build
+    items = [{"loc": f"{BASE}/p{i}"} for i in range(5)]
+    _, out = build(tmp_path, items, feed={})
+    first = (out / "feed.xml").read_bytes()
+    build(tmp_path, items, now=NOW + dt.timedelta(hours=1), feed={})
+    assert (out / "feed.xml").read_bytes() == first and not feedparser.parse(first).entries
+    dated = [*items, {"loc": f"{BASE}/new", "lastmod": dt.datetime(2026, 1, 2)}]
+    build(tmp_path, dated, now=NOW + dt.timedelta(hours=2), feed={})
+    assert [e.link for e in feedparser.parse((out / "feed.xml").read_bytes()).entries] == [f"{BASE}/new"]
+
+
 def test_a_foreign_feed_file_is_never_replaced(tmp_path: Path) -> None:
     out = tmp_path / "public"
     out.mkdir()
