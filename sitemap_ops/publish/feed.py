@@ -54,9 +54,27 @@ def render_feed(config: PublishSettings, section: str, entries: list[tuple[str, 
     return data
 
 
+def own_feed(data: bytes) -> bool:
+    """Whether a feed file's bytes are a feed this project wrote (its generator element)."""
+    return bool(_OWN_FEED.search(data[:4096]))
+
+
 def _empty_own_feed(data: bytes) -> bool:
     """A feed this project wrote, without an entry."""
-    return bool(_OWN_FEED.search(data[:4096])) and b"<entry>" not in data
+    return own_feed(data) and b"<entry>" not in data
+
+
+def check_feeds(config: PublishSettings, output: Storage, feeds: dict[str, list[tuple[str, str]]]) -> None:
+    """PublishError when a feed file this build would write exists and is not this project's: checked before the
+    index switch, so such a file stops the build with nothing live changed."""
+    for section in sorted(feeds):
+        name = config.feed.file_name(section)
+        current = output.read_bytes(name, limit=4096)
+        if current is not None and not own_feed(current):
+            raise PublishError(
+                f"{output.path(name)} exists and was not written by sitemap-ops; it was left as it is and nothing "
+                "live was changed (set feed.name to another file name)"
+            )
 
 
 def write_feeds(
@@ -71,7 +89,7 @@ def write_feeds(
         current = output.read_versioned(name)
         if current is not None and (current[0] == data or (not feeds[section] and _empty_own_feed(current[0]))):
             continue  # (an empty feed's `updated` is its build's time: it stays as it is until an entry comes)
-        if current is not None and not _OWN_FEED.search(current[0][:4096]):
+        if current is not None and not own_feed(current[0]):
             raise PublishError(
                 f"{output.path(name)} exists and was not written by sitemap-ops; it was left as it is (set "
                 "feed.name to another file name)"

@@ -32,7 +32,7 @@ from sitemap_ops.plan.state import index_entries, is_own_file
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.config import PublishSettings
 from sitemap_ops.publish.exceptions import ConcurrentBuildError, MissingShardError, PublishError
-from sitemap_ops.publish.feed import feed_urls, write_feeds
+from sitemap_ops.publish.feed import check_feeds, feed_urls, write_feeds
 from sitemap_ops.robots import update_robots
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
@@ -130,6 +130,8 @@ def run_publish(
         output.remove_stale_temporaries()  # what killed builds left
         listing = output.list_details()
         _check_shards(plan, output, listing)
+        if config.feed.enabled:  # (every file the build writes after the switch is checked before it)
+            check_feeds(config, output, plan.feed)
         by_key = {s.key: s for s in plan.shards}
         indexes = [
             (i.name, index_bytes(config.public_url, [by_key[k] for k in range(i.first_key, i.last_key + 1)]))

@@ -86,9 +86,15 @@ def test_a_foreign_feed_file_is_never_replaced(tmp_path: Path) -> None:
     out = tmp_path / "public"
     out.mkdir()
     (out / "feed.xml").write_text("<rss>the site's own feed</rss>")
-    with pytest.raises(SitemapOpsError, match="not written by sitemap-ops"):
+    with pytest.raises(SitemapOpsError, match=r"not written by sitemap-ops.*nothing live was changed"):
         build(tmp_path, rows(5), feed={})
     assert (out / "feed.xml").read_text() == "<rss>the site's own feed</rss>"
+    # refused before the index switch: no index, no manifest, no robots.txt went live
+    assert not {"sitemap.xml", "manifest.json", "robots.txt"} & {p.name for p in out.iterdir()}
+    # once the file is out of the way, the next build publishes as usual
+    (out / "feed.xml").unlink()
+    build(tmp_path, rows(5), feed={})
+    assert {"sitemap.xml", "manifest.json", "feed.xml"} <= {p.name for p in out.iterdir()}
 
 
 def test_feed_names_that_would_clash_are_refused(tmp_path: Path) -> None:
