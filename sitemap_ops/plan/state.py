@@ -161,11 +161,7 @@ def load_live_state(
     )
     if index is None:
         if written is not None and written.shards:
-            notes.append(
-                f"the live index {index_name} is missing though manifest.json names {len(written.shards):,} "
-                "shard(s); this build publishes it again"
-            )
-            state.manifest = written  # its assignment still keeps URLs in their shards
+            _without_index(config, state, written)
         return state
 
     candidates = [m for m in (written, written.pending if written else None) if m is not None]
@@ -179,6 +175,25 @@ def load_live_state(
         live = _rebuilt(config, output, work, index[0], state, written, recovered)
     state.manifest = replace(live, pending=None)
     return state
+
+
+def _without_index(config: PlanSettings, state: LiveState, written: Manifest) -> None:
+    """No live index, though manifest.json names shards: the manifest is this build's state while its assignment
+    is still there (URLs keep their shards); with the assignment gone too, nothing is live to keep, and the build
+    publishes as a first one (the old shards are retired as unreferenced files)."""
+    index_name = config.publish.index_name
+    if assignment_exists(written.assignment, config.storage):
+        state.notes.append(
+            f"the live index {index_name} is missing though manifest.json names {len(written.shards):,} "
+            "shard(s); this build publishes it again"
+        )
+        state.manifest = written  # its assignment still keeps URLs in their shards
+        return
+    state.notes.append(
+        f"the live index {index_name} is missing and so is the assignment of build {written.build_id} (work folder "
+        "cleared?): nothing is live, this build publishes as a first build"
+    )
+    state.stale = written
 
 
 def _rebuilt(

@@ -250,6 +250,22 @@ def test_a_lost_manifest_is_rebuilt_from_the_live_index(tmp_path: Path) -> None:
     assert mtimes(out) == before
 
 
+def test_a_lost_index_and_work_folder_publish_as_a_first_build(tmp_path: Path) -> None:
+    # (every build failed with "cannot read the staged snapshot" until manifest.json was deleted by hand)
+    import shutil
+
+    rows = _rows(250)
+    _, out = build(tmp_path, rows, shards={"max_urls": 100})
+    (out / "sitemap.xml").unlink()
+    shutil.rmtree(tmp_path / "work")
+    summary, _ = build(tmp_path, None, now=LATER, shards={"max_urls": 100})
+    assert any("nothing is live, this build publishes as a first build" in n for n in summary.plan.state_notes)
+    assert summary.index_switched and set(published(out)) == {r["loc"] for r in rows}
+    # and the next build is an ordinary one again
+    again, _ = build(tmp_path, None, now=LATER + dt.timedelta(hours=1), shards={"max_urls": 100})
+    assert again.shards_written == 0 and not again.plan.state_notes
+
+
 def test_a_manifest_that_disagrees_with_the_live_index_is_not_trusted(tmp_path: Path) -> None:
     rows = _rows(250)
     _, out = build(tmp_path, rows, shards={"max_urls": 100})
