@@ -220,9 +220,16 @@ def _switch(
         ok = output.create_exclusive(main, new_main)
     else:
         ok = output.replace_if(main, new_main, plan.base_index_token)
-    if not ok:
+    if not ok and not _landed(output, main, new_main):
         raise _concurrent(f"{main} changed")
     return True, token
+
+
+def _landed(output: Storage, main: str, new_main: bytes | None) -> bool:
+    """Whether the live main index is the one this build wrote, read back: when a write's reply is lost after it
+    went through, its retry fails its own condition, and only the bytes tell whether anything live changed."""
+    live = output.read_versioned(main)
+    return (live[0] if live else None) == new_main
 
 
 @contextmanager

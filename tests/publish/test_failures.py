@@ -266,6 +266,27 @@ def test_a_lost_index_and_work_folder_publish_as_a_first_build(tmp_path: Path) -
     assert again.shards_written == 0 and not again.plan.state_notes
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["first build", "rebuild"])
+def test_an_index_write_whose_reply_was_lost_is_read_back_before_anything_is_claimed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: bool
+) -> None:
+    # the write goes through, its reply is lost, and the retry fails its own condition: the build's index is live,
+    # so the build finishes (it said "nothing live was changed by this build" while its own index was live)
+    if not first:
+        build(tmp_path, _rows(100))
+    for method in ("create_exclusive", "replace_if"):
+        real = getattr(Storage, method)
+
+        def lost_reply(self: Storage, name: str, *args: object, real=real) -> bool:
+            done = real(self, name, *args)
+            return False if name == "sitemap.xml" else done
+
+        monkeypatch.setattr(Storage, method, lost_reply)
+    summary, out = build(tmp_path, _rows(120), now=LATER)
+    assert summary.index_switched and len(published(out)) == 120
+    assert json.loads((out / "manifest.json").read_text())["build_id"] == summary.build_id
+
+
 def test_a_manifest_that_disagrees_with_the_live_index_is_not_trusted(tmp_path: Path) -> None:
     rows = _rows(250)
     _, out = build(tmp_path, rows, shards={"max_urls": 100})
