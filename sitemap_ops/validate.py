@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
+import os
 import posixpath
 import re
 import urllib.error
@@ -201,6 +202,8 @@ class Fetcher:
             name = url[len(self.prefix) :].split("?", 1)[0].split("#", 1)[0]
             if not _inside(name):
                 raise RefusedError(f"names a file outside {self.root.url}; not read")
+            if self.root.is_local and not _really_inside(self.root.path(name), self.root.url):
+                raise RefusedError(f"is a link to a file outside {self.root.url}; not read")
             data = self.root.read_bytes(name, limit)
             if data is None:
                 raise FileNotFoundError(f"{url} (looked for {self.root.path(name)})")
@@ -248,6 +251,11 @@ def http_get(url: str, limit: int = _READ_LIMIT, origins: set[SiteOrigin] | None
     with urllib.request.build_opener(*handlers).open(request, timeout=_HTTP_TIMEOUT) as response:
         data: bytes = response.read(limit)
         return data
+
+
+def _really_inside(path: str, folder: str) -> bool:
+    """Whether a local file, its links followed, is inside `folder` (its links followed too)."""
+    return os.path.realpath(path).startswith(os.path.realpath(folder).rstrip(os.sep) + os.sep)
 
 
 def _read_target(target: str, config: StorageConfig | None) -> tuple[bytes, Storage | None, str]:

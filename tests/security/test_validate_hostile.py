@@ -129,6 +129,15 @@ def test_an_index_cannot_make_validate_read_outside_the_folder(tmp_path: Path, e
     assert not report.ok
 
 
+def test_a_link_in_the_folder_cannot_make_validate_read_outside_it(tmp_path: Path) -> None:
+    site = _site_with_secret(tmp_path)
+    (site / "sitemap-b.xml").symlink_to(tmp_path / "secret.txt")
+    (site / "sitemap.xml").write_bytes(_index(f"{SITE}/sitemap-a.xml", f"{SITE}/sitemap-b.xml"))
+    report = validate(str(site / "sitemap.xml"), public_url=SITE + "/", now=NOW)
+    assert SECRET not in _text(report) and "link to a file outside" in _text(report)
+    assert report.files == 2 and not report.ok
+
+
 def test_robots_txt_cannot_make_validate_read_outside_the_folder(tmp_path: Path, capsys) -> None:
     site = _site_with_secret(tmp_path)
     (site / "robots.txt").write_text(f"Sitemap: {SITE}/sitemap-a.xml\nSitemap: {SITE}/../secret.txt\n")
