@@ -325,12 +325,18 @@ class SiteConfig:
         )
 
 
+# Schemes that name the same store as another (fsspec's aliases): compared as the one they stand for.
+_SAME_STORE = {"s3a": "s3", "gcs": "gs"}
+
+
 def _folder_key(location: str) -> str:
-    """A folder location compared by path: local paths made absolute, URLs without trailing slashes."""
-    if "://" in location:
-        scheme, _, rest = location.partition("://")
-        return f"{scheme.lower()}://{rest.strip('/')}/"
-    return os.path.abspath(location).rstrip("/") + "/"
+    """A folder location compared by where it really is: local paths (and file:// URLs) absolute with their links
+    followed, URLs by their store's one scheme (s3a:// is s3://), without trailing slashes."""
+    scheme, sep, rest = location.partition("://")
+    if sep and scheme.lower() not in ("file", "local"):
+        return f"{_SAME_STORE.get(scheme.lower(), scheme.lower())}://{rest.strip('/')}/"
+    path = rest if sep else location
+    return os.path.realpath(path).rstrip("/") + "/"
 
 
 def host_key(origin: Origin) -> str:

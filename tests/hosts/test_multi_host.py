@@ -215,6 +215,21 @@ def test_host_lists_are_checked(tmp_path: Path) -> None:
         config([{"base_url": "https://www.example.de", "output": str(tmp_path / "work" / "de")}])
     with pytest.raises(ConfigError, match=r"hosts\.base_url must be an absolute http"):
         config([{"base_url": "www.example.de", "output": str(tmp_path / "b")}])
+    # the same folder by another name: a link to it, a file:// URL, s3a:// for s3:// (where build files such as
+    # rejects.csv would become public, or a second host would publish over the first)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "a")
+    for alias in (str(tmp_path / "alias"), f"file://{tmp_path / 'a'}"):
+        with pytest.raises(ConfigError, match="must be separate folders"):
+            config([{"base_url": "https://www.example.de", "output": alias}])
+    (tmp_path / "work-alias").symlink_to(tmp_path / "a", target_is_directory=True)
+    with pytest.raises(ConfigError, match=r"work_dir .* must be a folder of its own"):
+        load_config(None, {"base_url": "https://www.example.com", "output": str(tmp_path / "a"),
+                           "work_dir": str(tmp_path / "work-alias"), "sources": [{"path": source}]})  # fmt: skip
+    on_s3 = {"base_url": "https://www.example.com", "output": "s3://bucket/site", "work_dir": "s3://bucket/work"}
+    with pytest.raises(ConfigError, match="must be separate folders"):
+        hosts = [{"base_url": "https://www.example.de", "output": "s3a://bucket/site/"}]
+        load_config(None, {**on_s3, "sources": [{"path": source}], "hosts": hosts})
     sites = config([{"base_url": "https://www.example.de", "output": str(tmp_path / "b")}]).host_configs()
     assert [s.base_url for s in sites] == ["https://www.example.com", "https://www.example.de"]
     assert [Path(s.work_dir).name for s in sites] == ["www.example.com", "www.example.de"]
