@@ -295,7 +295,8 @@ def _exclude_select(source: SourceConfig, index: int, types: Mapping[str, object
             f"{index} AS source",
             f"{_text(loc)} AS url_raw",
             f"TRY_CAST(trim({_text(status)}) AS INTEGER) AS status",
-            f"nullif(trim({_text(canonical)}), '') AS canonical",
+            # (a relative canonical is resolved against its page's URL, as RFC 6596 says)
+            f"so_resolve_reference(trim({_text(loc)}), nullif(trim({_text(canonical)}), '')) AS canonical",
             f"lower(trim({_text(noindex)})) IN ({truthy}) AS noindex",
             # a plain list (no rule column): every URL in it is excluded
             f"{'false' if status or canonical or noindex else 'true'} AS listed",

@@ -96,6 +96,23 @@ def test_a_crawl_export_excludes_by_status_noindex_and_canonical(tmp_path: Path)
     }
 
 
+def test_relative_canonicals_are_resolved_against_their_pages_url(tmp_path: Path) -> None:
+    # RFC 6596 allows a relative canonical; it named no URL, so its page was excluded with nothing in its place
+    pages = _pages(tmp_path, [f"{SITE}/docs/{name}" for name in ("a", "c", "d", "e")])
+    crawl = tmp_path / "crawl.csv"
+    crawl.write_text(
+        "Address,Canonical Link Element 1\n"
+        f"{SITE}/docs/a,/docs/a\n"  # itself
+        f"{SITE}/docs/c,/docs/new-c\n"  # an absolute path
+        f"{SITE}/docs/d,d2\n"  # a relative path, in the page's folder
+        f"{SITE}/docs/e,../e?x=1#top\n"  # dot segments, a query and a fragment
+    )
+    columns = {"loc": "Address", "canonical": "Canonical Link Element 1"}
+    summary, live = build_sources(tmp_path, [pages, {"path": str(crawl), "kind": "exclude", "columns": columns}])
+    assert set(live) == {f"{SITE}/docs/a", f"{SITE}/docs/new-c", f"{SITE}/docs/d2", f"{SITE}/e?x=1"}
+    assert summary.stage.rejected == {"excluded_canonical": 3} and summary.stage.canonicals == 3
+
+
 def test_the_most_specific_reason_wins_across_sources(tmp_path: Path) -> None:
     pages = _pages(tmp_path, [f"{SITE}/x", f"{SITE}/y", f"{SITE}/z"])
     plain = tmp_path / "list.txt"

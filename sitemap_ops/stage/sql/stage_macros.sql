@@ -81,3 +81,21 @@ CREATE OR REPLACE TEMP MACRO so_alternates_fast(alternates, joined) AS
     AND (len(alternates) = 0 OR regexp_full_match(joined, getvariable('ext_clean_alternates')))
     AND NOT so_names_alt_host(joined)
     AND so_short_values(joined, getvariable('ext_link_sep'));
+
+-- A URL reference resolved against the URL of the page that gives it (RFC 3986 section 5.2; RFC 6596 allows a
+-- relative canonical): an absolute URL as it is; //host/path with the page's scheme; /path with its scheme and
+-- host; ?query and #fragment on its path; a relative path in its folder. Dot segments are the normalizer's. A
+-- page URL that is not absolute leaves the reference as it is (the normalizer rejects what is not a URL).
+CREATE OR REPLACE TEMP MACRO so_resolve_reference(base, ref) AS
+    CASE
+        WHEN ref IS NULL OR base IS NULL OR regexp_matches(ref, '^[A-Za-z][A-Za-z0-9+.-]*:') THEN ref
+        WHEN NOT regexp_matches(base, '^[A-Za-z][A-Za-z0-9+.-]*://') THEN ref
+        WHEN starts_with(ref, '//') THEN split_part(base, ':', 1) || ':' || ref
+        WHEN starts_with(ref, '/') THEN regexp_extract(base, '^[^:]*://[^/?#]*') || ref
+        WHEN starts_with(ref, '#') THEN split_part(base, '#', 1) || ref
+        WHEN starts_with(ref, '?') THEN split_part(split_part(base, '#', 1), '?', 1) || ref
+        ELSE regexp_extract(base, '^[^:]*://[^/?#]*')
+            || coalesce(nullif(regexp_extract(split_part(split_part(base, '#', 1), '?', 1),
+                                              '^[^:]*://[^/?#]*(/([^?#]*/)?)?', 1), ''), '/')
+            || ref
+    END;
