@@ -280,7 +280,7 @@ _EXCLUDE_VIEW_COLUMNS = (
     ("source", "INTEGER"), ("url_raw", "VARCHAR"), ("status", "INTEGER"), ("canonical", "VARCHAR"),
     ("noindex", "BOOLEAN"), ("listed", "BOOLEAN"),
 )  # fmt: skip
-# noindex: a boolean column, or text as crawlers export it
+# noindex: a boolean column, or text as crawlers export it (a value of these, or a list naming noindex)
 _NOINDEX_TRUE = ("true", "t", "1", "yes", "y", "noindex")
 
 
@@ -297,7 +297,10 @@ def _exclude_select(source: SourceConfig, index: int, types: Mapping[str, object
             f"TRY_CAST(trim({_text(status)}) AS INTEGER) AS status",
             # (a relative canonical is resolved against its page's URL, as RFC 6596 says)
             f"so_resolve_reference(trim({_text(loc)}), nullif(trim({_text(canonical)}), '')) AS canonical",
-            f"lower(trim({_text(noindex)})) IN ({truthy}) AS noindex",
+            # a flag, or a robots meta list as crawlers export it ("noindex, follow"; Screaming Frog's Meta Robots 1
+            # or Indexability Status)
+            f"(lower(trim({_text(noindex)})) IN ({truthy}) OR list_contains("
+            f"string_split_regex(lower(trim({_text(noindex)})), '[\\s,;]+'), 'noindex')) AS noindex",
             # a plain list (no rule column): every URL in it is excluded
             f"{'false' if status or canonical or noindex else 'true'} AS listed",
         ]

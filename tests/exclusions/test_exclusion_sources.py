@@ -113,6 +113,26 @@ def test_relative_canonicals_are_resolved_against_their_pages_url(tmp_path: Path
     assert summary.stage.rejected == {"excluded_canonical": 3} and summary.stage.canonicals == 3
 
 
+@pytest.mark.parametrize("noindex", ["Meta Robots 1", "Indexability Status"])
+def test_a_screaming_frog_export_excludes_its_noindex_pages(tmp_path: Path, noindex: str) -> None:
+    # its Indexability column says Indexable/Non-Indexable; the reason is in Indexability Status, the robots meta
+    # list in Meta Robots 1 ("noindex, follow"): mapping either excludes exactly the noindex pages
+    pages = _pages(tmp_path, [f"{SITE}/{name}" for name in ("a", "b", "c", "d")])
+    crawl = tmp_path / "internal_html.csv"
+    crawl.write_text(
+        "Address,Content Type,Status Code,Status,Indexability,Indexability Status,Meta Robots 1,"
+        "Canonical Link Element 1\n"
+        f'{SITE}/a,text/html; charset=utf-8,200,OK,Indexable,,"index, follow",{SITE}/a\n'
+        f'{SITE}/b,text/html; charset=utf-8,200,OK,Non-Indexable,noindex,"noindex, follow",{SITE}/b\n'
+        f'{SITE}/c,text/html; charset=utf-8,200,OK,Non-Indexable,Canonicalised,,{SITE}/a\n'
+        f'{SITE}/d,text/html; charset=utf-8,200,OK,Non-Indexable,"noindex,Canonicalised",NOINDEX,{SITE}/a\n'
+    )
+    columns = {"loc": "Address", "status": "Status Code", "canonical": "Canonical Link Element 1", "noindex": noindex}
+    summary, live = build_sources(tmp_path, [pages, {"path": str(crawl), "kind": "exclude", "columns": columns}])
+    assert set(live) == {f"{SITE}/a"}
+    assert summary.stage.rejected == {"excluded_noindex": 2, "excluded_canonical": 1}
+
+
 def test_the_most_specific_reason_wins_across_sources(tmp_path: Path) -> None:
     pages = _pages(tmp_path, [f"{SITE}/x", f"{SITE}/y", f"{SITE}/z"])
     plain = tmp_path / "list.txt"
