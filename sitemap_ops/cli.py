@@ -373,12 +373,21 @@ def _print_reasons(title: str, by_reason: dict[str, int]) -> None:
             print(f"    {reason:<{width}}  {count:>12,}")
 
 
+# URLs per kind `changes --sample` shows at most (DuckDB's top-N refuses a million); the whole change set is
+# its Parquet files, for scripts.
+MAX_CHANGES_SAMPLE = 100_000
+
+
 def _changes(args: argparse.Namespace) -> int:
+    from sitemap_ops.manifest import assignment_exists
     from sitemap_ops.plan.changes import sample_changes
     from sitemap_ops.storage import StorageConfig
 
-    if args.sample < 0:
-        raise SitemapOpsError(f"--sample must be 0 or more, not {args.sample}")
+    if not 0 <= args.sample <= MAX_CHANGES_SAMPLE:
+        raise SitemapOpsError(
+            f"--sample must be 0 to {MAX_CHANGES_SAMPLE:,} URLs per kind, not {args.sample:,} (the whole change set is "
+            "the Parquet files `inspect --json` names as changes_file)"
+        )
     storage = StorageConfig(endpoint_url=args.endpoint_url or "")
     manifest = _published_manifest(args.output, args.endpoint_url)
     if not manifest.changes:
@@ -387,10 +396,10 @@ def _changes(args: argparse.Namespace) -> int:
     if not manifest.changes_file:
         note = "the site's first build: every URL it published is new"
     else:
-        try:
-            sample = sample_changes(manifest.changes_file, storage, args.sample)
-        except SitemapOpsError:
+        if not assignment_exists(manifest.changes_file, storage):
             note = f"the change set's file {manifest.changes_file} is gone (its work folder was pruned)"
+        else:  # (any other error is said as it is)
+            sample = sample_changes(manifest.changes_file, storage, args.sample)
     if args.json:
         report = {
             "build_id": manifest.build_id,

@@ -208,6 +208,15 @@ def test_the_changes_command_prints_counts_and_a_sample(tmp_path: Path, capsys: 
     assert main(["changes", out]) == 0
     assert "pruned" in capsys.readouterr().out
     assert main(["changes", out, "--sample", "-1"]) == 2
+    # a sample too big for DuckDB's top-N is refused in one line (it said the change set was gone)
+    build(tmp_path, rows[3:] + [page(f"n{i}") for i in range(12)] + [page("m0")], now=at(2))
+    capsys.readouterr()
+    assert main(["changes", out, "--sample", "1000000"]) == 2
+    err = capsys.readouterr().err
+    assert "--sample must be 0 to 100,000" in err and "gone" not in err
+    assert main(["changes", out, "--sample", "100000"]) == 0
+    text = capsys.readouterr().out
+    assert "gone" not in text and f"{BASE}/m0" in text
     assert main(["changes", str(tmp_path / "nowhere")]) == 2
     assert "nothing was published" in capsys.readouterr().err
 
