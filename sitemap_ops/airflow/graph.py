@@ -64,7 +64,7 @@ def add_build_tasks(config: SiteConfig, *, check_params: bool) -> None:
     earlier: list[tuple[str, bool]] = []  # each host's tasks so far (task id, mapped): their hosts that failed
     previous: Any = None
     for position, (task_id, steps) in enumerate(planned):
-        unit = Task(config, task_id, tuple(steps), check_params=check_params and position == 0)
+        unit = Task(config, task_id, tuple(steps), check_params=check_params and position == 0, first=position == 0)
         # (pulled by the task itself: a task skipped on a dry run pushed nothing, which is no error)
         handed = {slot: (given[slot][0].task_id, given[slot][1]) for slot in _takes(steps) if slot in given}
         args = _task_args(af, task_id, steps)

@@ -47,6 +47,7 @@ class Task:
     task_id: str
     steps: tuple[Step, ...]
     check_params: bool = False
+    first: bool = False  # the build's first task: it checks what only the run's environment can tell (preflight)
 
     @property
     def site_wide(self) -> bool:
@@ -199,12 +200,14 @@ def run_task(task: Task, handed: dict[str, Any], earlier: list[Any], fans_to: St
     Pushes each slot its steps fill (its summary; by host on a multi-host site) and the hosts that failed so
     far; returns the groups the mapped step `fans_to` expands over, else the last slot's summary."""
     from sitemap_ops.pipeline.local import walk
-    from sitemap_ops.pipeline.steps import host_runs
+    from sitemap_ops.pipeline.steps import host_runs, preflight
 
     context = get_current_context()
     if task.check_params:
         _check_run_params(context)
     options = _options(task, context)
+    if task.first and not options["dry_run"]:
+        _fail_now(functools.partial(preflight, with_connections(task.config)))
     if options["dry_run"] and all(s.publishes for s in task.steps):
         raise AirflowSkipException("dry run: the plan is in the work folder, nothing was published")
     site = build_run(task.config)

@@ -13,7 +13,7 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.notify.notify import NotifyResult
 from sitemap_ops.pipeline.graph import BY_NAME, Hosts, Step, steps_for
-from sitemap_ops.pipeline.steps import BuildRun, fan_out, host_runs, new_lease
+from sitemap_ops.pipeline.steps import BuildRun, fan_out, host_runs, new_lease, preflight
 from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.plan.plan import Plan
 from sitemap_ops.progress import Progress
@@ -197,6 +197,8 @@ def run_build(
     lease, and one host's failure leaves the others alone.
     """
     started = time.monotonic()
+    if not dry_run:
+        preflight(config)
     run = BuildRun.new(config, now)
     options: dict[str, Any] = {"dry_run": dry_run, "preview": dry_run, "force": force, "full_rebuild": full_rebuild}
     options["progress"] = progress

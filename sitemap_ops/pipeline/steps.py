@@ -127,6 +127,14 @@ def _lease(run: BuildRun, held: PublishLease | None) -> Iterator[None]:
         yield
 
 
+def preflight(config: SiteConfig) -> None:
+    """What only the build's environment can tell, checked before anything is read or published: the IndexNow
+    key from an environment variable or a file (IndexNowKeyError, naming where, never the key). A build that
+    would fail at its end fails at its start, with nothing live changed."""
+    if config.indexnow.enabled:
+        config.indexnow.resolve_key()
+
+
 def stage_rows(
     run: BuildRun,
     progress: Progress | None = None,

@@ -139,6 +139,26 @@ def test_key_rules(tmp_path) -> None:
     assert KEY not in repr(config)
 
 
+@pytest.mark.parametrize("key", [{"key_env": "SITEMAP_OPS_TEST_UNSET_KEY"}, {"key_file": "missing.txt"}])
+def test_a_key_the_environment_lacks_stops_the_build_before_anything_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, key: dict
+) -> None:
+    # (found only after publishing, it gave exit 2 with no summary and no report)
+    monkeypatch.delenv("SITEMAP_OPS_TEST_UNSET_KEY", raising=False)
+    write_inventory(tmp_path / "inventory.parquet", urls(3))
+    table = "\n".join(f'{k} = "{v}"' for k, v in key.items())
+    (tmp_path / "site.toml").write_text(
+        f'base_url = "{BASE}"\noutput = "public"\nwork_dir = "work"\n[[sources]]\npath = "inventory.parquet"\n'
+        f"[indexnow]\n{table}\n"
+    )
+    assert main(["build", "--config", str(tmp_path / "site.toml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ("SITEMAP_OPS_TEST_UNSET_KEY" in err[0] or "missing.txt" in err[0])
+    assert not (tmp_path / "public").exists() and not (tmp_path / "work").exists()
+    # a dry run publishes nothing, so it needs no key
+    assert main(["plan", "--config", str(tmp_path / "site.toml"), "--quiet"]) == 0
+
+
 def test_retry_after_in_seconds_a_date_or_neither() -> None:
     from sitemap_ops.notify.indexnow import _retry_after
 

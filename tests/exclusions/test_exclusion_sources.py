@@ -124,7 +124,7 @@ def test_a_screaming_frog_export_excludes_its_noindex_pages(tmp_path: Path, noin
         "Canonical Link Element 1\n"
         f'{SITE}/a,text/html; charset=utf-8,200,OK,Indexable,,"index, follow",{SITE}/a\n'
         f'{SITE}/b,text/html; charset=utf-8,200,OK,Non-Indexable,noindex,"noindex, follow",{SITE}/b\n'
-        f'{SITE}/c,text/html; charset=utf-8,200,OK,Non-Indexable,Canonicalised,,{SITE}/a\n'
+        f"{SITE}/c,text/html; charset=utf-8,200,OK,Non-Indexable,Canonicalised,,{SITE}/a\n"
         f'{SITE}/d,text/html; charset=utf-8,200,OK,Non-Indexable,"noindex,Canonicalised",NOINDEX,{SITE}/a\n'
     )
     columns = {"loc": "Address", "status": "Status Code", "canonical": "Canonical Link Element 1", "noindex": noindex}
