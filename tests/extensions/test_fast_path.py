@@ -57,6 +57,26 @@ def test_a_fast_list_is_one_the_checked_path_keeps_as_it_is(images: list[str]) -
                 assert loc == url
 
 
+def test_image_hosts_that_uts46_refuses_are_dropped_on_any_host(tmp_path: Path) -> None:
+    # with image_hosts = ["*"], the fast path's any-host pattern let IDNA labels that UTS 46 refuses through
+    refused = ["xn--a", "xn--a.xn--zca", "xn--1ug.example", "xn--a-yoc", "xn--zn7c.com"]
+    config = load_config(None, {"base_url": SITE, "output": "/tmp/unused", "sources": [{"path": "x.parquet"}],
+                                "extensions": {"image_hosts": ["*"]}})  # fmt: skip
+    con = connect(threads=1)
+    try:
+        set_variables(con, normalize_variables(config.stage_settings(), NOW))
+        for host in [*refused, "cdn.xn--bcher-kva.example"]:
+            images = [f"https://{host}/i.png"]
+            (fast,) = con.execute(
+                "SELECT so_images_fast(CAST($1 AS VARCHAR[]), so_images_join(CAST($1 AS VARCHAR[])))", [images]
+            ).fetchall()[0]
+            assert not fast, host  # the checked path judges them
+    finally:
+        con.close()
+    checked = normalize_urls([f"https://{host}/i.png" for host in refused], config, NOW, extension=True)
+    assert [reason for _, reason in checked] == ["invalid_host"] * len(refused)
+
+
 def test_fast_and_checked_paths_render_the_same_entry(tmp_path: Path) -> None:
     images = [f"{SITE}/img/a.jpg", f"{SITE}/img/b.jpg?x=1&y=2"]  # the query sends the list to the checked path
     rows = [

@@ -69,8 +69,11 @@ CREATE OR REPLACE TEMP MACRO so_short_values(joined, sep) AS
 CREATE OR REPLACE TEMP MACRO so_names_alt_host(joined) AS
     len(list_filter(getvariable('ext_alt_urls'), lambda u: u <> '' AND contains(joined, u))) > 0;
 
+-- (a list naming an IDNA label, xn--, takes the checked path, which applies UTS 46 as to loc: the any-host
+-- pattern of the fast path cannot tell a valid one)
 CREATE OR REPLACE TEMP MACRO so_images_fast(images, joined) AS
     len(images) <= getvariable('max_images_per_page')
+    AND NOT contains(joined, 'xn--')
     AND (len(images) = 0 OR regexp_full_match(joined, getvariable('ext_clean_images')))
     AND NOT so_names_alt_host(joined)
     AND so_short_values(joined, getvariable('ext_image_sep'))
@@ -78,6 +81,7 @@ CREATE OR REPLACE TEMP MACRO so_images_fast(images, joined) AS
 
 CREATE OR REPLACE TEMP MACRO so_alternates_fast(alternates, joined) AS
     NOT getvariable('complete_alternates')
+    AND NOT contains(joined, 'xn--')
     AND (len(alternates) = 0 OR regexp_full_match(joined, getvariable('ext_clean_alternates')))
     AND NOT so_names_alt_host(joined)
     AND so_short_values(joined, getvariable('ext_link_sep'));
