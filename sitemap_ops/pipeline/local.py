@@ -144,7 +144,22 @@ class BuildSummary:
         return sum(1 for s in self.plan.shards if not s.render)
 
     def to_dict(self) -> dict[str, object]:
-        """The summary for scripts (`--json`)."""
+        """The summary for scripts (`--json`). A site of several hosts: the shared stage, the timings and each
+        host's own summary under `hosts` (with the hosts that failed); no publishing keys of its own, which
+        would only say zero."""
+        if self.hosts or self.failed_hosts:
+            return {
+                "build_id": self.build_id,
+                "dry_run": self.dry_run,
+                "stage": self.stage.to_dict(),
+                "profile": self.profile,
+                "limits": self.limits,
+                "seconds": round(self.seconds, 3),
+                "timings": {k: round(v, 3) for k, v in self.timings.items()},
+                "work_dir": self.work_dir,
+                "hosts": {h.host: h.to_dict() for h in self.hosts},
+                "failed_hosts": self.failed_hosts,
+            }
         pl = self.plan
         return {
             "build_id": self.build_id,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import http.server
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,6 +133,10 @@ def test_three_hosts_get_three_independent_valid_sitemap_sets(
     assert rejects == {"http://unlisted.example.org/p/1": "out_of_scope", "http://shop.example.net/p/1": "out_of_scope"}
     # each host's change set, work folder and report are its own
     assert {h.host: h.plan.changes["added"] for h in summary.hosts} == {h: len(expected[h]) for h in HOSTS}
+    # --json: one shape, the shared stage at the top and each host's build under hosts (no top-level urls: 0)
+    as_json = json.loads(json.dumps(summary.to_dict()))
+    assert "urls" not in as_json and as_json["stage"]["rows_in"] == 243 and not as_json["failed_hosts"]
+    assert {host: h["urls"] for host, h in as_json["hosts"].items()} == {h: len(expected[h]) for h in HOSTS}
     assert sorted(p.name for p in (tmp_path / "work").iterdir() if p.name in HOSTS) == sorted(HOSTS)
     capsys.readouterr()
     assert main(["report", outputs["www.example.de"]]) == 0
