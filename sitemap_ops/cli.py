@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sitemap_ops import __version__
 from sitemap_ops.constants import CHANGE_KINDS, DEFAULT_PROFILE, PROFILES
 from sitemap_ops.errors import SitemapOpsError, first_line
-from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
+from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS, redact
 from sitemap_ops.stage.result import ExtensionResult
 
 if TYPE_CHECKING:
@@ -309,6 +309,9 @@ def _validate(args: argparse.Namespace) -> int:
         )
     except FileNotFoundError as exc:
         raise SitemapOpsError(f"cannot read {exc}") from None
+    except OSError as exc:  # (a refused connection, a host that does not resolve, a store that cannot be read)
+        reason = getattr(exc, "reason", None) or exc.strerror or exc
+        raise SitemapOpsError(f"cannot read {redact(args.target)}: {reason}") from None
     for problem in report.problems:
         print(problem)
     if any("outside the sitemap's scope" in p.message for p in report.problems):
@@ -429,7 +432,9 @@ def _report(args: argparse.Namespace) -> int:
     if args.open:
         import webbrowser
 
-        webbrowser.open(url if "://" in url else "file://" + os.path.abspath(url))
+        page = url if "://" in url else "file://" + os.path.abspath(url)
+        if not webbrowser.open(page):
+            print(f"sitemap-ops report: no web browser to open here; open {page} in one", file=sys.stderr)
     return 0
 
 

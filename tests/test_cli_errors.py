@@ -63,6 +63,31 @@ def test_a_mistake_is_one_line_and_exit_2(
     assert (tmp_path / "afile").read_text() == "a file, not a folder"
 
 
+def test_a_csv_that_is_not_utf8_is_one_line_that_names_the_file_and_encoding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (it said only "CSV Error on Line: 2")
+    (tmp_path / "pages.csv").write_bytes(b"url\nhttps://www.example.com/caf\xe9\n")
+    args = ["build", "--base-url", "https://www.example.com", "--source", str(tmp_path / "pages.csv"), "--column",
+            "loc=url", "--output", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work"), "--quiet"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pages.csv" in err[0] and "not UTF-8 text" in err[0] and "--encoding" in err[0], err
+    assert main([*args, "--encoding", "latin-1"]) == 0
+
+
+def test_validate_says_what_happened_to_a_url_it_cannot_read(capsys: pytest.CaptureFixture[str]) -> None:
+    # (a refused connection or an ftp: URL was "unexpected; rerun with -v")
+    from tests.servers import free_port
+
+    assert main(["validate", f"http://127.0.0.1:{free_port()}/sitemap.xml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Connection refused" in err[0] and "unexpected" not in err[0], err
+    assert main(["validate", "ftp://someone:hunter2@host.invalid/sitemap.xml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot read ftp://someone:***@host.invalid/" in err[0] and "hunter2" not in err[0], err
+
+
 def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "site.toml"
     data = b'base_url = "https://www.example.com"\noutput = "out"\n# caf\xe9\n'

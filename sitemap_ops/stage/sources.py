@@ -12,6 +12,7 @@ import duckdb
 from sitemap_ops.duck import bind_variables, duckdb_path, quote_literal, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.stage.config import (
+    CSV_ENCODINGS,
     EXCLUDE_RULE_COLUMNS,
     EXTENSION_COLUMNS,
     FILE_FORMATS,
@@ -85,7 +86,18 @@ class Inventory:
 
     def error(self, exc: BaseException) -> str:
         """A one-line message for a failure while reading the inventory, with every secret scrubbed."""
-        return scrub(f"cannot read the inventory ({', '.join(self.labels)}): {first_line(exc)}", self.secrets)
+        return scrub(f"cannot read the inventory ({', '.join(self.labels)}): {read_failure(exc)}", self.secrets)
+
+
+def read_failure(exc: BaseException) -> str:
+    """Why a source could not be read, in one line: DuckDB's first line, and what to do when the lines below it
+    say more (a CSV file that is not UTF-8 text)."""
+    if "Invalid unicode" in str(exc) or "not utf-8 encoded" in str(exc):
+        return (
+            f"{first_line(exc)}: the file is not UTF-8 text; give its encoding with --encoding (`encoding` in the "
+            f"source's table), one of {', '.join(CSV_ENCODINGS)}"
+        )
+    return first_line(exc)
 
 
 def _alias(index: int) -> str:
@@ -369,7 +381,7 @@ def create_inventory_view(
             types = _column_types(con, relation)
         except duckdb.Error as exc:
             raise SourceError(
-                scrub(f"cannot read source {source.label}: {first_line(exc)}", inventory.secrets)
+                scrub(f"cannot read source {source.label}: {read_failure(exc)}", inventory.secrets)
             ) from None
         filters = []
         if source.filter:
@@ -498,7 +510,7 @@ def key_range(
     try:
         ((low, high, rows),) = con.execute(sql).fetchall()
     except duckdb.Error as exc:
-        raise SourceError(scrub(f"cannot read source {source.label}: {first_line(exc)}", inventory.secrets)) from None
+        raise SourceError(scrub(f"cannot read source {source.label}: {read_failure(exc)}", inventory.secrets)) from None
     if low is None:
         return 0, -1, int(rows)
     if not isinstance(low, int) or not isinstance(high, int):

@@ -83,6 +83,16 @@ def test_history_lists_the_last_builds_and_the_report_command_rewrites_the_page(
     assert main(["report", str(tmp_path / "nowhere")]) == 2
 
 
+
+def test_report_open_without_a_browser_says_where_the_page_is(tmp_path: Path, capsys, monkeypatch) -> None:
+    # (with no browser to open, --open did nothing and said nothing)
+    summary, _ = build(tmp_path, inventory(10, 0))
+    monkeypatch.setenv("BROWSER", "false")  # a browser command that fails, as on a machine with none
+    assert main(["report", str(tmp_path / "work"), "--open"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == summary.report and f"open file://{summary.report} in one" in err
+
+
 def test_the_page_stays_small_for_many_shards_and_sections(tmp_path: Path) -> None:
     rows = [{"loc": f"{BASE}/x{i}", "section": f"sec{i % 400}"} for i in range(20_000)]
     summary, _ = build(tmp_path, rows, shards={"max_urls": 10})
