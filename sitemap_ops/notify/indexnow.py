@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -48,6 +49,41 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer of its own, never followed: the endpoint is the one the config names (a 301 or 302
+    to another host is no acceptance)."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
+
+
+def _status(request: urllib.request.Request, timeout: float, deadline: float) -> int:
+    """The status of one request's answer, within `deadline` (time.monotonic()) in all: the socket timeout bounds
+    each read, not a server that answers one byte at a time, so the request runs in a thread of its own, left
+    behind past the deadline (TimeoutError). HTTPError for an answer that is not 2xx."""
+    status: list[int] = []
+    errors: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            with _OPENER.open(request, timeout=timeout) as answer:
+                status.append(answer.status)
+        except BaseException as exc:  # (handed to the caller)
+            errors.append(exc)
+
+    worker = threading.Thread(target=send, name="indexnow-request", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if worker.is_alive():
+        raise TimeoutError("the endpoint did not answer within the time budget")
+    if errors:
+        raise errors[0]
+    return status[0]
+
+
 def post_batch(submission: Submission, urls: list[str], deadline: float) -> bool:
     """POST one batch; True when accepted (200 or 202). Retries 429 (after Retry-After), 5xx and dropped
     connections with backoff while the wait ends before `deadline` (time.monotonic()); False when it does not
@@ -65,15 +101,18 @@ def post_batch(submission: Submission, urls: list[str], deadline: float) -> bool
         )
         wait = backoff
         try:
-            with urllib.request.urlopen(request, timeout=submission.timeout) as answer:  # noqa: S310
-                if 200 <= answer.status < 300:  # 200 OK, 202 Accepted (the key is checked later)
-                    return True
+            if 200 <= _status(request, submission.timeout, deadline) < 300:  # 200 OK, 202 Accepted
+                return True  # (the key is checked later)
         except urllib.error.HTTPError as exc:
             code = exc.code
             if code == 429:
                 wait = _retry_after(exc.headers.get("Retry-After")) or backoff
             elif code < 500:
                 reason = _REFUSALS.get(code, exc.reason or "refused")
+                if 300 <= code < 400:  # (never followed: see _NoRedirect)
+                    reason = (
+                        f"a redirect to {exc.headers.get('Location')} (set indexnow.endpoint to an endpoint itself)"
+                    )
                 raise IndexNowRejectedError(
                     f"IndexNow at {submission.endpoint} refused the submission: HTTP {code} {reason}; the URLs stay "
                     "queued for the next build"

@@ -7,6 +7,7 @@ import http.server
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +22,8 @@ class IndexNowServer:
 
     def __init__(self, key_file: Callable[[str], str | None]) -> None:
         self.key_file = key_file  # path of the key file's URL -> its text (None: no such file)
-        self.script: list[str] = []  # "200", "202", "429", "429:<seconds>", "500", "503", "drop", "403", "422"
+        # "200", "202", "429", "429:<seconds>", "500", "503", "drop", "403", "422", "trickle:<seconds>", "redirect"
+        self.script: list[str] = []
         self.accepted: list[list[str]] = []  # the URL lists of accepted requests
         self.requests = 0
         self.problems: list[str] = []  # protocol violations the server saw
@@ -36,6 +38,19 @@ class IndexNowServer:
                 if code == 200 and action == "drop":
                     self.close_connection = True
                     self.connection.shutdown(2)
+                    return
+                if code == 200 and action.startswith("trickle:"):  # the answer one byte a second, for so long
+                    for byte in b"HTTP/1.1 200 OK\r\n"[: int(action.split(":")[1])]:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(1)
+                    self.close_connection = True
+                    return
+                if code == 200 and action == "redirect":  # to another host, which would answer 200 to a GET
+                    self.send_response(302)
+                    self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 if code == 200:
                     code = int(action.split(":")[0])

@@ -4,6 +4,7 @@ as the protocol says and answers with each code the protocol documents (and a dr
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,6 +99,24 @@ def test_a_refusal_stops_with_one_line_and_keeps_the_urls(tmp_path, endpoint, ca
         # the next build (the endpoint answers again) sends the kept URLs, once
         assert main(["build", "--config", str(config), "--quiet"]) == 0
     assert sorted(endpoint.sent()) == sorted(r["loc"] for r in urls(3))
+
+
+def test_an_endpoint_that_answers_one_byte_a_second_is_left_at_the_time_budget(tmp_path, endpoint) -> None:
+    # (the socket timeout bounds each read, so a trickling answer held the build, and its lease, past the budget)
+    run(tmp_path, endpoint, urls(5), 0)
+    endpoint.script = ["trickle:15"]
+    started = time.monotonic()
+    result = run(tmp_path, endpoint, urls(6), 1, time_budget_seconds=2.0).notified
+    assert time.monotonic() - started < 10
+    assert result is not None and result.submitted == 0 and result.deferred == 1
+    assert run(tmp_path, endpoint, urls(6), 2).notified.submitted == 1  # sent by the next build, once
+
+
+def test_a_redirect_is_a_refusal_not_an_acceptance(tmp_path, endpoint) -> None:
+    run(tmp_path, endpoint, urls(5), 0)
+    endpoint.script = ["redirect"]
+    result = run(tmp_path, endpoint, urls(6), 1).notified
+    assert result is not None and result.submitted == 0 and "redirect" in result.error and result.deferred == 1
 
 
 def test_the_daily_cap_defers_the_rest_to_the_next_day(tmp_path, endpoint) -> None:

@@ -83,7 +83,6 @@ def test_history_lists_the_last_builds_and_the_report_command_rewrites_the_page(
     assert main(["report", str(tmp_path / "nowhere")]) == 2
 
 
-
 def test_report_open_without_a_browser_says_where_the_page_is(tmp_path: Path, capsys, monkeypatch) -> None:
     # (with no browser to open, --open did nothing and said nothing)
     summary, _ = build(tmp_path, inventory(10, 0))
