@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the tests' helpers for the processes of servers
 
-from tests.servers import api_call, free_port, stop_process_groups, wait_for  # noqa: E402
+from tests.servers import api_call, start_standalone, wait_for  # noqa: E402
 
 OUTPUTS = ("public-airflow", ".sitemap-ops-airflow")  # the example site's output and work folder, in the repo
 
@@ -78,29 +77,10 @@ def dag_test_runs(repo: Path, runs: int) -> Iterator[dict[str, Any]]:
 
 def scheduler_runs(repo: Path, home: Path, runs: int) -> Iterator[dict[str, Any]]:
     """Each run triggered through the REST API of a real scheduler (airflow standalone), a full rebuild."""
-    airflow = Path(sys.executable).parent / "airflow"
-    (home / "passwords.json").write_text(json.dumps({"bench": "bench-secret"}))
-    port = free_port()
-    env = {
-        **os.environ,
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "bench:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "PATH": f"{airflow.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    log = home / "standalone.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [str(airflow), "standalone"], env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    base = f"http://127.0.0.1:{port}"
+    server = start_standalone(home, repo / "dags", ("bench", "bench-secret"))
+    base, log = server.base, server.log
     try:
-        health = "/api/v2/monitor/health"
-        wait_for("the scheduler", lambda: api_call(base, "GET", health)["scheduler"]["status"] == "healthy", 300, log)
-        token = api_call(base, "POST", "/auth/token", {"username": "bench", "password": "bench-secret"})
-        token = token["access_token"]
+        token = server.token(300)
         dag = "/api/v2/dags/sitemaps_example"
         wait_for("the DAG", lambda: api_call(base, "GET", dag, token=token)["dag_id"], 300, log)
         for _ in range(runs):
@@ -127,7 +107,7 @@ def scheduler_runs(repo: Path, home: Path, runs: int) -> Iterator[dict[str, Any]
             begun, ended = (dt.datetime.fromisoformat(run[k]) for k in ("start_date", "end_date"))
             yield {**figures, "run_seconds": round((ended - begun).total_seconds(), 1)}
     finally:
-        stop_process_groups([proc])
+        server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -319,3 +319,63 @@ def stop_process_groups(procs: list[subprocess.Popen[bytes]]) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+@dataclass
+class Standalone:
+    """`airflow standalone` (api-server, scheduler, dag-processor, triggerer; LocalExecutor on SQLite) in a
+    process group of its own, its home `home`, DAGs unpaused, one admin user: stop() ends it all."""
+
+    home: Path
+    process: subprocess.Popen[bytes]
+    base: str  # the API's URL
+    user: tuple[str, str]  # (name, password)
+
+    @property
+    def log(self) -> Path:
+        return self.home / "standalone.log"
+
+    def token(self, seconds: float) -> str:
+        """The user's API token, once the scheduler is healthy (within `seconds`)."""
+        health = "/api/v2/monitor/health"
+        wait_for(
+            "the scheduler to be healthy",
+            lambda: api_call(self.base, "GET", health)["scheduler"]["status"] == "healthy",
+            seconds,
+            self.log,
+        )
+        name, password = self.user
+        return str(api_call(self.base, "POST", "/auth/token", {"username": name, "password": password})["access_token"])
+
+    def stop(self) -> None:
+        stop_process_groups([self.process])
+
+
+def start_standalone(home: Path, dags: Path, user: tuple[str, str], env: dict[str, str] | None = None) -> Standalone:
+    """Start `airflow standalone` of this environment with its home `home` (which must exist) and DAG folder."""
+    import sys
+
+    airflow = Path(sys.executable).parent / "airflow"
+    (home / "passwords.json").write_text(json.dumps({user[0]: user[1]}))
+    port = free_port()
+    full = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{user[0]}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__API__PORT": str(port),
+        # the workers reach the API server's execution API on the same port
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        # the standalone command starts its components by name: the venv's bin must be on PATH
+        "PATH": f"{airflow.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        **(env or {}),
+    }
+    full.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
+    with (home / "standalone.log").open("wb") as sink:
+        process = subprocess.Popen(
+            [str(airflow), "standalone"], env=full, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    return Standalone(home, process, f"http://127.0.0.1:{port}", user)

@@ -7,16 +7,13 @@ its own process group with its own AIRFLOW_HOME and is stopped afterwards.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import read_file, sitemap_files
-from tests.servers import api_call, free_port, require_service, stop_process_groups, wait_for
+from tests.servers import api_call, require_service, start_standalone, wait_for
 
 pytestmark = [pytest.mark.service("airflow scheduler"), pytest.mark.slow]
 
@@ -43,39 +40,11 @@ path = "{REPO / "examples" / "inventory.csv"}"
 columns = {{ loc = "url", lastmod = "updated", section = "kind" }}
 """
     )
-    (home / "passwords.json").write_text(json.dumps({"cms": "cms-secret"}))
-    port = free_port()
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "cms:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
-        "AIRFLOW__API__PORT": str(port),
-        # the workers reach the API server's execution API on the same port
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "SITEMAP_OPS_SITES_DIR": str(sites),
-        # the standalone command starts its components by name: the venv's bin must be on PATH
-        "PATH": f"{airflow.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    env.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
-    log = tmp_path / "standalone.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [str(airflow), "standalone"], env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    base = f"http://127.0.0.1:{port}"
+    server = start_standalone(home, REPO / "dags", ("cms", "cms-secret"), {"SITEMAP_OPS_SITES_DIR": str(sites)})
+    base, log = server.base, server.log
     try:
-        wait_for(
-            "the scheduler to be healthy",
-            lambda: api_call(base, "GET", "/api/v2/monitor/health")["scheduler"]["status"] == "healthy",
-            STARTUP_SECONDS,
-            log,
-        )
         # what a CMS does after publishing: a token, then an event on the site's content asset
-        token = api_call(base, "POST", "/auth/token", {"username": "cms", "password": "cms-secret"})["access_token"]
+        token = server.token(STARTUP_SECONDS)
         asset = "content_published_shop"
         asset_id = wait_for(
             "the content asset to be registered",
@@ -106,4 +75,4 @@ columns = {{ loc = "url", lastmod = "updated", section = "kind" }}
         events = api_call(base, "GET", f"/api/v2/assets/events?asset_id={published[0]['id']}", token=token)
         assert events["asset_events"][0]["extra"]["urls"] == 558
     finally:
-        stop_process_groups([proc])
+        server.stop()
