@@ -64,6 +64,7 @@ def _walked(config: SiteConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(local, "run_step", record)
     monkeypatch.setattr(local, "new_lease", lambda run: None)
+    monkeypatch.setenv("INDEXNOW_KEY", "0123456789abcdef")  # (examples/production.toml's key_env: checked first)
     local.run_build(dataclasses.replace(config, work_dir=str(tmp_path / "work")))
     return walked
 
