@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import re
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sitemap_ops import __version__
@@ -510,36 +514,73 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    try:
-        if args.command in ("build", "plan"):
-            return _build(args, dry_run=args.command == "plan")
-        if args.command == "validate":
-            return _validate(args)
-        if args.command == "changes":
-            return _changes(args)
-        if args.command == "report":
-            return _report(args)
-        return _inspect(args)
-    except SitemapOpsError as exc:
-        print(f"sitemap-ops {args.command}: error: {exc}{_memory_advice(str(exc))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return _interrupted(args.command)
-    except BrokenPipeError:
-        # the reader of our output went away (`| head`): stop quietly, and let Python's exit flush nowhere
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except Exception as exc:  # a failure no layer named: still one line, never a traceback (-v shows it)
-        if "interrupted" in str(exc).lower():  # DuckDB turns Ctrl-C inside a query into its own error
+    with _noting_interrupts() as interrupted:
+        try:
+            return _run(args)
+        except KeyboardInterrupt:
             return _interrupted(args.command)
-        log.debug("unexpected failure", exc_info=True)
-        text = _SECRET_IN_URL.sub(r"\1***@", first_line(exc))[:300]
-        print(
-            f"sitemap-ops {args.command}: error: {type(exc).__name__}: {text}"
-            + (_memory_advice(text) or " (unexpected; rerun with -v for details)"),
-            file=sys.stderr,
-        )
+        except BrokenPipeError:
+            # the reader of our output went away (`| head`): stop quietly, and let Python's exit flush nowhere
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except Exception as exc:
+            # DuckDB turns Ctrl-C inside a query into an error of its own, and a source's reader may report
+            # it as a read error: after a Ctrl-C, any failure is the interruption
+            if interrupted.is_set() or _duckdb_interrupt(exc):
+                return _interrupted(args.command)
+            return _failed(args.command, exc)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in ("build", "plan"):
+        return _build(args, dry_run=args.command == "plan")
+    if args.command == "validate":
+        return _validate(args)
+    if args.command == "changes":
+        return _changes(args)
+    if args.command == "report":
+        return _report(args)
+    return _inspect(args)
+
+
+@contextlib.contextmanager
+def _noting_interrupts() -> Iterator[threading.Event]:
+    """Set the event on Ctrl-C, then interrupt as Python does (KeyboardInterrupt); the previous handler
+    returns afterwards. Only the main thread may set a signal handler: elsewhere the event stays unset."""
+    seen = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        seen.set()
+        signal.default_int_handler(signum, frame)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _duckdb_interrupt(exc: Exception) -> bool:
+    return not isinstance(exc, SitemapOpsError) and "interrupted" in str(exc).lower()
+
+
+def _failed(command: str, exc: Exception) -> int:
+    """A failure as one line on stderr, exit 2: a named failure as it is, any other with its type (-v shows
+    the traceback), passwords in URLs redacted."""
+    if isinstance(exc, SitemapOpsError):
+        print(f"sitemap-ops {command}: error: {exc}{_memory_advice(str(exc))}", file=sys.stderr)
         return 2
+    log.debug("unexpected failure", exc_info=True)
+    text = _SECRET_IN_URL.sub(r"\1***@", first_line(exc))[:300]
+    print(
+        f"sitemap-ops {command}: error: {type(exc).__name__}: {text}"
+        + (_memory_advice(text) or " (unexpected; rerun with -v for details)"),
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _memory_advice(message: str) -> str:

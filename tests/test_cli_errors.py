@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -123,6 +124,49 @@ def test_ctrl_c_during_stage_exits_130_with_one_line_and_leaves_nothing(tmp_path
     assert not any("Traceback" in line for line in rest)
     assert _leftovers(tmp_path) == []
     assert not (tmp_path / "out" / "sitemap.xml").exists()
+
+
+def test_ctrl_c_during_the_imports_is_one_line_and_130() -> None:
+    # the signal comes while the command line's modules are imported, before any of its code runs
+    script = """
+import os, signal, sys
+
+class InterruptOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "sitemap_ops.stage.config":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptOnImport())
+sys.argv = ["sitemap-ops", "build", "--output", "out"]
+from sitemap_ops.__main__ import run
+run()
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "sitemap-ops build: interrupted before it started; nothing was changed\n"
+
+
+def test_a_ctrl_c_that_a_reader_reports_as_a_read_error_is_still_an_interruption(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sitemap_ops import cli
+    from sitemap_ops.errors import SitemapOpsError
+
+    def reading(args: object, dry_run: bool) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(60)  # the signal ends the wait at once: Python runs the handler here
+        except KeyboardInterrupt:
+            raise SitemapOpsError("cannot read inventory.csv: Invalid Input Error: CSV read error") from None
+        return 0
+
+    monkeypatch.setattr(cli, "_build", reading)
+    before = signal.getsignal(signal.SIGINT)
+    assert main(["build", "--source", "inventory.csv", "--output", "out"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sitemap-ops build: interrupted"), err
+    assert signal.getsignal(signal.SIGINT) is before  # main gives the handler it found back
 
 
 def test_inspect_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
