@@ -54,8 +54,10 @@ def test_airflow_services_match_what_the_dags_expect() -> None:
     airflow = {n: s for n, s in services.items() if n.startswith("airflow-")}
     for name, service in airflow.items():
         env = service["environment"]
-        # LocalExecutor unless the celery profile's variable says otherwise
-        assert env["AIRFLOW__CORE__EXECUTOR"] == "${AIRFLOW_EXECUTOR:-LocalExecutor}"
+        # one executor and no switch (a half switch would leave a stack whose tasks never run)
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+        # the host user's id, group root: the files the api-server writes in the bind-mounted ./docker/auth
+        assert service["user"] == "${AIRFLOW_UID:-50000}:0", name
         # one JWT secret and secret key for every container (else a task's token is refused elsewhere)
         assert env["AIRFLOW__API_AUTH__JWT_SECRET"] and env["AIRFLOW__API__SECRET_KEY"]
         # the auth file is writable (the simple auth manager writes to it) and the CMS user is an operator
@@ -81,10 +83,13 @@ def test_airflow_services_match_what_the_dags_expect() -> None:
     for name, service in services.items():
         image = service.get("image", "")
         assert "build" in service or (":" in image and not image.endswith(":latest")), f"{name}: {image}"
-    # the celery profile: Redis and two workers, which only work with the work folder on object storage
+    # Redis and two workers start with everything else; stopping a worker lets its running tasks finish
+    assert not any("profiles" in service for service in services.values())
     workers = [n for n, s in services.items() if s.get("command") == "celery worker"]
-    assert len(workers) == 2 and all(services[w]["profiles"] == ["celery"] for w in workers)
-    assert services["redis"]["profiles"] == ["celery"]
+    assert len(workers) == 2 and all(services[w]["environment"]["DUMB_INIT_SETSID"] == "0" for w in workers)
+    assert all("DUMB_INIT_SETSID" not in s["environment"] for n, s in airflow.items() if n not in workers)
+    for name in set(airflow) - {"airflow-init"}:
+        assert services[name]["depends_on"]["redis"] == {"condition": "service_healthy"}, name
     # the buckets the sites write to are created at start, the work bucket with its lifecycle rule
     init = services["minio-init"]["entrypoint"]
     assert "mc ilm rule add --expire-days 30 local/sitemaps-work" in init
@@ -93,3 +98,15 @@ def test_airflow_services_match_what_the_dags_expect() -> None:
         for url in (data["output"], data["work_dir"]):
             assert f"local/{url.removeprefix('s3://').split('/')[0]}" in init
     assert os.path.isfile(REPO / "docker" / "postgres-init" / "01-content.sql")
+
+
+def test_the_image_installs_the_versions_the_tests_ran_with() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "pip install --no-cache-dir -c /opt/sitemap-ops/constraints.txt" in dockerfile
+    assert "constraints.txt" in next(line for line in dockerfile.splitlines() if line.startswith("COPY"))
+    pins = dict(
+        line.split("==", 1) for line in (REPO / "constraints.txt").read_text().splitlines() if "==" in line[:60]
+    )
+    image = next(line for line in dockerfile.splitlines() if line.startswith("FROM")).split(":")[1]
+    assert image.startswith(pins["apache-airflow"] + "-"), (image, pins["apache-airflow"])
+    assert f'"apache-airflow=={pins["apache-airflow"]}"' in dockerfile

@@ -68,12 +68,11 @@ def _content_database(admin: Any, name: str) -> str:
 
 
 def _stack_environment(compose: dict[str, Any], local: dict[str, str]) -> dict[str, str]:
-    """The Airflow containers' environment from docker-compose.yml, with the celery profile's executor and
-    each service host and container path replaced by this machine's (`local`: text -> replacement)."""
+    """The Airflow containers' environment from docker-compose.yml (the CeleryExecutor), with each service
+    host and container path replaced by this machine's (`local`: text -> replacement)."""
     env: dict[str, str] = {}
     for key, value in compose["x-airflow-common"]["environment"].items():
-        value = re.sub(r"\$\{AIRFLOW_EXECUTOR:-[^}]*\}", "CeleryExecutor", str(value))
-        value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)  # the stack's defaults
+        value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", str(value))  # the stack's defaults
         for text, replacement in local.items():
             value = value.replace(text, replacement)
         env[key] = value
