@@ -16,7 +16,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sitemap_ops import __version__
-from sitemap_ops.constants import CHANGE_KINDS, DEFAULT_PROFILE, PROFILES
+from sitemap_ops.constants import CHANGE_KINDS, DEFAULT_PROFILE, PROFILES, VALIDATE_TIME_LIMIT_SECONDS
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS, redact
 from sitemap_ops.stage.result import ExtensionResult
@@ -310,6 +310,7 @@ def _validate(args: argparse.Namespace) -> int:
             public_url=args.public_url,
             storage=StorageConfig(endpoint_url=args.endpoint_url or ""),
             other_hosts=args.follow_other_hosts,
+            time_limit=args.time_limit,
         )
     except FileNotFoundError as exc:
         raise SitemapOpsError(f"cannot read {exc}") from None
@@ -323,6 +324,8 @@ def _validate(args: argparse.Namespace) -> int:
             "hint: a sitemap may list URLs outside its folder only when the site's robots.txt lists it: validate "
             "that robots.txt instead, or pass --base-url with the site's URL"
         )
+    if any("time limit" in p.message for p in report.problems):
+        print(f"hint: the server took longer than --time-limit {args.time_limit:g} s; what was read is checked")
     verdict = "OK" if report.ok else f"{report.count:,} problem(s)"
     print(f"{verdict}: {report.files} file(s), {report.urls:,} URL(s) checked")
     return 0 if report.ok else 1
@@ -481,6 +484,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="validating a URL: also fetch files on other hosts than its own (robots.txt may list them)",
     )
+    validate.add_argument(
+        "--time-limit", type=float, default=VALIDATE_TIME_LIMIT_SECONDS, metavar="SECONDS",
+        help=f"validating a URL: seconds for all of it, every file it follows included "
+        f"(default {VALIDATE_TIME_LIMIT_SECONDS:g})",
+    )  # fmt: skip
     inspect = sub.add_parser(
         "inspect",
         help="summarize the last published build (its manifest)",

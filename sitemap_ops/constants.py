@@ -377,3 +377,7 @@ STAGE_RANGE_FILE = (
     r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json"
     r"|alt-(links|self|clinks|cself|own|staged)-\d{5}\.parquet|alt-labels-\d{5}-\d{2}\.parquet"
 )
+
+# `validate` over HTTP: seconds for all of it, every file it follows included, so that a slow or trickling
+# server cannot hold it (each read also has its own socket timeout).
+VALIDATE_TIME_LIMIT_SECONDS = 300.0

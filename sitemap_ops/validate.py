@@ -17,6 +17,7 @@ import hashlib
 import os
 import posixpath
 import re
+import time
 import urllib.error
 import urllib.request
 import zlib
@@ -51,9 +52,11 @@ from sitemap_ops.constants import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     SITEMAP_NS,
+    VALIDATE_TIME_LIMIT_SECONDS,
     VIDEO_NS,
     XHTML_NS,
 )
+from sitemap_ops.deadline import within
 from sitemap_ops.errors import ManifestError, SitemapOpsError, StorageError
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.robots import sitemap_lines
@@ -189,13 +192,20 @@ class Fetcher:
     """
 
     def __init__(
-        self, root: Storage | None, prefix: str | None, network: bool, origins: set[SiteOrigin], other_hosts: bool
+        self,
+        root: Storage | None,
+        prefix: str | None,
+        network: bool,
+        origins: set[SiteOrigin],
+        other_hosts: bool,
+        deadline: float,
     ) -> None:
         self.root = root
         self.prefix = prefix
         self.network = network
         self.origins = origins
         self.other_hosts = other_hosts
+        self.deadline = deadline  # time.monotonic() by which every HTTP read has ended
 
     def fetch(self, url: str, limit: int = _READ_LIMIT) -> bytes:
         if self.root is not None and self.prefix and url.startswith(self.prefix):
@@ -211,7 +221,7 @@ class Fetcher:
         if self.network and urlsplit(url).scheme in ALLOWED_SCHEMES:
             if not self.other_hosts and origin(url) not in self.origins:
                 raise RefusedError("on another host than the one validated; not fetched (--follow-other-hosts)")
-            return http_get(url, limit, None if self.other_hosts else self.origins)
+            return http_get(url, self.deadline, limit, None if self.other_hosts else self.origins)
         raise FileNotFoundError(
             f"{url} is not under {self.prefix or 'a known public URL'}; give --public-url to map it to a file"
         )
@@ -242,15 +252,22 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def http_get(url: str, limit: int = _READ_LIMIT, origins: set[SiteOrigin] | None = None) -> bytes:
-    """GET an http(s) URL, at most `limit` bytes; redirects only within `origins` (None: anywhere)."""
+def http_get(url: str, deadline: float, limit: int = _READ_LIMIT, origins: set[SiteOrigin] | None = None) -> bytes:
+    """GET an http(s) URL, at most `limit` bytes, ended by `deadline` (time.monotonic(); TimeoutError after
+    it); redirects only within `origins` (None: anywhere)."""
     if urlsplit(url).scheme not in ALLOWED_SCHEMES:  # never file: or other schemes
         raise ValueError(f"not an http(s) URL: {url}")
+    if time.monotonic() >= deadline:  # (no request started once the time is up)
+        raise TimeoutError("not fetched: validate's time limit ran out")
     handlers = [_SameOrigin(origins)] if origins is not None else []
     request = urllib.request.Request(url, headers={"User-Agent": "sitemap-ops-validate"})  # noqa: S310
-    with urllib.request.build_opener(*handlers).open(request, timeout=_HTTP_TIMEOUT) as response:
-        data: bytes = response.read(limit)
-        return data
+
+    def get() -> bytes:
+        with urllib.request.build_opener(*handlers).open(request, timeout=_HTTP_TIMEOUT) as response:
+            data: bytes = response.read(limit)
+            return data
+
+    return within(deadline, get, "the server's answer")
 
 
 def _really_inside(path: str, folder: str) -> bool:
@@ -258,10 +275,10 @@ def _really_inside(path: str, folder: str) -> bool:
     return os.path.realpath(path).startswith(os.path.realpath(folder).rstrip(os.sep) + os.sep)
 
 
-def _read_target(target: str, config: StorageConfig | None) -> tuple[bytes, Storage | None, str]:
+def _read_target(target: str, config: StorageConfig | None, deadline: float) -> tuple[bytes, Storage | None, str]:
     """(bytes, the storage folder holding the target or None for http(s), the target's file name)."""
     if urlsplit(target).scheme in ALLOWED_SCHEMES:
-        return http_get(target, origins={origin(target)}), None, posixpath.basename(urlsplit(target).path)
+        return http_get(target, deadline, origins={origin(target)}), None, posixpath.basename(urlsplit(target).path)
     folder, _, name = target.rstrip("/").rpartition("/")
     storage = Storage.open(folder or ".", config)
     data = storage.read_bytes(name, _READ_LIMIT)
@@ -631,6 +648,7 @@ def validate(
     fetch: Callable[[str], bytes] | None = None,
     storage: StorageConfig | None = None,
     other_hosts: bool = False,
+    time_limit: float = VALIDATE_TIME_LIMIT_SECONDS,
 ) -> Report:
     """Validate a sitemap, index or robots.txt at a local path, fsspec URL or http(s) URL.
 
@@ -638,11 +656,13 @@ def validate(
     site of the robots.txt that lists it). `public_url`: the URL at which the target's folder is served,
     to find the files an index or robots.txt names (default: guessed from the files next to the target).
     `other_hosts`: an http(s) target may lead to files on other hosts (robots.txt Sitemap: lines, an
-    index's entries, redirects); by default only its own origin and base_url's are fetched.
+    index's entries, redirects); by default only its own origin and base_url's are fetched. `time_limit`:
+    seconds for all of it over HTTP; a file not read by then is a problem ("cannot read").
     """
     now = now or dt.datetime.now(dt.UTC)
+    deadline = time.monotonic() + time_limit
     is_http = urlsplit(target).scheme in ALLOWED_SCHEMES
-    data, folder, name = _read_target(target, storage)
+    data, folder, name = _read_target(target, storage, deadline)
     if public_url and not public_url.endswith("/"):
         public_url += "/"
     if is_http:
@@ -656,7 +676,7 @@ def validate(
         prefix = public_url or (_infer_prefix(data, folder, name) if folder else None)
         own_url = (prefix + name) if prefix else None
     origins = {origin(u) for u in (target, base_url) if u and urlsplit(u).scheme in ALLOWED_SCHEMES}
-    fetcher = Fetcher(folder, prefix, network=is_http, origins=origins, other_hosts=other_hosts)
+    fetcher = Fetcher(folder, prefix, network=is_http, origins=origins, other_hosts=other_hosts, deadline=deadline)
     if fetch is not None:
         fetcher.fetch = lambda url, limit=_READ_LIMIT: fetch(url)  # type: ignore[method-assign]
     validator = Validator(fetcher, base_url, now)

@@ -13,7 +13,7 @@ PACKAGE = Path(sitemap_ops.__file__).parent
 # Lowest first. A module belongs to the first layer one of whose patterns matches its dotted name (without
 # the package prefix); "*" matches one name part.
 LAYERS: list[tuple[str, ...]] = [
-    ("__init__", "constants", "errors", "host", "progress"),  # facts and plumbing every layer may use
+    ("__init__", "constants", "errors", "host", "progress", "deadline"),  # facts and plumbing every layer may use
     ("urls", "framing", "robots", "storage"),  # protocol rules, the shards' format and bytes, storage access
     # the DuckDB session, the manifest, the staged snapshot's files; the build's step graph (data: names, slots)
     ("duck", "manifest", "snapshot", "pipeline.graph"),
@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),  # the site's config: every stage's section, each stage handed only its own settings
     ("workspace",),  # a build's work folder and DuckDB session
     ("pipeline", "pipeline.*"),  # the steps, their graph and the in-process runner
-    ("cli", "airflow", "airflow.*"),  # the two ways to run the pipeline
+    ("cli", "__main__", "airflow", "airflow.*"),  # the two ways to run the pipeline
 ]
 
 

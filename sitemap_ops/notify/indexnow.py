@@ -5,12 +5,12 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
+from sitemap_ops.deadline import within
 from sitemap_ops.notify.exceptions import IndexNowRejectedError
 
 # https://www.indexnow.org/documentation ("Response format"): what each refusal means.
@@ -61,27 +61,14 @@ _OPENER = urllib.request.build_opener(_NoRedirect())
 
 
 def _status(request: urllib.request.Request, timeout: float, deadline: float) -> int:
-    """The status of one request's answer, within `deadline` (time.monotonic()) in all: the socket timeout bounds
-    each read, not a server that answers one byte at a time, so the request runs in a thread of its own, left
-    behind past the deadline (TimeoutError). HTTPError for an answer that is not 2xx."""
-    status: list[int] = []
-    errors: list[BaseException] = []
+    """The status of one request's answer, within `deadline` (time.monotonic()) in all (TimeoutError after it).
+    HTTPError for an answer that is not 2xx."""
 
-    def send() -> None:
-        try:
-            with _OPENER.open(request, timeout=timeout) as answer:
-                status.append(answer.status)
-        except BaseException as exc:  # (handed to the caller)
-            errors.append(exc)
+    def send() -> int:
+        with _OPENER.open(request, timeout=timeout) as answer:
+            return int(answer.status)
 
-    worker = threading.Thread(target=send, name="indexnow-request", daemon=True)
-    worker.start()
-    worker.join(max(0.0, deadline - time.monotonic()))
-    if worker.is_alive():
-        raise TimeoutError("the endpoint did not answer within the time budget")
-    if errors:
-        raise errors[0]
-    return status[0]
+    return within(deadline, send, "the IndexNow endpoint's answer")
 
 
 def post_batch(submission: Submission, urls: list[str], deadline: float) -> bool:

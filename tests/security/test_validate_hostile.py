@@ -4,6 +4,7 @@ member, and quotes at most a short prefix of what a file holds."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import http.server
 import threading
@@ -151,16 +152,30 @@ def test_robots_txt_cannot_make_validate_read_outside_the_folder(tmp_path: Path,
 
 
 class _Server:
-    """A real HTTP server on 127.0.0.1 serving `pages` (path -> (status, headers, body)); records requests."""
+    """A real HTTP server on 127.0.0.1 serving `pages` (path -> (status, headers, body)); records requests.
+    A path in `trickle` answers a space every half second (for two minutes at most)."""
 
     def __init__(self) -> None:
         self.pages: dict[str, tuple[int, dict[str, str], bytes]] = {}
         self.requests: list[str] = []
+        self.trickle: set[str] = set()
+        self.closing = threading.Event()
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 server.requests.append(self.path)
+                if self.path in server.trickle:
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    with contextlib.suppress(OSError):  # (the client went away)
+                        for _ in range(240):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            if server.closing.wait(0.5):
+                                break
+                    return
                 status, headers, body = server.pages.get(self.path, (404, {}, b"not found"))
                 self.send_response(status)
                 for key, value in headers.items():
@@ -177,6 +192,7 @@ class _Server:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -225,3 +241,17 @@ def test_other_hosts_when_asked_and_never_more_than_a_prefix_of_their_lines(serv
     assert metadata.requests == ["/latest/credentials"]
     assert SECRET * 2 not in _text(report)
     assert all(len(p.message) < 200 for p in report.problems)
+
+
+def test_a_trickling_server_cannot_hold_validate_past_its_time_limit(servers, capsys) -> None:
+    site, _ = servers
+    site.trickle.add("/slow.xml")
+    site.pages["/sitemap.xml"] = (200, {}, _urlset(f"{site.url}/a"))
+    site.pages["/robots.txt"] = (200, {}, f"Sitemap: {site.url}/slow.xml\nSitemap: {site.url}/sitemap.xml\n".encode())
+    assert main(["validate", f"{site.url}/robots.txt", "--time-limit", "2"]) == 1
+    out = capsys.readouterr().out
+    assert f"{site.url}/slow.xml: cannot read: the server's answer did not end within the time limit" in out
+    # once the time is up, nothing more is fetched
+    assert f"{site.url}/sitemap.xml: cannot read: not fetched: validate's time limit ran out" in out
+    assert site.requests == ["/robots.txt", "/slow.xml"]
+    assert "hint: the server took longer than --time-limit 2 s" in out
