@@ -149,21 +149,29 @@ def _queue_changes(
     return name, int(count)
 
 
+def check_key_file(settings: NotifySettings, output: Storage) -> None:
+    """IndexNowKeyError when the output holds the key's file name (<key>.txt) with other content: checked
+    before the index switch, so that file stops the build with nothing live changed (never names the key)."""
+    if settings.indexnow.key_location:
+        return
+    key = settings.indexnow.resolve_key()
+    with _key_redacted(key):  # (storage libraries log the file's path at debug)
+        current = output.read_bytes(f"{key}.txt", limit=4096)
+    if current is not None and current.strip() != key.encode("ascii"):
+        raise IndexNowKeyError(
+            f"the output holds a key file for another key (the IndexNow key's .txt in {output.url}); it was left as "
+            "it is and nothing live was changed (set indexnow.key_location to serve the key from elsewhere)"
+        )
+
+
 def _publish_key_file(settings: NotifySettings, output: Storage, key: str) -> str:
     """The key file's URL: indexnow.key_location, or <key>.txt written to the output (never replacing a
     file of that name with other content)."""
     if settings.indexnow.key_location:
         return settings.indexnow.key_location
-    name = f"{key}.txt"
-    current = output.read_bytes(name)
-    if current is None:
-        output.create_exclusive(name, key.encode("ascii"))
-    elif current.strip() != key.encode("ascii"):
-        raise IndexNowKeyError(
-            f"the output holds a key file for another key (the IndexNow key's .txt in {output.url}); it was left as "
-            "it is"
-        )
-    return settings.public_url + name
+    check_key_file(settings, output)
+    output.create_exclusive(f"{key}.txt", key.encode("ascii"))  # (False when it is there: checked as ours)
+    return settings.public_url + f"{key}.txt"
 
 
 class _Redact(logging.Filter):

@@ -41,7 +41,7 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.manifest import Manifest
-from sitemap_ops.notify.notify import NotifyResult, run_notify
+from sitemap_ops.notify.notify import NotifyResult, check_key_file, run_notify
 from sitemap_ops.pipeline.graph import FanOut
 from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk, run_plan_write
 from sitemap_ops.plan.chunks import load_prepared as load_prepared_plan
@@ -449,6 +449,8 @@ def publish(
     after a failure or kill finishes the job.
     """
     with _lease(run, lease):
+        if run.config.indexnow.enabled:  # (notify writes the key file after the switch: it is checked before)
+            check_key_file(run.config.notify_settings(), run.output)
         return run_publish(
             run.config.publish_settings(),
             planned,

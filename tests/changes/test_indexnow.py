@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sitemap_ops.cli import main
-from sitemap_ops.errors import ConfigError
+from sitemap_ops.errors import ConfigError, SitemapOpsError
 from sitemap_ops.pipeline import run_build
 from tests.changes.indexnow_server import IndexNowServer, local_key_file, running
 from tests.helpers import NOW, site_config, write_inventory
@@ -184,3 +184,18 @@ def test_retry_after_in_seconds_a_date_or_neither() -> None:
     assert _retry_after("5") == 5.0
     assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: no wait
     assert _retry_after("soon") is None and _retry_after(None) is None  # not a traceback: the backoff decides
+
+
+def test_a_foreign_file_at_the_key_files_name_stops_the_build_before_the_switch(tmp_path, endpoint) -> None:
+    out = tmp_path / "public"
+    out.mkdir(exist_ok=True)
+    (out / f"{KEY}.txt").write_text("someone else's file")
+    with pytest.raises(SitemapOpsError, match=r"key file for another key.*nothing live was changed") as caught:
+        run(tmp_path, endpoint, urls(5), 0)
+    assert KEY not in str(caught.value)
+    assert (out / f"{KEY}.txt").read_text() == "someone else's file"
+    # refused before the index switch: no index, no manifest, no robots.txt went live
+    assert not {"sitemap.xml", "manifest.json", "robots.txt"} & {p.name for p in out.iterdir()}
+    (out / f"{KEY}.txt").unlink()
+    run(tmp_path, endpoint, urls(5), 1, submit_first_build=True)
+    assert {"sitemap.xml", "manifest.json", f"{KEY}.txt"} <= {p.name for p in out.iterdir()}
