@@ -390,44 +390,60 @@ MAX_CHANGES_SAMPLE = 100_000
 
 def _changes(args: argparse.Namespace) -> int:
     from sitemap_ops.manifest import assignment_exists
-    from sitemap_ops.plan.changes import sample_changes
+    from sitemap_ops.plan.changes import export_changes, sample_changes, section_changes
     from sitemap_ops.storage import StorageConfig
 
     if not 0 <= args.sample <= MAX_CHANGES_SAMPLE:
         raise SitemapOpsError(
-            f"--sample must be 0 to {MAX_CHANGES_SAMPLE:,} URLs per kind, not {args.sample:,} (the whole change set is "
-            "the Parquet files `inspect --json` names as changes_file)"
+            f"--sample must be 0 to {MAX_CHANGES_SAMPLE:,} URLs per kind, not {args.sample:,} (--all writes the whole "
+            "change set)"
         )
     storage = StorageConfig(endpoint_url=args.endpoint_url or "")
     manifest = _published_manifest(args.output, args.endpoint_url)
     if not manifest.changes:
         raise SitemapOpsError(f"build {manifest.build_id} has no change set (published by an older sitemap-ops)")
-    sample, note = [], ""
+    found = bool(manifest.changes_file) and assignment_exists(manifest.changes_file, storage)
+    note = ""
     if not manifest.changes_file:
         note = "the site's first build: every URL it published is new"
-    else:
-        if not assignment_exists(manifest.changes_file, storage):
-            note = f"the change set's file {manifest.changes_file} is gone (its work folder was pruned)"
-        else:  # (any other error is said as it is)
-            sample = sample_changes(manifest.changes_file, storage, args.sample)
+    elif not found:
+        note = f"the change set's file {manifest.changes_file} is gone (its work folder was pruned)"
+    if args.all:
+        if not found:
+            raise SitemapOpsError(f"build {manifest.build_id}: no URLs to write: {note}")
+        sys.stdout.flush()
+        export_changes(manifest.changes_file, storage, sys.stdout.buffer, args.format)
+        return 0
+    # (any error reading a change set that is there is said as it is, never as "gone")
+    sample = sample_changes(manifest.changes_file, storage, args.sample) if found else []
+    sections = section_changes(manifest.changes_file, storage) if found else {}
     if args.json:
         report = {
             "build_id": manifest.build_id,
             "since": manifest.changes_since,
             "counts": manifest.changes,
+            "sections": sections,
             "file": manifest.changes_file,
             "sample": sample,
         }
         print(json.dumps(report | ({"note": note} if note else {}), indent=1))
         return 0
+    _print_changes(manifest, sections, sample, note)
+    return 0
+
+
+def _print_changes(
+    manifest: Manifest, sections: dict[str, dict[str, int]], sample: list[dict[str, str | None]], note: str
+) -> None:
     since = f"since build {manifest.changes_since}" if manifest.changes_since else "the site's first build"
     print(f"build {manifest.build_id}: changes {since}")
     for kind in CHANGE_KINDS:
         print(f"  {kind + ':':<9} {manifest.changes.get(kind, 0):>12,}")
         for row in (r for r in sample if r["change"] == kind):
             print(f"    {row['loc']}" + (f"  (lastmod {row['lastmod']})" if row["lastmod"] else ""))
+    if sections:
+        print("  by section: " + "; ".join(f"{name}: {_fmt(counts)}" for name, counts in sections.items()))
     print(f"  file: {manifest.changes_file or '(none)'}" + (f" ({note})" if note else ""))
-    return 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -505,6 +521,12 @@ def parser() -> argparse.ArgumentParser:
     changes.add_argument("output", metavar="DEST", help="the build's output folder or fsspec URL")
     changes.add_argument("--sample", type=int, default=10, metavar="N", help="URLs shown per kind (default 10)")
     changes.add_argument("--json", action="store_true", help="counts and sample as JSON")
+    changes.add_argument(
+        "--all", action="store_true",
+        help="every URL of the change set instead (change, loc, section, lastmod, previous_lastmod, why an update "
+        "counts: lastmod or content), for CDN purges and audits",
+    )  # fmt: skip
+    changes.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="--all's format (default csv)")
     changes.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
     report = sub.add_parser(
         "report",

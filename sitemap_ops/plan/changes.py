@@ -8,6 +8,7 @@ import itertools
 from typing import BinaryIO
 
 import duckdb
+import pyarrow.csv as pa_csv
 
 from sitemap_ops.constants import CHANGE_KINDS, DATED_NAME, DATED_PART_NAME
 from sitemap_ops.duck import (
@@ -28,6 +29,9 @@ from sitemap_ops.storage import Storage, StorageConfig
 
 # Rows per batch the change set is written in.
 CHANGE_BATCH_ROWS = 1 << 20
+# Rows per batch `changes --all` writes, and its rows as JSON lines.
+_EXPORT_BATCH_ROWS = 50_000
+_JSON_LINES = "SELECT to_json(c)::VARCHAR || chr(10) AS line FROM changes_export c"
 # Rows per row group of the dated snapshot, as in the assignment (planned.parquet).
 DATED_ROW_GROUP = 16384
 # The live assignment's columns the change set reads; an assignment an older version wrote, or one rebuilt
@@ -129,6 +133,44 @@ def count_changes(con: duckdb.DuckDBPyConnection, work: Storage, parts: list[str
     finally:
         con.execute("DROP VIEW IF EXISTS changes")
     return counts
+
+
+def export_changes(path: str, storage: StorageConfig, out: BinaryIO, fmt: str) -> None:
+    """Write every URL of the change set at `path` to `out`, by kind and URL (sql/changes_export.sql), as CSV
+    with a header or as JSON lines (`fmt`), a batch at a time: a change set of millions streams."""
+    con = duckdb.connect()
+    try:
+        create_parquet_view(con, "changes", [duckdb_path(con, f, storage) for f in assignment_files(path)])
+        con.execute(read_sql("changes_export"))
+        rows = "SELECT * FROM changes_export" if fmt == "csv" else _JSON_LINES
+        reader = con.sql(rows).to_arrow_reader(_EXPORT_BATCH_ROWS)
+        if fmt == "csv":
+            with pa_csv.CSVWriter(out, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+        else:
+            for batch in reader:
+                out.write("".join(batch.column(0).to_pylist()).encode())
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the change set {path}: {first_line(exc)}") from None
+    finally:
+        con.close()
+
+
+def section_changes(path: str, storage: StorageConfig) -> dict[str, dict[str, int]]:
+    """The change set's counts by section, then kind (every kind listed)."""
+    con = duckdb.connect()
+    try:
+        create_parquet_view(con, "changes", [duckdb_path(con, f, storage) for f in assignment_files(path)])
+        rows = con.execute(read_sql("changes_by_section")).fetchall()
+    except duckdb.Error as exc:
+        raise PlanError(f"cannot read the change set {path}: {first_line(exc)}") from None
+    finally:
+        con.close()
+    sections: dict[str, dict[str, int]] = {}
+    for section, kind, urls in rows:
+        sections.setdefault(section, dict.fromkeys(CHANGE_KINDS, 0))[kind] = int(urls)
+    return sections
 
 
 def sample_changes(path: str, storage: StorageConfig, sample: int) -> list[dict[str, str | None]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import itertools
 import json
 from pathlib import Path
@@ -219,6 +221,43 @@ def test_the_changes_command_prints_counts_and_a_sample(tmp_path: Path, capsys: 
     assert "gone" not in text and f"{BASE}/m0" in text
     assert main(["changes", str(tmp_path / "nowhere")]) == 2
     assert "nothing was published" in capsys.readouterr().err
+
+
+def test_changes_all_writes_every_url_with_why_an_update_counts(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from sitemap_ops.cli import main
+
+    rows = [page(f"p{i}", content_hash=f"h{i}", section="docs" if i % 2 else "pages") for i in range(8)]
+    build(tmp_path, rows, now=at(0))
+    out = str(tmp_path / "public")
+    assert main(["changes", out, "--all"]) == 2  # the first build has no change set file: one line says so
+    assert "first build" in capsys.readouterr().err
+    rows[2] = page("p2", day=5, content_hash="h2")  # lastmod forward: an update by lastmod
+    rows[4] = page("p4", content_hash="edited")  # same lastmod, new content: an update by content
+    build(tmp_path, [*rows[1:], page("n0", section="docs")], now=at(1))
+    expected = [
+        {"change": "added", "loc": f"{BASE}/n0", "section": "docs", "lastmod": "2026-01-01T00:00:00Z",
+         "previous_lastmod": None, "why": None},
+        {"change": "removed", "loc": f"{BASE}/p0", "section": "pages", "lastmod": None,
+         "previous_lastmod": "2026-01-01T00:00:00Z", "why": None},
+        {"change": "updated", "loc": f"{BASE}/p2", "section": "pages", "lastmod": "2026-01-05T00:00:00Z",
+         "previous_lastmod": "2026-01-01T00:00:00Z", "why": "lastmod"},
+        {"change": "updated", "loc": f"{BASE}/p4", "section": "pages", "lastmod": "2026-01-01T00:00:00Z",
+         "previous_lastmod": "2026-01-01T00:00:00Z", "why": "content"},
+    ]  # fmt: skip
+    assert main(["changes", out, "--all", "--format", "jsonl"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == expected
+    assert main(["changes", out, "--all"]) == 0
+    written = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert written == [{k: "" if v is None else v for k, v in row.items()} for row in expected]
+    assert main(["changes", out, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sections"] == {
+        "docs": {"added": 1, "removed": 0, "updated": 0},
+        "pages": {"added": 0, "removed": 1, "updated": 2},
+    }
+    assert main(["changes", out]) == 0
+    assert "by section: docs: added 1, removed 0, updated 0; pages: added 0, removed 1, updated 2" in (
+        capsys.readouterr().out
+    )
 
 
 def test_a_lost_manifest_keeps_every_update_in_the_change_set(tmp_path: Path) -> None:
