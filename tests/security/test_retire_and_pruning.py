@@ -88,3 +88,35 @@ def test_pruning_a_shared_work_folder_removes_only_this_project_s_build_folders(
     assert all(assignment_files_exist(summaries[3].plan.changes_path))
     assert not any(assignment_files_exist(summaries[1].plan.changes_path))
     assert not (shared / summaries[1].build_id).exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "own"),
+    [
+        ("sitemap-pages-00001-0123456789ab.xml.gz", True),  # a shard
+        ("sitemap-blog_2-00012-0123456789ab.txt", True),  # a text shard, a section with _ and a digit
+        ("sitemap-2-0123456789ab.xml", True),  # a further index file of the index sitemap.xml
+        ("sitemap-pages-00001.xml.gz", True),  # legacy names (0.1.0)
+        ("sitemap-assignment-20260101T000000Z.parquet", True),
+        ("sitemap-2.xml", True),
+        ("sitemap.xml", False),  # the main index, the manifest and robots.txt are never retired
+        ("manifest.json", False),
+        ("robots.txt", False),
+        ("news-2-0123456789ab.xml", False),  # a further index file of another index name
+        ("sitemap-pages-00001-0123456789AB.xml.gz", False),  # not our digest's spelling
+        ("sitemap-Pages-00001-0123456789ab.xml.gz", False),  # not our section's spelling
+        ("sitemap-pages-001-0123456789ab.xml.gz", False),  # not our shard number's width
+        ("sitemap-pages-00001-0123456789ab.xml.gz.bak", False),
+        ("sub/sitemap-pages-00001-0123456789ab.xml.gz", False),  # never below the output folder
+        ("..\\sitemap-pages-00001-0123456789ab.xml.gz", False),
+        ("feed.xml", False),
+        ("index.html", False),
+        ("", False),
+        ("..", False),
+    ],
+)
+def test_only_names_this_project_writes_are_its_own(name: str, own: bool) -> None:
+    # retire deletes a file only when its name is one of these (and no index has named it for the grace period)
+    from sitemap_ops.plan.state import is_own_file
+
+    assert is_own_file(name, "sitemap.xml") is own

@@ -27,7 +27,7 @@ from sitemap_ops.plan import assign
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.stage import splits as stage_splits
 from sitemap_ops.stage.exceptions import StageError
-from sitemap_ops.stage.partitions import part_count, part_expression
+from sitemap_ops.stage.partitions import part_count, part_expression, range_bounds
 from sitemap_ops.stage.result import InputSplit, SplitResult, StageResult
 from sitemap_ops.stage.sources import Inventory, create_inventory_view
 from sitemap_ops.stage.splits import list_splits, sample_pieces, split_bounds, survey
@@ -243,6 +243,16 @@ def test_the_partition_expression_puts_each_url_in_its_range(parts: int) -> None
     got = con.execute(f"SELECT loc, {part_expression(parts)} FROM unnest(?::VARCHAR[]) AS t(loc)", [urls]).fetchall()
     for loc, part in got:
         assert part == sum(1 for b in bounds if b <= loc)
+
+
+def test_range_bounds_cut_a_sample_into_equal_shares_and_never_repeat_a_bound() -> None:
+    sample = [f"https://a/{n:03d}" for n in range(100)]
+    assert range_bounds(sample, 4) == ["https://a/025", "https://a/050", "https://a/075"]
+    assert range_bounds(list(reversed(sample)) * 3, 4) == range_bounds(sample, 4)  # order and repeats: the same
+    # a sample of few distinct URLs gives fewer bounds (a repeated bound would make an empty range)
+    assert range_bounds(["https://a/1"] * 50 + ["https://a/2"] * 50, 8) == ["https://a/1", "https://a/2"]
+    assert range_bounds([], 8) == []
+    assert range_bounds(sample, 1) == []
 
 
 def _split_inventory(folder: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
