@@ -601,7 +601,8 @@ def _failed(command: str, exc: Exception) -> int:
     """A failure as one line on stderr, exit 2: a named failure as it is, any other with its type (-v shows
     the traceback), passwords in URLs redacted."""
     if isinstance(exc, SitemapOpsError):
-        print(f"sitemap-ops {command}: error: {exc}{_memory_advice(str(exc))}", file=sys.stderr)
+        report = f"; the build's report: {exc.report}" if exc.report else ""
+        print(f"sitemap-ops {command}: error: {exc}{_memory_advice(str(exc))}{report}", file=sys.stderr)
         return 2
     log.debug("unexpected failure", exc_info=True)
     text = _SECRET_IN_URL.sub(r"\1***@", first_line(exc))[:300]

@@ -9,6 +9,8 @@ class SitemapOpsError(Exception):
     # Whether running the same step again may succeed (a transient storage failure, a lease another build
     # holds). Schedulers retry only these; the rest (config, circuit breaker, a concurrent publish) fail at once.
     retryable: bool = False
+    # a failed build's report page, when the build got far enough to write one (the CLI names it)
+    report: str = ""
 
 
 def first_line(exc: BaseException) -> str:

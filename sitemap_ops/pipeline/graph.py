@@ -42,7 +42,7 @@ SLOTS = {
 # for the report, what this process rendered and the phases' seconds.
 OPTIONS = (
     "full_rebuild", "force", "dry_run", "preview", "progress", "lease", "max_ranges", "max_splits", "rendered",
-    "timings",
+    "timings", "failed",
 )  # fmt: skip
 
 
@@ -216,7 +216,7 @@ STEPS: tuple[Step, ...] = (
     Step("notify", "notify", "notify: submit the live build's changes to IndexNow", gives="notified",
          options=("lease", "progress"), publishes=True, trigger="all_done", needed=indexnow),
     Step("report", "report", "report: write the build's report page", takes=("plan", "staged"), gives="report",
-         options=("dry_run", "rendered", "timings"), retry=Retry.ONCE, trigger="all_done", last=True),
+         options=("dry_run", "rendered", "timings", "failed"), retry=Retry.ONCE, trigger="all_done", last=True),
     Step("tidy_hosts", "tidy", "tidy: drop the shared stage's snapshot and prune its old work folders",
          options=("dry_run",), hosts=Hosts.SITE, retry=Retry.ONCE, trigger="all_done", last=True,
          needed=several_hosts),

@@ -256,9 +256,10 @@ def _host_build(
     leased = [s for s in steps if not s.last and (leased_stage or s.phase != "stage")]
     unleased = [s for s in steps if not s.last and s not in leased]
     lease = new_lease(run) if not options.get("dry_run") and config.storage.lease else None
-    walk(unleased, run, slots, options, timings)
-    with lease.held() if lease else contextlib.nullcontext():
-        walk(leased, run, slots, {**options, "lease": lease}, timings)
+    with _reported(run, steps, slots, options, timings):
+        walk(unleased, run, slots, options, timings)
+        with lease.held() if lease else contextlib.nullcontext():
+            walk(leased, run, slots, {**options, "lease": lease}, timings)
     summary = BuildSummary(
         run.build_id, bool(options.get("dry_run")), slots["staged"], slots["plan"], work_dir=run.work.url,
         timings=timings, profile=config.profile, limits=config.limits(), host=config.site.host,
@@ -274,6 +275,24 @@ def _host_build(
         walk([s for s in steps if s.last], run, slots, {**options, "rendered": summary.rendered}, dict(timings))
         summary.report = slots.get("report") or ""
     return summary
+
+
+@contextlib.contextmanager
+def _reported(
+    run: BuildRun, steps: list[Step], slots: dict[str, Any], options: Mapping[str, Any], timings: dict[str, float]
+) -> Iterator[None]:
+    """A build that fails after its stage still writes its report, marked failed with why (when a person needs it
+    most); the error then names the page. A report that cannot be written leaves the error as it was."""
+    try:
+        yield
+    except SitemapOpsError as exc:
+        if slots.get("staged") is None:
+            raise
+        failed = {**options, "failed": first_line(exc), "rendered": slots.get("rendered") or []}
+        with contextlib.suppress(Exception):  # (the build's own error is what matters)
+            walk([s for s in steps if s.last and s.name == "report"], run, slots, failed, dict(timings))
+            exc.report = slots.get("report") or ""
+        raise
 
 
 @contextlib.contextmanager

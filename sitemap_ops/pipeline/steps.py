@@ -495,17 +495,24 @@ def notify(run: BuildRun, *, lease: PublishLease | None = None, progress: Progre
 
 def report(
     run: BuildRun,
-    planned: Plan,
-    staged: StageResult,
+    planned: Plan | None,
+    staged: StageResult | None,
     *,
     dry_run: bool = False,
     rendered: list[RenderedShard] | None = None,
     timings: dict[str, float] | None = None,
+    failed: str = "",
 ) -> str:
-    """Write the build's report (report.html and report.json in its work folder); the page's URL.
+    """Write the build's report (report.html and report.json in its work folder); the page's URL ("" when the
+    stage never finished: there is nothing to report).
 
     `rendered`: the shards this process wrote (their gzipped bytes); without it (a scheduler's run, whose
-    render tasks ran elsewhere) the live manifest's records of this build's shards give them."""
+    render tasks ran elsewhere) the live manifest's records of this build's shards give them. `failed`: why
+    the build failed (a build with no plan failed before it: a scheduler's run says so without the why)."""
+    if staged is None:
+        return ""
+    if planned is None and not failed:
+        failed = "a step before the report failed; the run's failed task says why"
     live = None if dry_run else Manifest.load(run.output)
     published = live is not None and live.build_id == run.build_id
     if rendered is not None:
@@ -521,12 +528,13 @@ def report(
         stage=staged,
         dry_run=dry_run,
         published=published,
-        shards_written=0 if dry_run else sum(1 for s in planned.shards if s.render),
+        shards_written=0 if dry_run or planned is None else sum(1 for s in planned.shards if s.render),
         compressed_bytes_written=compressed,
         max_urls=config.shards.max_urls,
         max_bytes=config.shards.max_bytes,
         timings=timings or {},
         config_digest=config_digest(config),
+        failed=failed,
     )
     try:
         with duckdb_session(config, run.work) as con:
@@ -577,10 +585,11 @@ def fan_out(run: BuildRun, fan: FanOut, value: object, most: int, group_bytes: i
 def handed_over(run: BuildRun, slot: str, value: object) -> object:
     """The typed value of `slot` in a step of another process, from what the scheduler kept of it (summary):
     a stage's results travel whole; a plan's are read back from the work folder, where their step wrote them;
-    render's shards are not handed on (the live manifest records them)."""
+    render's shards are not handed on (the live manifest records them). A slot whose step failed (nothing
+    kept: None) is None, for the steps that run all the same (the report)."""
     if slot == "staged":
-        assert isinstance(value, dict)
-        return StageResult.from_dict(value)
+        assert value is None or isinstance(value, dict)
+        return None if value is None else StageResult.from_dict(value)
     if slot == "splits":  # (each input split's task's, in split order; none when the stage did not split)
         assert value is None or isinstance(value, Sequence)
         return [SplitResult.from_dict(split) for split in value or []]
@@ -589,7 +598,7 @@ def handed_over(run: BuildRun, slot: str, value: object) -> object:
     if slot == "placement":
         return load_placement(run.work)
     if slot == "plan":
-        return load_plan(run)
+        return None if value is None else load_plan(run)
     return None
 
 

@@ -22,6 +22,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.v{word-break:bre
 th,td.n{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
 figure{margin:8px 0;overflow-x:auto}svg{max-width:100%;height:auto}details{margin:4px 0}
 .note{color:#744210;background:#fefcbf;padding:4px 8px;border-radius:4px}
+.failed{color:#fff;background:#c53030;padding:8px 12px;border-radius:4px;font-weight:600}
 footer{font-size:.85em;color:#4a5568;padding-bottom:24px}
 """
 
@@ -55,6 +56,12 @@ def _fill_bins(fill: list[float], bins: int) -> list[tuple[str, int]]:
     return [(f"{i * step}-{(i + 1) * step}%", c) for i, c in enumerate(counts)]
 
 
+def _state(dry_run: bool, published: bool, failed: str) -> str:
+    if failed:  # (a failure after the index switch: the next build completes the publish)
+        return "failed after its index went live" if published else "failed: nothing it planned went live"
+    return "dry run: nothing published" if dry_run else ("published" if published else "not published")
+
+
 def render_html(
     data: Any,
     past: list[dict[str, Any]],
@@ -67,7 +74,7 @@ def render_html(
     """The whole page for `data` (report.ReportData), its history (`past`, oldest first, this build last) and
     the samples of rejected rows and hreflang problems."""
     rejected = sum(data.rejected.values())
-    state = "dry run: nothing published" if data.dry_run else ("published" if data.published else "not published")
+    state = _state(data.dry_run, data.published, data.failed)
     figures = [
         ("URLs in", data.rows_in), ("rejected", rejected), ("fields dropped", sum(data.fields_dropped.values())),
         ("duplicates merged", data.duplicates), ("URLs published" if not data.dry_run else "URLs planned", data.urls),
@@ -75,7 +82,8 @@ def render_html(
         ("shards unchanged", data.shards_unchanged), ("bytes (uncompressed)", data.bytes),
         ("bytes written (gzipped)", data.compressed_bytes_written),
     ] + [(f"URLs {kind}", data.changes.get(kind, 0)) for kind in CHANGE_KINDS if data.changes]  # fmt: skip
-    parts = [
+    parts = [f'<p class="failed" role="alert">The build failed: {escape(data.failed)}</p>'] if data.failed else []
+    parts += [
         '<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2><dl class="figures">',
         "".join(f"<div><dt>{escape(k)}</dt><dd>{_n(v)}</dd></div>" for k, v in figures),
         "</dl>",
@@ -153,7 +161,7 @@ def render_html(
             [
                 [
                     b["build_id"],
-                    "dry run" if b["dry_run"] else ("yes" if b["published"] else "no"),
+                    "failed" if b.get("failed") else "dry run" if b["dry_run"] else ("yes" if b["published"] else "no"),
                     b["urls"],
                     sum(b["rejected"].values()),
                     *(b.get("changes", {}).get(k, 0) for k in CHANGE_KINDS),

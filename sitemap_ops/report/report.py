@@ -65,6 +65,7 @@ class ReportData:
     config_digest: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     rejects_path: str = ""
+    failed: str = ""  # why the build failed, when it did (nothing it planned went live)
 
 
 def gather(
@@ -72,7 +73,7 @@ def gather(
     build_id: str,
     created_at: str,
     base_url: str,
-    plan: Plan,
+    plan: Plan | None,
     stage: StageResult,
     dry_run: bool,
     published: bool,
@@ -82,9 +83,12 @@ def gather(
     max_bytes: int,
     timings: dict[str, float],
     config_digest: str,
+    failed: str = "",
 ) -> ReportData:
-    """The report's figures from a build's results (no I/O)."""
+    """The report's figures from a build's results (no I/O); a build that failed before its plan (`plan`
+    None) has the stage's figures only."""
     ext = stage.extensions
+    plan = plan or Plan(build_id, "", planned_path="", staged_path="", shards=[], indexes=[], total_urls=0)
     return ReportData(
         build_id=build_id,
         created_at=created_at,
@@ -113,6 +117,7 @@ def gather(
         config_digest=config_digest,
         versions={"sitemap_ops": __version__, "duckdb": duckdb.__version__, "python": platform.python_version()},
         rejects_path=stage.rejects_path,
+        failed=failed,
     )
 
 

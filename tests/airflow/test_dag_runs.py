@@ -159,6 +159,23 @@ def test_a_render_that_fails_once_is_retried_to_the_same_output(site) -> None:
     assert flaky["sitemap.xml"] == clean["sitemap.xml"]
 
 
+def test_a_run_the_circuit_breaker_stops_still_writes_its_report_marked_failed(site) -> None:
+    folder, db, s3 = site
+    _site(folder, db, s3, "breaker")
+    assert _run(folder).state == "success"
+    live = _objects(s3, "breaker")
+    db.execute(f"DELETE FROM {db.table('pages')} WHERE url NOT LIKE '{SITE}/p/1%'")  # 11 of 100 URLs left
+    run = _run(folder)
+    assert run.state == "failed"
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states["plan"] == "failed" and states["report"] == "success", states
+    reports = sorted((folder / "work").rglob("report.json"), key=lambda p: json.loads(p.read_text())["created_at"])
+    failed = json.loads(reports[-1].read_text())
+    assert failed["failed"] and not failed["published"] and failed["rows_in"] == 11
+    assert "The build failed: " in (reports[-1].parent / "report.html").read_text()
+    assert _objects(s3, "breaker") == live  # nothing live changed
+
+
 def test_dry_run_publishes_nothing(site) -> None:
     folder, db, s3 = site
     _site(folder, db, s3, "dry")

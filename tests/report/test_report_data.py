@@ -9,8 +9,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from sitemap_ops.cli import main
-from tests.helpers import NOW, build
+from tests.helpers import NOW, build, write_inventory
 
 BASE = "https://www.example.com"
 
@@ -114,3 +116,29 @@ def test_hreflang_issues_are_in_the_report_with_a_sample(tmp_path: Path) -> None
     text = Path(summary.report).read_text()
     assert "hreflang issues" in text and "missing_return_link" in text
     assert f"{SITE}/fr/p" in text.split("hreflang issues")[1]
+
+
+def test_a_build_the_circuit_breaker_stops_writes_its_report_marked_failed_with_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary, out = build(tmp_path, inventory(300, 0), shards={"max_urls": 50})
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    write_inventory(tmp_path / "inventory.parquet", inventory(30, 12))  # a tenth of the URLs: the breaker trips
+    config = tmp_path / "site.toml"
+    config.write_text(
+        f'base_url = "https://www.example.com"\noutput = "{out}"\nwork_dir = "{tmp_path / "work"}"\n'
+        f'[[sources]]\npath = "{tmp_path / "inventory.parquet"}"\n[shards]\nmax_urls = 50\n'
+    )
+    assert main(["build", "--config", str(config), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the build would publish 30 URLs, 10% of the last build's 300" in err[0], err
+    page = Path(err[0].rsplit("; the build's report: ", 1)[1])
+    assert page.name == "report.html" and page.parent.name != summary.build_id
+    data = json.loads((page.parent / "report.json").read_text())
+    assert data["failed"].startswith("the build would publish 30 URLs") and not data["published"]
+    assert data["rows_in"] == 48 and sum(data["rejected"].values()) == 18 and data["urls"] == 0
+    html = page.read_text()
+    assert "The build failed: " in html and "failed: nothing it planned went live" in html
+    # the history lists it as failed, beside the published build before it
+    assert re.search(r"<td class=\"v\">[^<]*</td><td class=\"v\">failed</td>", html)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing live changed
