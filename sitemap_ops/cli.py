@@ -163,6 +163,12 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
     print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary_lines(summary)))
     status = 0
     for host in summary.hosts or [summary]:
+        if host.notified is not None and host.notified.warning:  # (exit 0: the sitemaps are live; a person should know)
+            where = f" of {host.host}" if summary.hosts else ""
+            print(
+                f"sitemap-ops {args.command}: warning: the sitemaps{where} were published; {host.notified.warning}",
+                file=sys.stderr,
+            )
         if host.notified is not None and host.notified.error:
             where = f" of {host.host}" if summary.hosts else ""
             print(
@@ -371,7 +377,25 @@ def _inspect(args: argparse.Namespace) -> int:
             f"  build {manifest.pending.build_id} was switching the index when it stopped; the next build completes "
             "or replaces it"
         )
+    _print_indexnow_queue(manifest, args.endpoint_url)
     return 0
+
+
+def _print_indexnow_queue(manifest: Manifest, endpoint_url: str | None) -> None:
+    """The site's IndexNow queue, found beside the live build's work folder (nothing when it has none)."""
+    from sitemap_ops.notify.notify import queue_status
+    from sitemap_ops.storage import Storage, StorageConfig
+
+    if not manifest.assignment:
+        return
+    build_folder = manifest.assignment.rstrip("/").rpartition("/")[0]
+    root = Storage.open(build_folder.rpartition("/")[0] or ".", StorageConfig(endpoint_url=endpoint_url or ""))
+    status = queue_status(root)
+    if status is not None:
+        print(
+            f"  indexnow: {status['waiting']:,} URL(s) waiting, {status['set_aside']:,} set aside "
+            "(`sitemap-ops indexnow status --config ...` lists them)"
+        )
 
 
 def _print_reasons(title: str, by_reason: dict[str, int]) -> None:
@@ -444,6 +468,42 @@ def _print_changes(
     if sections:
         print("  by section: " + "; ".join(f"{name}: {_fmt(counts)}" for name, counts in sections.items()))
     print(f"  file: {manifest.changes_file or '(none)'}" + (f" ({note})" if note else ""))
+
+
+# URLs set aside `indexnow status` shows
+_SET_ASIDE_SHOWN = 20
+
+
+def _indexnow(args: argparse.Namespace) -> int:
+    from sitemap_ops.config import load_config
+    from sitemap_ops.notify.notify import drop_set_aside, queue_status, retry_set_aside, set_aside_sample
+    from sitemap_ops.workspace import duckdb_session, work_root
+
+    config = load_config(args.config, {})
+    root = work_root(config)
+    status = queue_status(root)
+    if status is None:
+        raise SitemapOpsError(f"no IndexNow queue in {root.url}: no build of this site has submitted yet")
+    if args.action == "retry":
+        with duckdb_session(config, root) as con:
+            retried = retry_set_aside(con, config.notify_settings(), root)
+        print(f"{retried:,} URL(s) queued again: the next build sends them")
+        return 0
+    if args.action == "drop":
+        print(f"{drop_set_aside(root):,} URL(s) set aside dropped: they are not sent")
+        return 0
+    with duckdb_session(config, root) as con:
+        sample = set_aside_sample(con, config.notify_settings(), root, _SET_ASIDE_SHOWN)
+    if args.json:
+        print(json.dumps({**status, "set_aside_sample": [{"loc": u, "reason": r} for u, r in sample]}, indent=1))
+        return 0
+    print(f"IndexNow queue in {root.url} (through build {status['through']})")
+    print(f"  waiting:   {status['waiting']:>12,}")
+    print(f"  sent:      {status['sent']:>12,} of this queue ({status['sent_today']:,} on {status['day'] or '-'})")
+    print(f"  set aside: {status['set_aside']:>12,}" + ("  (`indexnow retry` queues them again)" if sample else ""))
+    for loc, reason in sample:
+        print(f"    {loc}  ({reason})")
+    return 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -538,6 +598,17 @@ def parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--open", action="store_true", help="open the page in the default browser")
     report.add_argument("--endpoint-url", metavar="URL", help="S3-compatible endpoint or GCS emulator")
+    indexnow = sub.add_parser(
+        "indexnow",
+        help="the site's IndexNow queue: what waits, what the endpoint refused (set aside); queue that again "
+        "or drop it",
+        epilog="example: sitemap-ops indexnow status --config site.toml",
+    )
+    indexnow.add_argument(
+        "action", choices=("status", "retry", "drop"), help="status; retry or drop the URLs set aside"
+    )
+    indexnow.add_argument("--config", metavar="FILE", required=True, help="the site's TOML file")
+    indexnow.add_argument("--json", action="store_true", help="status as JSON")
     return main
 
 
@@ -570,6 +641,8 @@ def _run(args: argparse.Namespace) -> int:
         return _changes(args)
     if args.command == "report":
         return _report(args)
+    if args.command == "indexnow":
+        return _indexnow(args)
     return _inspect(args)
 
 

@@ -21,3 +21,4 @@ class IndexNowRejectedError(NotifyError):
     """The IndexNow endpoint refused the submission (400, 403, 422 or another 4xx): retrying cannot fix it."""
 
     retryable = False
+    status: int = 0  # the HTTP status of the refusal

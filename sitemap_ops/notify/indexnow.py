@@ -100,10 +100,11 @@ def post_batch(submission: Submission, urls: list[str], deadline: float) -> bool
                     reason = (
                         f"a redirect to {exc.headers.get('Location')} (set indexnow.endpoint to an endpoint itself)"
                     )
-                raise IndexNowRejectedError(
-                    f"IndexNow at {submission.endpoint} refused the submission: HTTP {code} {reason}; the URLs stay "
-                    "queued for the next build"
-                ) from None
+                refused = IndexNowRejectedError(
+                    f"IndexNow at {submission.endpoint} refused the submission: HTTP {code} {reason}"
+                )
+                refused.status = code
+                raise refused from None
         except (urllib.error.URLError, http.client.HTTPException, OSError):
             pass  # a dropped connection or a timeout: retried like a 5xx
         if time.monotonic() + wait > deadline:

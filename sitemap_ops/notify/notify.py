@@ -26,12 +26,17 @@ from sitemap_ops.duck import create_parquet_view, duckdb_path, read_sql, set_var
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import Manifest, assignment_exists, assignment_files
 from sitemap_ops.notify.config import NotifySettings
-from sitemap_ops.notify.exceptions import IndexNowKeyError, NotifyError
+from sitemap_ops.notify.exceptions import IndexNowKeyError, IndexNowRejectedError, NotifyError
 from sitemap_ops.notify.indexnow import Submission, post_batch
 from sitemap_ops.progress import Progress
 from sitemap_ops.storage import Storage
 
 STATE_NAME = "state.json"
+# https://www.indexnow.org/documentation: 400 (the format) and 422 (a URL not on the host) refuse the batch's
+# URLs, which are set aside so that the queue goes on; any other refusal (403: the key) is the site's, and
+# stops the submission with the queue as it is.
+BATCH_REFUSALS = (400, 422)
+REFUSED_PREFIX = "refused-"
 # How far back the chain of live manifests is followed to find change sets that were never queued.
 MAX_CHAIN = 50
 
@@ -46,6 +51,8 @@ class QueueState:
     sent: int = 0  # of them, sent (the file's first `sent` rows)
     day: str = ""  # UTC date of sent_on_day
     sent_on_day: int = 0
+    refused: str = ""  # the file of URLs the endpoint refused for themselves, set aside ("" when none)
+    refused_count: int = 0
 
 
 @dataclass
@@ -57,7 +64,10 @@ class NotifyResult:
     batches: int = 0
     queued_builds: list[str] = field(default_factory=list)  # whose change sets this run queued
     notes: list[str] = field(default_factory=list)
-    error: str = ""  # why submission stopped (the endpoint refused), if it did
+    error: str = ""  # why submission stopped (the endpoint refused the key or the request), if it did
+    set_aside: int = 0  # URLs the endpoint refused for themselves (400, 422): out of the queue, kept with why
+    warning: str = ""  # what a person should know although the build succeeded (an outage, URLs set aside)
+    queue: dict[str, int] = field(default_factory=dict)  # after this step: URLs waiting, URLs set aside
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -272,26 +282,160 @@ def _notify(
             key_location=_publish_key_file(settings, output, key),
             timeout=config.request_timeout_seconds,
         )
-        deadline = time.monotonic() + config.time_budget_seconds
-        end = state.sent + allowed
         try:
-            while state.sent < end:
-                batch_end = min(state.sent + config.batch_size, end)
-                set_variables(con, {"batch_start": state.sent, "batch_end": batch_end})
-                urls = [loc for (loc,) in con.execute(read_sql("notify_batch")).fetchall()]
-                if not post_batch(submission, urls, deadline):
-                    result.notes.append(
-                        f"IndexNow kept answering 429 or 5xx (or did not answer) for {config.time_budget_seconds:g} "
-                        "s (indexnow.time_budget_seconds): the rest is deferred"
-                    )
-                    break
-                state.sent, state.sent_on_day = batch_end, state.sent_on_day + len(urls)
-                token = _write_state(folder, state, token)
-                result.submitted += len(urls)
-                result.batches += 1
-                progress.step(f"indexnow: {state.sent:,}/{state.queued:,} URL(s) submitted")
+            token = _submit(con, settings, folder, (state, token), submission, state.sent + allowed, result, progress)
         except NotifyError as exc:
             result.error = str(exc)
     result.deferred = state.queued - state.sent
+    result.queue = {"waiting": state.queued - state.sent, "set_aside": state.refused_count}
     _write_state(folder, state, token)
     return result
+
+
+def _submit(
+    con: duckdb.DuckDBPyConnection,
+    settings: NotifySettings,
+    folder: Storage,
+    current: tuple[QueueState, str | None],
+    submission: Submission,
+    end: int,
+    result: NotifyResult,
+    progress: Progress,
+) -> str | None:
+    """Send the queue's rows from the state's `sent` to `end`, a batch at a time, within the time budget; the
+    state is written after each batch (its new token is returned). A batch the endpoint refuses for its URLs is
+    set aside and the queue goes on; any other refusal stops it (IndexNowRejectedError)."""
+    state, token = current
+    config = settings.indexnow
+    deadline = time.monotonic() + config.time_budget_seconds
+    while state.sent < end:
+        batch_end = min(state.sent + config.batch_size, end)
+        set_variables(con, {"batch_start": state.sent, "batch_end": batch_end})
+        urls = [loc for (loc,) in con.execute(read_sql("notify_batch")).fetchall()]
+        try:
+            accepted = post_batch(submission, urls, deadline)
+        except IndexNowRejectedError as exc:
+            if exc.status not in BATCH_REFUSALS:
+                raise
+            token = _set_aside(con, settings, folder, (state, token), batch_end, first_line(exc))
+            result.set_aside += len(urls)
+            result.warning = (
+                f"{first_line(exc)}: {result.set_aside:,} URL(s) set aside (`sitemap-ops indexnow status` lists "
+                "them, `indexnow retry` queues them again)"
+            )
+            continue
+        if not accepted:
+            result.warning = (
+                f"IndexNow kept answering 429 or 5xx (or did not answer) for {config.time_budget_seconds:g} s "
+                f"(indexnow.time_budget_seconds): {state.queued - state.sent:,} URL(s) stay queued for the next build"
+            )
+            break
+        state.sent, state.sent_on_day = batch_end, state.sent_on_day + len(urls)
+        token = _write_state(folder, state, token)
+        result.submitted += len(urls)
+        result.batches += 1
+        progress.step(f"indexnow: {state.sent:,}/{state.queued:,} URL(s) submitted")
+    return token
+
+
+def _set_aside(
+    con: duckdb.DuckDBPyConnection,
+    settings: NotifySettings,
+    folder: Storage,
+    current: tuple[QueueState, str | None],
+    batch_end: int,
+    reason: str,
+) -> str:
+    """Move the queue's rows from `sent` to `batch_end` (a refused batch) to the file of URLs set aside, with
+    why; the queue goes on after them. The state's new token."""
+    state, token = current
+    name = f"{REFUSED_PREFIX}{state.through}-{state.sent}.parquet"
+    if state.refused:
+        create_parquet_view(con, "refused_old", duckdb_path(con, folder.url_of(state.refused), settings.storage))
+    else:
+        con.execute(read_sql("notify_no_refused"))
+    set_variables(con, {"refused_reason": reason, "refused_build": state.through})
+    try:
+        con.sql(read_sql("notify_refused")).write_parquet(storage_path(con, folder, name), compression="zstd")
+    except duckdb.Error as exc:
+        raise NotifyError(f"cannot set refused URLs aside in {folder.url}: {first_line(exc)}") from None
+    old = state.refused
+    state.refused_count += batch_end - state.sent
+    state.refused, state.sent = name, batch_end
+    token = _write_state(folder, state, token)
+    if old and old != name:
+        folder.delete(old)
+    return token
+
+
+# The queue for a person: `sitemap-ops indexnow status|retry|drop`, inspect and the report.
+
+
+def queue_status(work_root: Storage) -> dict[str, int | str] | None:
+    """The IndexNow queue of a work root: the last build queued, URLs waiting, sent of the current queue, set
+    aside; None when nothing was ever queued there."""
+    folder = work_root.child(INDEXNOW_FOLDER)
+    if not folder.exists(STATE_NAME):
+        return None
+    state, _ = _read_state(folder)
+    return {
+        "through": state.through,
+        "waiting": state.queued - state.sent,
+        "sent": state.sent,
+        "sent_today": state.sent_on_day,
+        "day": state.day,
+        "set_aside": state.refused_count,
+    }
+
+
+def set_aside_sample(
+    con: duckdb.DuckDBPyConnection, settings: NotifySettings, work_root: Storage, most: int
+) -> list[tuple[str, str]]:
+    """The first `most` URLs set aside, with why (by URL)."""
+    folder = work_root.child(INDEXNOW_FOLDER)
+    state, _ = _read_state(folder) if folder.exists(STATE_NAME) else (QueueState(), None)
+    if not state.refused:
+        return []
+    create_parquet_view(con, "refused_old", duckdb_path(con, folder.url_of(state.refused), settings.storage))
+    return [(loc, reason) for loc, reason in con.execute(read_sql("notify_refused_sample"), [most]).fetchall()]
+
+
+def retry_set_aside(con: duckdb.DuckDBPyConnection, settings: NotifySettings, work_root: Storage) -> int:
+    """Queue the URLs set aside again, after what is waiting (each URL once); the next build sends them. How
+    many were set aside."""
+    folder = work_root.child(INDEXNOW_FOLDER)
+    state, token = _read_state(folder)
+    if not state.refused:
+        return 0
+    old_queue = state.queue
+    if old_queue:
+        old = duckdb_path(con, folder.url_of(old_queue), settings.storage)
+        create_parquet_view(con, "queue_old", old, row_numbers=True)
+    else:
+        con.execute(read_sql("notify_no_queue"))
+    create_parquet_view(con, "changes_new", duckdb_path(con, folder.url_of(state.refused), settings.storage))
+    set_variables(con, {"queue_sent": state.sent})
+    name = f"queue-{state.through}-retry-{state.refused_count}-{state.sent}.parquet"
+    try:
+        con.sql(read_sql("notify_queue")).write_parquet(storage_path(con, folder, name), compression="zstd")
+        create_parquet_view(con, "queue", storage_path(con, folder, name), row_numbers=True)
+        ((count,),) = con.execute(read_sql("notify_count")).fetchall()
+    except duckdb.Error as exc:
+        raise NotifyError(f"cannot write the IndexNow queue in {folder.url}: {first_line(exc)}") from None
+    retried, refused = state.refused_count, state.refused
+    state.queue, state.queued, state.sent, state.refused, state.refused_count = name, int(count), 0, "", 0
+    _write_state(folder, state, token)
+    folder.delete_many([n for n in (old_queue, refused) if n and n != name])
+    return retried
+
+
+def drop_set_aside(work_root: Storage) -> int:
+    """Forget the URLs set aside (they are not sent); how many there were."""
+    folder = work_root.child(INDEXNOW_FOLDER)
+    state, token = _read_state(folder)
+    dropped, refused = state.refused_count, state.refused
+    state.refused, state.refused_count = "", 0
+    _write_state(folder, state, token)
+    if refused:
+        folder.delete(refused)
+    return dropped

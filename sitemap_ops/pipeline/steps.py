@@ -41,7 +41,7 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.manifest import Manifest
-from sitemap_ops.notify.notify import NotifyResult, check_key_file, run_notify
+from sitemap_ops.notify.notify import NotifyResult, check_key_file, queue_status, run_notify
 from sitemap_ops.pipeline.graph import FanOut
 from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk, run_plan_write
 from sitemap_ops.plan.chunks import load_prepared as load_prepared_plan
@@ -535,6 +535,7 @@ def report(
         timings=timings or {},
         config_digest=config_digest(config),
         failed=failed,
+        indexnow=queue_status(work_root(config)) if config.indexnow.enabled and not dry_run else None,
     )
     try:
         with duckdb_session(config, run.work) as con:

@@ -62,6 +62,24 @@ def _state(dry_run: bool, published: bool, failed: str) -> str:
     return "dry run: nothing published" if dry_run else ("published" if published else "not published")
 
 
+def _indexnow_section(queue: dict[str, Any]) -> str:
+    rows = [
+        ["waiting for the next build", queue.get("waiting")],
+        ["sent of this queue", queue.get("sent")],
+        ["set aside (refused by the endpoint)", queue.get("set_aside")],
+    ]
+    hint = (
+        "<p><code>sitemap-ops indexnow status</code> lists the URLs set aside; <code>indexnow retry</code> queues "
+        "them again.</p>"
+    )
+    return (
+        '<section aria-labelledby="s-indexnow"><h2 id="s-indexnow">IndexNow</h2>'
+        + _table(["queue", "URLs"], rows, frozenset({1}))
+        + (hint if queue.get("set_aside") else "")
+        + "</section>"
+    )
+
+
 def render_html(
     data: Any,
     past: list[dict[str, Any]],
@@ -143,6 +161,8 @@ def render_html(
             _table(["issue", "page", "href"], [[r[0], r[1], r[2]] for r in hreflang]) if hreflang else "",
             "</section>",
         ]
+    if data.indexnow:
+        parts.append(_indexnow_section(data.indexnow))
     points = []
     for build in past:
         label = build["build_id"][:16]

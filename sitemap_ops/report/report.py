@@ -66,6 +66,7 @@ class ReportData:
     versions: dict[str, str] = field(default_factory=dict)
     rejects_path: str = ""
     failed: str = ""  # why the build failed, when it did (nothing it planned went live)
+    indexnow: dict[str, Any] = field(default_factory=dict)  # the IndexNow queue after this build, when on
 
 
 def gather(
@@ -84,6 +85,7 @@ def gather(
     timings: dict[str, float],
     config_digest: str,
     failed: str = "",
+    indexnow: dict[str, Any] | None = None,
 ) -> ReportData:
     """The report's figures from a build's results (no I/O); a build that failed before its plan (`plan`
     None) has the stage's figures only."""
@@ -118,6 +120,7 @@ def gather(
         versions={"sitemap_ops": __version__, "duckdb": duckdb.__version__, "python": platform.python_version()},
         rejects_path=stage.rejects_path,
         failed=failed,
+        indexnow=dict(indexnow or {}),
     )
 
 

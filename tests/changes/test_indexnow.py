@@ -4,6 +4,7 @@ as the protocol says and answers with each code the protocol documents (and a dr
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,7 +71,7 @@ def test_what_the_time_budget_left_is_sent_by_the_next_build_exactly_once(tmp_pa
     endpoint.script = ["200"] + ["500"] * 50
     summary = run(tmp_path, endpoint, urls(25), 0, submit_first_build=True, batch_size=10, time_budget_seconds=1.5)
     assert summary.notified.submitted == 10 and summary.notified.deferred == 15
-    assert "deferred" in " ".join(summary.notified.notes)
+    assert "15 URL(s) stay queued for the next build" in summary.notified.warning
     endpoint.script = []
     summary = run(tmp_path, endpoint, [*urls(25), *urls(2, "x")], 1, batch_size=10)
     assert summary.notified.submitted == 17
@@ -78,8 +79,8 @@ def test_what_the_time_budget_left_is_sent_by_the_next_build_exactly_once(tmp_pa
     assert len(sent) == len(set(sent)) == 27
 
 
-@pytest.mark.parametrize(("code", "words"), [("403", "key is not valid"), ("422", "not on the host"), ("400", "bad")])
-def test_a_refusal_stops_with_one_line_and_keeps_the_urls(tmp_path, endpoint, capsys, code, words) -> None:
+@pytest.mark.parametrize(("code", "words"), [("403", "key is not valid")])
+def test_a_refusal_of_the_key_stops_with_one_line_and_keeps_the_urls(tmp_path, endpoint, capsys, code, words) -> None:
     write_inventory(tmp_path / "inventory.parquet", urls(3))
     config = tmp_path / "site.toml"
     config.write_text(
@@ -99,6 +100,86 @@ def test_a_refusal_stops_with_one_line_and_keeps_the_urls(tmp_path, endpoint, ca
         # the next build (the endpoint answers again) sends the kept URLs, once
         assert main(["build", "--config", str(config), "--quiet"]) == 0
     assert sorted(endpoint.sent()) == sorted(r["loc"] for r in urls(3))
+
+
+def _site_file(tmp_path: Path, endpoint: IndexNowServer, extra: str = "") -> str:
+    config = tmp_path / "site.toml"
+    config.write_text(
+        f'base_url = "{BASE}"\noutput = "public"\nwork_dir = "work"\n[[sources]]\npath = "inventory.parquet"\n'
+        f'[indexnow]\nendpoint = "{endpoint.url}"\nkey_env = "TEST_INDEXNOW_KEY"\nsubmit_first_build = true\n{extra}'
+    )
+    return str(config)
+
+
+@pytest.mark.parametrize(("code", "words"), [("422", "not on the host"), ("400", "bad request")])
+def test_urls_the_endpoint_refuses_are_set_aside_and_the_queue_goes_on(
+    tmp_path, endpoint, capsys, monkeypatch, code, words
+) -> None:
+    # (a 400 or 422 blocked the queue for good: every later build resent the refused batch first and exited 1)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TEST_INDEXNOW_KEY", KEY)
+    config = _site_file(tmp_path, endpoint, "batch_size = 3\n")
+    write_inventory(tmp_path / "inventory.parquet", urls(5))
+    endpoint.script = [code, "200"]  # the first batch (p0, p1, p2) refused, the second accepted
+    assert main(["build", "--config", config, "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sitemap-ops build: warning: the sitemaps were published; "), err
+    assert f"HTTP {code}" in err[0] and words in err[0] and "3 URL(s) set aside" in err[0] and KEY not in err[0]
+    assert sorted(endpoint.sent()) == [f"{BASE}/p3", f"{BASE}/p4"]
+    # what waits and what is set aside, with why: status, inspect, the report
+    assert main(["indexnow", "status", "--config", config, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["waiting"] == 0 and status["set_aside"] == 3
+    assert [u["loc"] for u in status["set_aside_sample"]] == [f"{BASE}/p{i}" for i in range(3)]
+    assert all(f"HTTP {code}" in u["reason"] for u in status["set_aside_sample"])
+    assert main(["inspect", "public"]) == 0
+    assert "indexnow: 0 URL(s) waiting, 3 set aside" in capsys.readouterr().out
+    report = json.loads(next((tmp_path / "work").glob("*/report.json")).read_text())
+    assert report["indexnow"]["set_aside"] == 3
+    # the next build sends its own changes: the refused batch no longer stands in front of them
+    write_inventory(tmp_path / "inventory.parquet", [*urls(5), *urls(2, "new")])
+    assert main(["build", "--config", config, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert sorted(endpoint.sent()) == [f"{BASE}/new0", f"{BASE}/new1", f"{BASE}/p3", f"{BASE}/p4"]
+    # queued again on request, the next build sends them, once
+    assert main(["indexnow", "retry", "--config", config]) == 0
+    assert "3 URL(s) queued again" in capsys.readouterr().out
+    assert main(["build", "--config", config, "--quiet"]) == 0
+    assert sorted(endpoint.sent()) == sorted([*(r["loc"] for r in urls(5)), f"{BASE}/new0", f"{BASE}/new1"])
+    assert json.loads(_status(config, capsys))["set_aside"] == 0
+    # or dropped: never sent
+    endpoint.script = [code]
+    write_inventory(tmp_path / "inventory.parquet", [*urls(5), *urls(3, "more")])
+    assert main(["build", "--config", config, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["indexnow", "drop", "--config", config]) == 0
+    assert "3 URL(s) set aside dropped" in capsys.readouterr().out
+    assert main(["build", "--config", config, "--quiet"]) == 0
+    assert not any("/more" in url for url in endpoint.sent())
+    assert json.loads(_status(config, capsys))["set_aside"] == 0
+
+
+def _status(config: str, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["indexnow", "status", "--config", config, "--json"]) == 0
+    return capsys.readouterr().out
+
+
+def test_an_outage_for_the_whole_time_budget_is_a_warning_a_cron_user_sees(tmp_path, endpoint, capsys, monkeypatch):
+    # (it exited 0 with a note in the summary only, which --quiet does not print)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TEST_INDEXNOW_KEY", KEY)
+    config = _site_file(tmp_path, endpoint, "time_budget_seconds = 1.5\n")
+    write_inventory(tmp_path / "inventory.parquet", urls(4))
+    endpoint.script = ["503"] * 50
+    assert main(["build", "--config", config, "--quiet", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("sitemap-ops build: warning: the sitemaps were published; IndexNow kept answering 429 or 5xx")
+    assert "4 URL(s) stay queued for the next build" in err and len(err.strip().splitlines()) == 1
+    notified = json.loads(out)["indexnow"]
+    assert notified["queue"] == {"waiting": 4, "set_aside": 0} and notified["warning"]
+    assert main(["indexnow", "status", "--config", config]) == 0
+    assert "waiting:              4" in capsys.readouterr().out
 
 
 def test_an_endpoint_that_answers_one_byte_a_second_is_left_at_the_time_budget(tmp_path, endpoint) -> None:
