@@ -12,8 +12,19 @@ from typing import Any
 import vl_convert
 
 _SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
-_WIDTH = 560
 _COLOR = "#2b6cb0"
+# Each chart is drawn twice: wide, and narrow with larger text for a phone (the page's CSS shows one by the
+# window's width), because an SVG scaled down to a phone's width scales its text down with it (to ~5 px).
+_VARIANTS: dict[str, dict[str, Any]] = {
+    "chart-wide": {"width": 560},
+    "chart-narrow": {
+        "width": 190,
+        "config": {
+            "axis": {"labelFontSize": 12, "titleFontSize": 12, "labelLimit": 110},
+            "legend": {"orient": "bottom", "labelFontSize": 12, "columns": 2, "labelLimit": 110},
+        },
+    },
+}
 
 
 # vl-convert runs a JavaScript engine on threads of its own, started at its first chart: a process forked
@@ -39,14 +50,23 @@ def to_svg(spec: dict[str, Any]) -> str:
 
 
 def _svg(spec: dict[str, Any], title: str) -> str:
-    """The chart as an inline <svg> with an accessible name (its title), the XML declaration dropped."""
-    svg = to_svg({"$schema": _SCHEMA, "width": _WIDTH, "background": "white", **spec})
-    svg = svg[svg.index("<svg") :]
-    return svg.replace("<svg ", f'<svg role="img" aria-label="{_attribute(title)}" ', 1)
+    """The chart as two inline <svg>s (wide and narrow, by their class) with an accessible name (its title), the
+    XML declaration dropped."""
+    drawn = []
+    for name, variant in _VARIANTS.items():
+        svg = to_svg({"$schema": _SCHEMA, "background": "white", **spec, **variant})
+        svg = svg[svg.index("<svg") :]
+        drawn.append(svg.replace("<svg ", f'<svg class="{name}" role="img" aria-label="{_attribute(title)}" ', 1))
+    return "".join(drawn)
 
 
 def _attribute(text: str) -> str:
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def _count_axis(counts: list[int]) -> dict[str, Any]:
+    """An axis of counts: whole numbers only (tickMinStep alone still gave 0.5 on a count of 1)."""
+    return {"tickMinStep": 1, "format": ",d", "tickCount": min(5, max([1, *counts]))}
 
 
 def bars(rows: list[tuple[str, int]], label: str, value: str, title: str) -> str:
@@ -57,7 +77,7 @@ def bars(rows: list[tuple[str, int]], label: str, value: str, title: str) -> str
         "mark": {"type": "bar", "color": _COLOR},
         "encoding": {
             "y": {"field": "label", "type": "nominal", "sort": None, "title": label},
-            "x": {"field": "value", "type": "quantitative", "title": value, "axis": {"tickMinStep": 1}},
+            "x": {"field": "value", "type": "quantitative", "title": value, "axis": _count_axis([c for _, c in rows])},
             "tooltip": [{"field": "label"}, {"field": "value", "format": ","}],
         },
     }
@@ -72,7 +92,12 @@ def histogram(bins: list[tuple[str, int]], axis: str, title: str) -> str:
         "mark": {"type": "bar", "color": _COLOR},
         "encoding": {
             "x": {"field": "bin", "type": "ordinal", "sort": None, "title": axis},
-            "y": {"field": "count", "type": "quantitative", "title": "shards", "axis": {"tickMinStep": 1}},
+            "y": {
+                "field": "count",
+                "type": "quantitative",
+                "title": "shards",
+                "axis": _count_axis([c for _, c in bins]),
+            },
         },
     }
     return _svg(spec, title)
@@ -86,7 +111,12 @@ def history(points: list[dict[str, Any]], title: str) -> str:
         "mark": {"type": "line", "point": True},
         "encoding": {
             "x": {"field": "build", "type": "ordinal", "sort": None, "title": "build", "axis": {"labelAngle": -30}},
-            "y": {"field": "value", "type": "quantitative", "title": "URLs"},
+            "y": {
+                "field": "value",
+                "type": "quantitative",
+                "title": "URLs",
+                "axis": _count_axis([int(p["value"] or 0) for p in points]),
+            },
             "color": {"field": "measure", "type": "nominal", "title": None},
         },
     }

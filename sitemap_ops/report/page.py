@@ -21,6 +21,7 @@ th,td{text-align:left;padding:3px 6px;border-bottom:1px solid #e2e8f0;vertical-a
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.v{word-break:break-all}
 th,td.n{overflow-wrap:normal;white-space:nowrap}.scroll{overflow-x:auto}
 figure{margin:8px 0;overflow-x:auto}svg{max-width:100%;height:auto}details{margin:4px 0}
+svg.chart-narrow{display:none}@media (max-width:760px){svg.chart-wide{display:none}svg.chart-narrow{display:block}}
 .note{color:#744210;background:#fefcbf;padding:4px 8px;border-radius:4px}
 .failed{color:#fff;background:#c53030;padding:8px 12px;border-radius:4px;font-weight:600}
 footer{font-size:.85em;color:#4a5568;padding-bottom:24px}

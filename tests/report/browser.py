@@ -16,10 +16,18 @@ from typing import Any
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+# The height on screen of the smallest text in a chart the page shows (not a hidden one); 0 without charts.
+_SMALLEST_CHART_TEXT = """
+Math.min(...Array.from(document.querySelectorAll("svg text"))
+    .map(t => t.getBoundingClientRect().height).filter(h => h > 0), 1e9) % 1e9
+"""
+
+
 @dataclass
 class PageVisit:
     text: str = ""
     scroll_width: int = 0  # the page's width: wider than the window means sideways scrolling
+    chart_text_px: float = 0.0  # the smallest text of a chart as shown (its height on screen, in CSS pixels)
     screenshot: bytes = b""
     console_errors: list[str] = field(default_factory=list)
     failed_requests: list[str] = field(default_factory=list)
@@ -76,6 +84,7 @@ def visit(url: str, width: int = 1000, height: int = 800) -> PageVisit:
         pass_fds=(3, 4),
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         preexec_fn=lambda: _as_fds_3_and_4(to_chrome_r, from_chrome_w),
+        env={**os.environ, "TMPDIR": profile},  # (its singleton socket folder too: removed with the profile)
     )  # fmt: skip
     os.close(to_chrome_r)
     os.close(from_chrome_w)
@@ -107,6 +116,9 @@ def visit(url: str, width: int = 1000, height: int = 800) -> PageVisit:
             session=session,
         )  # fmt: skip
         result.scroll_width = int(wide["result"]["result"].get("value", 0))
+        smallest = pipe.send("Runtime.evaluate", {"expression": _SMALLEST_CHART_TEXT, "returnByValue": True},
+                             session=session)  # fmt: skip
+        result.chart_text_px = float(smallest["result"]["result"].get("value", 0))
         shot = pipe.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)
         result.screenshot = base64.b64decode(shot["result"]["data"])
         for event in pipe.events:

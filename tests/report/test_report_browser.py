@@ -51,3 +51,4 @@ def test_the_report_shows_its_figures_offline_without_errors(example_report: Pat
     for reason in data["rejected"]:
         assert reason in seen.text
     assert seen.scroll_width <= width + 1  # no sideways scrolling, even on a phone
+    assert seen.chart_text_px >= 10, seen.chart_text_px  # every chart's text legible, on a phone too

@@ -142,3 +142,17 @@ def test_a_build_the_circuit_breaker_stops_writes_its_report_marked_failed_with_
     # the history lists it as failed, beside the published build before it
     assert re.search(r"<td class=\"v\">[^<]*</td><td class=\"v\">failed</td>", html)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing live changed
+
+
+def test_count_axes_tick_at_whole_numbers() -> None:
+    # (a count of 1 was drawn with ticks at 0.0, 0.5 and 1.0)
+    from sitemap_ops.report import charts
+
+    for svg in (
+        charts.bars([("a", 1), ("b", 1)], "reason", "rows", "t"),
+        charts.histogram([("0-10%", 1), ("10-20%", 0)], "fill", "t"),
+        charts.history([{"build": "b1", "measure": "added", "value": 1}], "t"),
+    ):
+        ticks = re.findall(r">([0-9][0-9.,]*)</text>", svg)
+        assert ticks and all("." not in tick for tick in ticks), ticks
+        assert svg.count("<svg ") == 2 and 'class="chart-wide"' in svg and 'class="chart-narrow"' in svg
