@@ -52,7 +52,7 @@ from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish, run_retire
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
-from sitemap_ops.report.report import config_digest, gather, write_report
+from sitemap_ops.report.report import change_samples, config_digest, gather, write_report
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.result import SplitResult, StageResult
 from sitemap_ops.stage.stage import (
@@ -537,6 +537,8 @@ def report(
         failed=failed,
         indexnow=queue_status(work_root(config)) if config.indexnow.enabled and not dry_run else None,
     )
+    if planned is not None:
+        data.change_samples = change_samples(planned.changes_path, config.storage)
     try:
         with duckdb_session(config, run.work) as con:
             return write_report(data, con, run.work, work_root(config), config.storage)

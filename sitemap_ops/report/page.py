@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from sitemap_ops.constants import CHANGE_KINDS
+from sitemap_ops.constants import CHANGE_KINDS, REJECTS_NAME
 from sitemap_ops.report import charts
 
 _CSS = """
@@ -32,9 +33,21 @@ def _n(value: float | int | None) -> str:
     return "–" if value is None else f"{value:,}"
 
 
+@dataclass(frozen=True)
+class Link:
+    """A table cell's text, linked to `href` (none: plain text)."""
+
+    text: str
+    href: str
+
+
 def _cell(value: Any, numeric: bool) -> str:
     if numeric:
         return f'<td class="n">{_n(value)}</td>'
+    if isinstance(value, Link) and value.href:
+        return f'<td class="v"><a href="{escape(value.href)}">{escape(value.text)}</a></td>'
+    if isinstance(value, Link):
+        value = value.text
     return f'<td class="v">{escape("" if value is None else str(value))}</td>'
 
 
@@ -61,6 +74,74 @@ def _state(dry_run: bool, published: bool, failed: str) -> str:
     if failed:  # (a failure after the index switch: the next build completes the publish)
         return "failed after its index went live" if published else "failed: nothing it planned went live"
     return "dry run: nothing published" if dry_run else ("published" if published else "not published")
+
+
+def _rejects_section(data: Any, rejects: list[tuple[Any, ...]]) -> str:
+    reasons = sorted({**data.rejected, **data.fields_dropped}.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = ['<section aria-labelledby="s-rejects"><h2 id="s-rejects">Rejected URLs and dropped fields</h2>']
+    if not reasons:
+        return parts[0] + "<p>No URL was rejected and no field dropped.</p></section>"
+    parts.append(
+        _figure(charts.bars(reasons, "reason", "rows", "Rejects by reason"), "")
+        + f'<p>Every row: <a href="{REJECTS_NAME}">{REJECTS_NAME}</a> ({escape(data.rejects_path)})</p>'
+    )
+    parts.append(_table(["reason", "rows"], [list(r) for r in reasons], frozenset({1})))
+    for reason, _count in reasons:
+        rows = [[r[2], r[3] or "", r[1] or "", r[4] or ""] for r in rejects if r[0] == reason]
+        if rows:
+            parts.append(
+                f"<details><summary>{escape(reason)}: the first {len(rows)} row(s)</summary>"
+                + _table(["source", "URL as read", "field", "value"], rows)
+                + "</details>"
+            )
+    return "".join(parts) + "</section>"
+
+
+def _canonicals_section(rejects: list[tuple[Any, ...]], total: int | None) -> str:
+    """Pages an exclusion source's canonical replaced (from the rejects sample); "" when none."""
+    rows = [[r[3] or "", r[4] or ""] for r in rejects if r[0] == "excluded_canonical"]
+    if not rows:
+        return ""
+    return (
+        '<section aria-labelledby="s-canonicals"><h2 id="s-canonicals">Canonical substitutions</h2>'
+        f"<p>Pages published as their canonical URL: the first {len(rows)} of {_n(total)}.</p>"
+        + _table(["page", "canonical (published)"], rows)
+        + "</section>"
+    )
+
+
+def _changes_section(changes: dict[str, int], samples: dict[str, list[str]]) -> str:
+    rows = [[kind, changes.get(kind, 0)] for kind in CHANGE_KINDS]
+    shown = "".join(
+        f"<details><summary>{escape(kind)}: the first {len(samples[kind])} URL(s)</summary><ul>"
+        + "".join(f"<li>{escape(url)}</li>" for url in samples[kind])
+        + "</ul></details>"
+        for kind in CHANGE_KINDS
+        if samples.get(kind)
+    )
+    return (
+        '<section aria-labelledby="s-changes"><h2 id="s-changes">Changes since the last build</h2>'
+        + _table(["change", "URLs"], rows, frozenset({1}))
+        + shown
+        + "<p><code>sitemap-ops changes DEST --all</code> writes every one.</p></section>"
+    )
+
+
+def _shards_section(rows: list[list[Any]], total: int) -> str:
+    more = f"<p>The first {len(rows):,} of {total:,} shards, the written ones first.</p>" if total > len(rows) else ""
+    return (
+        '<section aria-labelledby="s-shards"><h2 id="s-shards">Shards</h2>'
+        + more
+        + _table(
+            ["file", "section", "URLs", "bytes", "this build"],
+            [
+                [name, section, urls, size, "written" if written else "kept"]
+                for name, section, urls, size, written in rows
+            ],
+            frozenset({2, 3}),
+        )
+        + "</section>"
+    )
 
 
 def _indexnow_section(queue: dict[str, Any]) -> str:
@@ -119,24 +200,7 @@ def render_html(
         _table(["section", "URLs"], [list(s) for s in shown], frozenset({1})),
         "</section>",
     ]
-    reasons = sorted({**data.rejected, **data.fields_dropped}.items(), key=lambda kv: (-kv[1], kv[0]))
-    parts += ['<section aria-labelledby="s-rejects"><h2 id="s-rejects">Rejected URLs and dropped fields</h2>']
-    if reasons:
-        parts.append(
-            _figure(charts.bars(reasons, "reason", "rows", "Rejects by reason"), f"rejects file: {data.rejects_path}")
-        )
-        parts.append(_table(["reason", "rows"], [list(r) for r in reasons], frozenset({1})))
-        for reason, _count in reasons:
-            rows = [[r[2], r[3] or "", r[1] or "", r[4] or ""] for r in rejects if r[0] == reason]
-            if rows:
-                parts.append(
-                    f"<details><summary>{escape(reason)}: the first {len(rows)} row(s)</summary>"
-                    + _table(["source", "URL as read", "field", "value"], rows)
-                    + "</details>"
-                )
-    else:
-        parts.append("<p>No URL was rejected and no field dropped.</p>")
-    parts.append("</section>")
+    parts.append(_rejects_section(data, rejects))
     parts += [
         '<section aria-labelledby="s-fill"><h2 id="s-fill">Shard fill</h2>',
         _figure(
@@ -150,11 +214,10 @@ def render_html(
         "</section>",
     ]
     if data.changes:
-        parts += [
-            '<section aria-labelledby="s-changes"><h2 id="s-changes">Changes since the last build</h2>',
-            _table(["change", "URLs"], [[k, data.changes.get(k, 0)] for k in CHANGE_KINDS], frozenset({1})),
-            "</section>",
-        ]
+        parts.append(_changes_section(data.changes, data.change_samples))
+    parts.append(_canonicals_section(rejects, data.rejected.get("excluded_canonical")))
+    if data.shard_rows:
+        parts.append(_shards_section(data.shard_rows, data.shards))
     if data.hreflang_issues:
         parts += [
             '<section aria-labelledby="s-hreflang"><h2 id="s-hreflang">hreflang issues</h2>',
@@ -181,7 +244,7 @@ def render_html(
             ["build", "published", "URLs", "rejected", *CHANGE_KINDS],
             [
                 [
-                    b["build_id"],
+                    Link(b["build_id"], "" if b is past[-1] else f"../{b['build_id']}/report.html"),
                     "failed" if b.get("failed") else "dry run" if b["dry_run"] else ("yes" if b["published"] else "no"),
                     b["urls"],
                     sum(b["rejected"].values()),

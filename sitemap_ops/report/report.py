@@ -22,13 +22,16 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.duck import create_csv_view, duckdb_path, read_sql, set_variables
 from sitemap_ops.errors import SitemapOpsError
-from sitemap_ops.manifest import Manifest
+from sitemap_ops.manifest import Manifest, assignment_exists
+from sitemap_ops.plan.changes import sample_changes
 from sitemap_ops.plan.plan import Plan
 from sitemap_ops.report.page import render_html
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 SAMPLE_ROWS = 20  # rejected rows shown per reason, hreflang problems per kind
+CHANGE_SAMPLE = 10  # URLs shown per kind of change
+SHARD_ROWS = 100  # shards listed (the written ones first); the rest are counted
 HISTORY_BUILDS = 10
 TOP_SECTIONS = 20  # sections charted; the rest are one bar
 FILL_BINS = 10
@@ -67,6 +70,10 @@ class ReportData:
     rejects_path: str = ""
     failed: str = ""  # why the build failed, when it did (nothing it planned went live)
     indexnow: dict[str, Any] = field(default_factory=dict)  # the IndexNow queue after this build, when on
+    # the first URLs of each kind of change, by URL; the first SHARD_ROWS shards (name, section, URLs, bytes,
+    # written), the written ones first
+    change_samples: dict[str, list[str]] = field(default_factory=dict)
+    shard_rows: list[list[Any]] = field(default_factory=list)
 
 
 def gather(
@@ -121,6 +128,10 @@ def gather(
         rejects_path=stage.rejects_path,
         failed=failed,
         indexnow=dict(indexnow or {}),
+        shard_rows=[
+            [s.name, s.section, s.urls, s.bytes, s.render]
+            for s in sorted(plan.shards, key=lambda s: (not s.render, s.key))[:SHARD_ROWS]
+        ],
     )
 
 
@@ -165,6 +176,16 @@ def samples(
         create_csv_view(con, view, duckdb_path(con, work.url_of(name), storage))
         out.append(con.execute(read_sql(query)).fetchall())
     return out[0], out[1]
+
+
+def change_samples(changes_path: str, storage: StorageConfig) -> dict[str, list[str]]:
+    """The first CHANGE_SAMPLE URLs of each kind of change in the change set at `changes_path` (none: {})."""
+    if not changes_path or not assignment_exists(changes_path, storage):
+        return {}
+    found: dict[str, list[str]] = {}
+    for row in sample_changes(changes_path, storage, CHANGE_SAMPLE):
+        found.setdefault(str(row["change"]), []).append(str(row["loc"]))
+    return found
 
 
 def write_report(

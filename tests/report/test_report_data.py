@@ -156,3 +156,39 @@ def test_count_axes_tick_at_whole_numbers() -> None:
         ticks = re.findall(r">([0-9][0-9.,]*)</text>", svg)
         assert ticks and all("." not in tick for tick in ticks), ticks
         assert svg.count("<svg ") == 2 and 'class="chart-wide"' in svg and 'class="chart-narrow"' in svg
+
+
+def test_the_report_samples_the_changes_lists_the_shards_and_links_its_files(tmp_path: Path) -> None:
+    rows = inventory(120, 4)
+    first, _ = build(tmp_path, rows, shards={"max_urls": 50})
+    later = NOW + dt.timedelta(hours=1)
+    summary, _ = build(
+        tmp_path, [*rows[1:], {"loc": f"{BASE}/a/new", "section": "s0"}], now=later, shards={"max_urls": 50}
+    )
+    page = Path(summary.report)
+    html = page.read_text()
+    changes = html.split('id="s-changes"')[1].split("</section>")[0]
+    assert f"<li>{BASE}/a/new</li>" in changes and f"<li>{rows[0]['loc']}</li>" in changes
+    shards = json.loads((page.parent / "report.json").read_text())["shard_rows"]
+    assert [row[4] for row in shards] == sorted((row[4] for row in shards), reverse=True)  # written first
+    assert {row[0] for row in shards} == {s.name for s in summary.plan.shards}
+    assert '<td class="v">written</td>' in html and '<td class="v">kept</td>' in html
+    # the rejects file and the earlier build's report, by links that resolve from the page's folder
+    links = re.findall(r'href="([^"]+)"', html)
+    assert "rejects.csv" in links and (page.parent / "rejects.csv").is_file()
+    previous = f"../{first.build_id}/report.html"
+    assert previous in links and (page.parent / previous).resolve() == Path(first.report).resolve()
+
+
+def test_canonical_substitutions_are_listed(tmp_path: Path) -> None:
+    from sitemap_ops.pipeline import run_build
+    from tests.helpers import sources_config
+
+    pages = write_inventory(tmp_path / "pages.parquet", [{"loc": f"{BASE}/a?x={i}"} for i in range(3)])
+    crawl = tmp_path / "crawl.csv"
+    crawl.write_text("Address,Canonical Link Element 1\n" + "".join(f"{BASE}/a?x={i},{BASE}/a\n" for i in range(3)))
+    columns = {"loc": "Address", "canonical": "Canonical Link Element 1"}
+    config = sources_config(tmp_path, [{"path": pages}, {"path": str(crawl), "kind": "exclude", "columns": columns}])
+    html = Path(run_build(config, now=NOW).report).read_text()
+    section = html.split('id="s-canonicals"')[1].split("</section>")[0]
+    assert "the first 3 of 3" in section and section.count(f'<td class="v">{BASE}/a</td>') == 3
