@@ -84,6 +84,9 @@ FIELD_DROP_REASONS = (
     "priority_invalid",
     "priority_out_of_range",
     "changefreq_invalid",
+    # an exclusion source's rule value that means nothing (sitemap_ops.stage.sources): it decides nothing
+    "status_invalid",
+    "noindex_invalid",
 )
 
 # Extensions -------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ def apply_exclusions(con: duckdb.DuckDBPyConnection, extension_columns: dict[str
 
 def create_exclusions(con: duckdb.DuckDBPyConnection) -> None:
     """The table `exclusions` (sql/stage_exclusions.sql): each URL the exclusion sources (the view exclude_src)
-    keep out, with its reason and canonical. Its size follows the exclusion sources, not the inventory.
+    keep out, with its reason and canonical, and the table `exclusion_rejects`: their rows whose rule value
+    means nothing (sql/stage_exclusion_rejects.sql). Their size follows the exclusion sources, not the inventory.
 
     The exclusion URLs are normalized by the same view as loc, with the site's scope rules, so a URL matches
     its pages in whatever spelling either source has it."""
@@ -34,6 +35,7 @@ def create_exclusions(con: duckdb.DuckDBPyConnection) -> None:
     finally:
         set_variables(con, {"keep_raw": False})
     con.execute(read_sql("stage_exclusions"))
+    con.execute(read_sql("stage_exclusion_rejects"))
 
 
 def create_canonical_rows(con: duckdb.DuckDBPyConnection, rows: str, extension_columns: dict[str, str]) -> None:

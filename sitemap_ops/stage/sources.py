@@ -290,10 +290,22 @@ def _extension_select(source: SourceConfig, index: int, types: dict[str, DuckDBP
 _EXCLUDE_VIEW = "exclude_src"
 _EXCLUDE_VIEW_COLUMNS = (
     ("source", "INTEGER"), ("url_raw", "VARCHAR"), ("status", "INTEGER"), ("canonical", "VARCHAR"),
-    ("noindex", "BOOLEAN"), ("listed", "BOOLEAN"),
+    ("noindex", "BOOLEAN"), ("listed", "BOOLEAN"), ("invalid_field", "VARCHAR"), ("invalid_value", "VARCHAR"),
 )  # fmt: skip
 # noindex: a boolean column, or text as crawlers export it (a value of these, or a list naming noindex)
 _NOINDEX_TRUE = ("true", "t", "1", "yes", "y", "noindex")
+# The words a noindex value may hold (any other makes it noindex_invalid, counted and written to rejects): yes
+# and no, the robots meta directives (https://developers.google.com/search/docs/crawling-indexing/robots-meta-tag,
+# a `name:value` one by its name) and a crawler's indexability status (Screaming Frog: "Canonicalised",
+# "Blocked by Robots.txt", "Client Error", ...).
+_NOINDEX_WORDS = (
+    *_NOINDEX_TRUE, "false", "f", "0", "no", "n",
+    "all", "index", "follow", "nofollow", "none", "noarchive", "nocache", "nosnippet", "indexifembedded",
+    "max-snippet", "max-image-preview", "max-video-preview", "notranslate", "noimageindex", "unavailable_after",
+    "noodp", "noydir",
+    "indexable", "non-indexable", "canonicalised", "canonicalized", "redirected", "blocked", "by", "robots.txt",
+    "client", "server", "error", "response", "refresh", "meta", "http",
+)  # fmt: skip
 
 
 def _exclude_select(source: SourceConfig, index: int, types: Mapping[str, object]) -> str:
@@ -315,8 +327,29 @@ def _exclude_select(source: SourceConfig, index: int, types: Mapping[str, object
             f"string_split_regex(lower(trim({_text(noindex)})), '[\\s,;]+'), 'noindex')) AS noindex",
             # a plain list (no rule column): every URL in it is excluded
             f"{'false' if status or canonical or noindex else 'true'} AS listed",
+            *_invalid_rule_value(status, noindex),
         ]
     )
+
+
+def _invalid_rule_value(status: str | None, noindex: str | None) -> list[str]:
+    """The select items naming a row's rule value that means nothing (a status that is not a number, a noindex
+    of unknown words): the field and its value, else NULLs. Such a row decides nothing by that rule; the stage
+    counts it and writes it to the rejects file (sql/stage_exclusion_rejects.sql)."""
+    words = ", ".join(quote_literal(v) for v in _NOINDEX_WORDS)
+    status_bad = (
+        f"(nullif(trim({_text(status)}), '') IS NOT NULL AND TRY_CAST(trim({_text(status)}) AS INTEGER) IS NULL)"
+    )
+    noindex_bad = (
+        f"(nullif(trim({_text(noindex)}), '') IS NOT NULL AND NOT list_bool_and(list_transform("
+        f"string_split_regex(lower(trim({_text(noindex)})), '[\\s,;]+'), lambda w: w = '' OR "
+        f"list_contains([{words}], split_part(w, ':', 1)))))"
+    )
+    return [
+        f"CASE WHEN {status_bad} THEN 'status' WHEN {noindex_bad} THEN 'noindex' END AS invalid_field",
+        f"CASE WHEN {status_bad} THEN trim({_text(status)}) WHEN {noindex_bad} THEN trim({_text(noindex)}) END "
+        "AS invalid_value",
+    ]
 
 
 def _select_list(source: SourceConfig, index: int, types: Mapping[str, object]) -> str:

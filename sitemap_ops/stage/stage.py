@@ -195,7 +195,9 @@ def run_stage(
         extensions = _stage_extensions(config, con, build_time, inventory.extensions, work, progress=progress)
     else:
         con.execute(read_sql("stage_ext_empty"))
-    if not inventory.exclusions:
+    if inventory.exclusions:  # (their rows with a rule value that means nothing count as dropped fields)
+        con.execute("INSERT INTO ext_rejects SELECT * FROM exclusion_rejects")
+    else:
         con.execute(read_sql("stage_exclusions_empty"))
     rows, valid, rejected, dropped = _counts(con)
     rows_in = rows - canonicals  # a canonical published in place of a page is a row of its own, not an input row
@@ -329,6 +331,23 @@ def _route_split(
             con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
+def _split_exclusion_rejects(
+    con: duckdb.DuckDBPyConnection, work: Storage, number: int, inventory: Inventory
+) -> dict[str, int]:
+    """An exclusion source's input split's rows whose rule value means nothing: its rejects file (joined with the
+    page splits' by stage_gather) and their count by reason."""
+    set_variables(con, {"source_labels": inventory.labels})
+    try:
+        lines = con.sql(read_sql("stage_split_exclusion_rejects"))
+        lines.write_csv(storage_path(con, ranges_of(work), split_rejects_name(number)), header=True)
+        counts = con.execute("SELECT field || '_' || issue, count(*) FROM exclusion_rejects GROUP BY ALL").fetchall()
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot write input split {number}'s rejects to {work.url}: {first_line(exc)}") from None
+    finally:
+        con.execute("DROP TABLE IF EXISTS exclusion_rejects")
+    return {str(reason): int(n) for reason, n in counts}
+
+
 def _read_result(
     work: Storage, rows_in: int, rejected: dict[str, int], dropped: dict[str, int], **more: Any
 ) -> StageResult:
@@ -382,9 +401,10 @@ def run_stage_split(
         try:
             with progress.working(f"stage: routing the rows of {split.kind} split {number}", con.query_progress):
                 routed = _route_split(con, work, bounds, split.kind, number, inventory)
+            dropped = _split_exclusion_rejects(con, work, number, inventory) if split.kind == "exclude" else {}
         finally:
             con.execute("USE memory")
-        return SplitResult(0, 0, ranges=[0] * (len(bounds) + 1), routed=routed)
+        return SplitResult(0, 0, fields_dropped=dropped, ranges=[0] * (len(bounds) + 1), routed=routed)
     checked = bool(staged.splits.extensions or staged.splits.exclusions)
     try:
         _create_normalized(con, bool(staged.splits.extensions))
@@ -421,8 +441,10 @@ def run_stage_gather(
     # (the ranges' own rejects join the splits' in stage_merge)
     checked = bool(staged.splits.extensions or staged.splits.exclusions)
     try:
-        # (the splits of extension and exclusion sources reject nothing: the ranges check their rows)
-        names = [split_rejects_name(n) for n, split in enumerate(staged.splits.splits) if split.kind == "pages"]
+        # (the splits of extension sources reject nothing: the ranges check their rows)
+        # (an exclusion source's split writes the rows whose rule value means nothing)
+        kinds = ("pages", "exclude")
+        names = [split_rejects_name(n) for n, split in enumerate(staged.splits.splits) if split.kind in kinds]
         if checked:
             join_csv(ranges_of(work), names, ranges_of(work), STAGE_SPLIT_REJECTS_NAME)
         else:

@@ -44,7 +44,7 @@ def test_a_parquet_url_list_excludes_its_urls_in_any_spelling(tmp_path: Path) ->
     assert sorted((r["loc"], r["reason"], r["field"], r["value"]) for r in rejects) == [
         (f"{SITE}/p/{i}", "excluded", "", "") for i in (1, 2, 3, 4)
     ]
-    assert all(r["source"] == pages["path"] for r in rejects)  # the row's own source
+    assert all(r["source"] == exclude["path"] for r in rejects)  # the exclusion source that decided
 
 
 def test_a_crawl_export_excludes_by_status_noindex_and_canonical(tmp_path: Path) -> None:
@@ -232,3 +232,33 @@ def test_rows_that_name_one_url_alike_pick_the_same_canonical_in_every_build(
         summary, _ = build_sources(tmp_path / order, [pages, exclude], duckdb=duckdb_settings)
         assert summary.stage.canonicals == 1
         assert [(r["loc"], r["value"]) for r in _rejects(summary)] == [(f"{SITE}/p/3", f"{SITE}/a")], order
+
+
+@pytest.mark.parametrize("duckdb_settings", [{}, {"stage_partitions": 2}, {"stage_splits": 2, "stage_partitions": 2}])
+def test_rule_values_that_mean_nothing_are_counted_and_written_to_rejects(
+    tmp_path: Path, duckdb_settings: dict[str, int]
+) -> None:
+    # (a status `abc` or a noindex `maybe` was ignored without a word)
+    pages = _pages(tmp_path, [f"{SITE}/{name}" for name in ("a", "b", "c", "d", "e")])
+    crawl = tmp_path / "crawl.csv"
+    crawl.write_text(
+        "Address,Status Code,Meta Robots 1\n"
+        f"{SITE}/a,abc,\n"  # not a number: decides nothing, a rejects line
+        f"{SITE}/b,200,maybe\n"  # not a robots word: decides nothing, a rejects line
+        f'{SITE}/c,200,"noindex, max-snippet:20"\n'  # a directive with a value: excluded
+        f"{SITE}/d,301,\n"  # excluded
+        f"{SITE}/e,,index\n"  # nothing wrong, nothing excluded
+    )
+    columns = {"loc": "Address", "status": "Status Code", "noindex": "Meta Robots 1"}
+    exclude = {"path": str(crawl), "kind": "exclude", "columns": columns}
+    summary, live = build_sources(tmp_path, [pages, exclude], duckdb=duckdb_settings)
+    assert set(live) == {f"{SITE}/a", f"{SITE}/b", f"{SITE}/e"}
+    assert summary.stage.rejected == {"excluded_noindex": 1, "excluded_status": 1}
+    assert summary.stage.fields_dropped == {"noindex_invalid": 1, "status_invalid": 1}
+    lines = sorted((r["source"], r["loc"], r["reason"], r["field"], r["value"]) for r in _rejects(summary))
+    assert lines == [
+        (str(crawl), f"{SITE}/a", "status_invalid", "status", "abc"),
+        (str(crawl), f"{SITE}/b", "noindex_invalid", "noindex", "maybe"),
+        (str(crawl), f"{SITE}/c", "excluded_noindex", "noindex", "true"),
+        (str(crawl), f"{SITE}/d", "excluded_status", "status", "301"),
+    ]
