@@ -34,6 +34,7 @@ SLOTS = {
     "retired": "publish.publish.RetireResult",
     "notified": "notify.notify.NotifyResult",
     "report": "str",  # the report page's location
+    "site_report": "str",  # a multi-host site's page over its hosts' reports
 }
 
 # What a runner may pass a step by keyword, when the step names it in Step.options: the run's own settings
@@ -217,6 +218,9 @@ STEPS: tuple[Step, ...] = (
          options=("lease", "progress"), publishes=True, trigger="all_done", needed=indexnow),
     Step("report", "report", "report: write the build's report page", takes=("plan", "staged"), gives="report",
          options=("dry_run", "rendered", "timings", "failed"), retry=Retry.ONCE, trigger="all_done", last=True),
+    Step("site_report", "report", "report: write the site's page over its hosts' reports", takes=("staged",),
+         gives="site_report", hosts=Hosts.SITE, retry=Retry.ONCE, trigger="all_done", last=True,
+         needed=several_hosts),
     Step("tidy_hosts", "tidy", "tidy: drop the shared stage's snapshot and prune its old work folders",
          options=("dry_run",), hosts=Hosts.SITE, retry=Retry.ONCE, trigger="all_done", last=True,
          needed=several_hosts),

@@ -241,7 +241,9 @@ def run_build(
             summary.failed_hosts[host] = first_line(exc)
             if progress is not None:
                 progress.step(f"host {host}: failed, nothing of it changed: {first_line(exc)}")
-    walk([s for s in steps if s.hosts is Hosts.SITE and s.last], run, slots, options, timings)
+    with _noted(summary):
+        walk([s for s in steps if s.hosts is Hosts.SITE and s.last], run, slots, options, timings)
+        summary.report = slots.get("site_report") or ""
     summary.seconds = time.monotonic() - started
     return summary
 

@@ -52,7 +52,7 @@ from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish, run_retire
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
-from sitemap_ops.report.report import change_samples, config_digest, gather, write_report
+from sitemap_ops.report.report import change_samples, config_digest, gather, write_report, write_site_report
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.result import SplitResult, StageResult
 from sitemap_ops.stage.stage import (
@@ -545,6 +545,15 @@ def report(
     finally:
         if dry_run:  # nothing will read its snapshots: a dry run keeps only its plan, rejects and report
             drop_snapshots(run.work)
+
+
+def site_report(run: BuildRun, staged: StageResult | None) -> str:
+    """A multi-host site's one page over its hosts' reports (report.html in the shared stage's work folder): each
+    host's outcome, figures and a link to its own report; the page's URL ("" when the stage never finished)."""
+    if staged is None:
+        return ""
+    hosts = [(host.config.site.host, host.work) for host in host_runs(run)]
+    return write_site_report(run.build_id, run.now.isoformat(), run.config.base_url, staged, hosts, run.work)
 
 
 def tidy_hosts(run: BuildRun, *, dry_run: bool = False) -> None:

@@ -272,3 +272,48 @@ def render_html(
         f"<main>{''.join(parts)}</main>"
         f"<footer><p>config digest {escape(data.config_digest)} · {escape(versions)}</p></footer></body></html>\n"
     )
+
+
+@dataclass(frozen=True)
+class HostRow:
+    """One host of a multi-host site on its page: its report's figures (None: it failed before its plan and
+    wrote none) and the relative link to its report."""
+
+    host: str
+    data: Any
+    href: str
+
+
+def render_site_html(build_id: str, created_at: str, base_url: str, stage: Any, hosts: list[HostRow]) -> str:
+    """A multi-host site's one page: the shared stage's figures, then each host's outcome and figures, linked to
+    its own report."""
+    figures = [("URLs in", stage.rows_in), ("rejected", sum(stage.rejected.values())), ("hosts", len(hosts)),
+               ("hosts failed", sum(1 for h in hosts if h.data is None or h.data.failed))]  # fmt: skip
+    rows = [
+        [
+            Link(h.host, h.href),
+            "failed before its plan" if h.data is None
+            else _state(h.data.dry_run, h.data.published, h.data.failed),
+            None if h.data is None else h.data.urls,
+            None if h.data is None else h.data.shards_written,
+            None if h.data is None else sum(h.data.rejected.values()),
+            "" if h.data is None else h.data.failed,
+        ]
+        for h in hosts
+    ]  # fmt: skip
+    title = f"Sitemap build {build_id} of {len(hosts)} hosts"
+    head = ["host (its report)", "outcome", "URLs", "shards written", "rejected", "why it failed"]
+    body = (
+        '<section aria-labelledby="s-summary"><h2 id="s-summary">The shared stage</h2><dl class="figures">'
+        + "".join(f"<div><dt>{escape(k)}</dt><dd>{_n(v)}</dd></div>" for k, v in figures)
+        + '</dl></section><section aria-labelledby="s-hosts"><h2 id="s-hosts">Hosts</h2>'
+        + _table(head, rows, frozenset({2, 3, 4}))
+        + "</section>"
+    )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<header><h1>{escape(title)}</h1><p>{escape(base_url)} · {escape(created_at)}</p></header>"
+        f"<main>{body}</main></body></html>\n"
+    )

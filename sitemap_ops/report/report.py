@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import posixpath
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import duckdb
 
@@ -25,7 +27,7 @@ from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.manifest import Manifest, assignment_exists
 from sitemap_ops.plan.changes import sample_changes
 from sitemap_ops.plan.plan import Plan
-from sitemap_ops.report.page import render_html
+from sitemap_ops.report.page import HostRow, render_html, render_site_html
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
@@ -196,6 +198,21 @@ def write_report(
     page = render_html(data, history(work_root, data), rejects, hreflang, top=TOP_SECTIONS, bins=FILL_BINS)
     work.write_bytes(REPORT_DATA_NAME, (json.dumps(asdict(data), indent=1) + "\n").encode("utf-8"))
     work.write_bytes(REPORT_NAME, page.encode("utf-8"))
+    return work.url_of(REPORT_NAME)
+
+
+def write_site_report(
+    build_id: str, created_at: str, base_url: str, stage: StageResult, hosts: list[tuple[str, Storage]], work: Storage
+) -> str:
+    """A multi-host site's page over its hosts' reports (each host's report.json in `hosts`' work folders of
+    this build; a host with none failed before its plan), written to `work` as report.html; its URL."""
+    rows = []
+    for host, folder in hosts:
+        raw = folder.read_bytes(REPORT_DATA_NAME)
+        data = data_from_json(raw) if raw else None
+        href = posixpath.relpath(urlsplit(folder.url_of(REPORT_NAME)).path, urlsplit(work.url).path)
+        rows.append(HostRow(host, data, href if data else ""))
+    work.write_bytes(REPORT_NAME, render_site_html(build_id, created_at, base_url, stage, rows).encode("utf-8"))
     return work.url_of(REPORT_NAME)
 
 

@@ -564,6 +564,9 @@ def test_a_multi_host_site_renders_every_hosts_shards_in_one_mapped_step(site) -
     assert live("multi-example") == {f"{SITE}/p/{i}" for i in range(100)}
     assert live("multi-example") and live("multi-de") == {f"https://www.example.de/p/{i}" for i in range(30)}
     assert live("multi-shop") == {f"https://acme.shop.example.net/p/{i}" for i in range(20)}
+    # one page for the site over its hosts' reports, written by its own task
+    site_report = run.get_task_instance("site_report").xcom_pull(task_ids="site_report")
+    assert site_report and "of 3 hosts" in Path(site_report).read_text()
 
     from airflow.models.asset import AssetEvent
     from airflow.utils.session import create_session

@@ -9,8 +9,10 @@ import csv
 import datetime as dt
 import http.server
 import json
+import re
 import threading
 from collections.abc import Iterator
+from html import escape as html_escape
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import urlsplit
@@ -187,6 +189,19 @@ def test_one_hosts_failure_leaves_the_other_hosts_live_sets_intact(
     assert live("www.example.com") == second["www.example.com"]
     assert live("acme.shop.example.net") == second["acme.shop.example.net"]
     assert live("www.example.de") == first["www.example.de"]  # the last successful build's, exactly
+
+    # one page for the site: each host's outcome, linked to its own report (the failed host's says why)
+    page = Path(summary.report)
+    html = page.read_text()
+    assert page.name == "report.html" and page.parent.name == summary.build_id and "of 3 hosts" in html
+    links = dict(re.findall(r'<a href="([^"]+)">([^<]+)</a>', html))
+    assert sorted(links.values()) == sorted(HOSTS)
+    for href, host in links.items():
+        report = json.loads((page.parent / href).with_name("report.json").read_text())
+        assert report["base_url"] == f"http://{host}" and report["published"] == (host != "www.example.de")
+    failed_row = html.split('">www.example.de</a>')[1].split("</tr>")[0]
+    assert "failed: nothing it planned went live" in failed_row
+    assert html_escape(summary.failed_hosts["www.example.de"]) in failed_row
 
     # the CLI says which host failed, in one line, and exits 1
     s3.app.fail("PUT", f"{buckets['www.example.de']}/*", status=403)
