@@ -49,7 +49,7 @@ def test_no_error_path_prints_the_database_password(
 ) -> None:
     config = tmp_path / "site.toml"
     config.write_text(
-        f'base_url = "https://www.example.com"\noutput = "{tmp_path / "out"}"\n'
+        f'base_url = "https://www.example.com"\noutput = "{tmp_path / "out"}"\nwork_dir = "{tmp_path / "work"}"\n'
         f'[[sources]]\npath = "{_source(scheme, _closed_port())}"\n{CASES[case]}\n'
     )
     for command in ("build", "plan"):
