@@ -86,13 +86,25 @@ def _check_run_params(context: Any) -> None:
 
 
 def _fail_now(run: Callable[[], T]) -> T:
-    """Run a step; an error that retrying cannot fix fails the task at once (no retries)."""
+    """Run a step; an error that retrying cannot fix fails the task at once (no retries). The error's first line
+    is pushed (key "error"), for the build's report, which runs whatever happened before it."""
     try:
         return run()
     except SitemapOpsError as exc:
+        get_current_context()["ti"].xcom_push(key="error", value=f"{type(exc).__name__}: {first_line(exc)}")
         if exc.retryable:
             raise
         raise AirflowFailException(f"{type(exc).__name__}: {exc}") from None
+
+
+def _earlier_error(context: Any) -> str:
+    """The first error an earlier task of the run pushed (its tasks in the graph's order; a mapped task's
+    instances are not read: the report then says only that a step failed)."""
+    earlier = sorted(context["task"].get_flat_relative_ids(upstream=True))
+    order = {task_id: i for i, task_id in enumerate(context["dag"].task_ids)}
+    earlier.sort(key=lambda task_id: order.get(task_id, 0))
+    errors = context["ti"].xcom_pull(task_ids=earlier, key="error", map_indexes=-1) if earlier else []
+    return next((str(error) for error in errors or [] if error), "")
 
 
 def _each_host(task: Task, runs: list[BuildRun], step: Callable[[BuildRun], T]) -> tuple[dict[str, T], dict[str, str]]:
@@ -162,13 +174,16 @@ def _slots(task: Task, run: BuildRun, index: int, handed: Mapping[str, Any]) -> 
 
 def _options(task: Task, context: Any) -> dict[str, Any]:
     params = context["params"]
-    return {
+    options: dict[str, Any] = {
         "full_rebuild": bool(params.get("full_rebuild", False)),
         "force": bool(params.get("force", False)),
         "dry_run": bool(params.get("dry_run", False)),
         "max_ranges": _max_mapped(),
         "max_splits": _max_mapped(),
     }
+    if any(step.name == "report" for step in task.steps):  # (a failed build's report says why)
+        options["failed"] = _earlier_error(context)
+    return options
 
 
 def _groups(
