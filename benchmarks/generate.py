@@ -53,7 +53,7 @@ SELECT loc, lastmod, section FROM variants{order}
 """
 
 
-# Realistic URLs (`--shape realistic`), shaped like a shop's or a publisher's (the README states the shape):
+# Realistic URLs (`--shape realistic`), shaped like a shop's or a publisher's (docs/performance.md states the shape):
 # - https://www.example.com, then 2 to 5 path segments: a section, then phrases of 1 to 5 words joined by
 #   hyphens (shop, travel and news words; 1 in 8 phrases starts with a percent-escaped UTF-8 word such as
 #   caf%C3%A9); the last segment ends with the page's number, and 1 in 4 with ".html";

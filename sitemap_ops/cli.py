@@ -527,8 +527,23 @@ _REQUIRED = (
 )
 
 
+# What the process's exit status says (the CLI reference lists them; `--help` too).
+EXIT_CODES = {
+    0: "done",
+    1: "validate found problems in what it checked",
+    2: "the command failed (one line on stderr says why) or was called wrongly",
+    130: "interrupted (Ctrl-C): the live sitemaps are unchanged or completely switched",
+}
+
+
 def parser() -> argparse.ArgumentParser:
-    main = argparse.ArgumentParser(prog="sitemap-ops", description="Batch sitemap builds from URL inventories.")
+    main = argparse.ArgumentParser(
+        prog="sitemap-ops",
+        description="Batch sitemap builds from URL inventories.",
+        epilog="exit codes: "
+        + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
+        + ". Every key of a site's TOML file: docs/reference/configuration.md; every command: docs/reference/cli.md.",
+    )
     main.add_argument("--version", action="version", version=f"sitemap-ops {__version__}")
     main.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = main.add_subparsers(dest="command", required=True)

@@ -113,10 +113,10 @@ class AirflowConfig:
     schedule: str = ""  # a cron expression (UTC); "" runs only when the site's content is published
     source_conn_id: str = ""  # Airflow connection whose credentials replace the database sources' URL
     storage_conn_id: str = ""  # Airflow connection with the output store's keys (login/password) and extra
-    owner: str = "sitemap-ops"
-    tags: tuple[str, ...] = ()
+    owner: str = "sitemap-ops"  # the DAG's owner in Airflow's UI
+    tags: tuple[str, ...] = ()  # the DAG's tags in Airflow's UI (besides "sitemap-ops")
     retries: int = 3  # of the I/O tasks (stage, render, publish), with exponential backoff
-    retry_delay_seconds: float = 60.0
+    retry_delay_seconds: float = 60.0  # before the first retry; doubled for each further one
     source_pool: str = ""  # Airflow pool limiting the stage tasks (database load); "" = default pool
     storage_pool: str = ""  # Airflow pool limiting render and publish tasks (storage load)
     # Per step: where and how long its task runs, e.g. [airflow.steps.stage] queue = "big-memory",
@@ -127,6 +127,9 @@ class AirflowConfig:
     shared_filesystem: bool = False
     # Work per mapped render task, in uncompressed shard bytes: lower it to spread a build over more workers.
     render_group_bytes: int = RENDER_GROUP_BYTES
+    # The most tasks of one run at once (the DAG's max_active_tasks): raise it with the workers (docs: Airflow
+    # guide); 0: Airflow's [core] max_active_tasks_per_dag (16 unless set).
+    max_active_tasks: int = 0
 
     def __post_init__(self) -> None:
         if self.retries < 0 or self.retry_delay_seconds < 0:
@@ -135,6 +138,8 @@ class AirflowConfig:
             raise ConfigError("airflow.render_group_bytes must be a whole number of bytes")
         if self.render_group_bytes < 1:
             raise ConfigError("airflow.render_group_bytes must be at least 1")
+        if isinstance(self.max_active_tasks, bool) or self.max_active_tasks < 0:
+            raise ConfigError("airflow.max_active_tasks must be 0 (Airflow's default) or more")
         for step, options in self.steps.items():
             _check_step_options(step, options)
         if self.schedule and len(self.schedule.split()) not in (5, 6):
@@ -147,8 +152,8 @@ class HostConfig:
     inventory once and publishes each host's URLs as a sitemap set of its own (shards, index, robots.txt,
     manifest, change set), at its own output; the site's `base_url` and `output` are its first host."""
 
-    base_url: str
-    output: str
+    base_url: str  # the host's canonical origin, e.g. https://www.example.de/
+    output: str  # where the host's sitemap set is written (a local folder or an fsspec URL)
     public_url: str = ""  # default: the base URL's root
     robots: str = ""  # default: <output>/robots.txt when output is served at the root
 
@@ -161,12 +166,14 @@ class HostConfig:
 class SiteConfig:
     """Everything one site's build needs."""
 
+    # the site's canonical origin (and path scope): URLs of its other form (www or bare, http) are rewritten
+    # to it or rejected (`[normalize]`), URLs of other hosts rejected
     base_url: str
-    output: str
+    output: str  # where the sitemaps are written and served from: a local folder or an fsspec URL (s3://, gs://)
     sources: tuple[SourceConfig, ...] = ()
-    name: str = "site"
-    # the limits' profile (constants.PROFILES: google, bing, yandex, strict); load_config applies its values
-    # under the [shards] and [extensions] keys the site file sets itself
+    name: str = "site"  # names the site's DAG (sitemaps_<name>); default: the TOML file's name
+    # the limits a search engine documents (constants.PROFILES): google, bing, yandex or strict; they fill
+    # the [shards] and [extensions] limits the site file does not set itself
     profile: str = DEFAULT_PROFILE
     public_url: str = ""  # where `output` is served; default: the base URL's root
     robots: str = ""  # robots.txt to update; default: <output>/robots.txt when output is served at the root

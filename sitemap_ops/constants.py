@@ -163,7 +163,7 @@ CONTENT_TYPES = {
 MANIFEST_NAME = "manifest.json"
 DEFAULT_INDEX_NAME = "sitemap.xml"
 
-# Object names of this project (README "Publishing guarantees"). A shard's name carries a digest of its
+# Object names of this project (docs/guarantees.md). A shard's name carries a digest of its
 # content, so a file that a live index names is never rewritten: changed content gets a new name, and the
 # index switches to it. sitemap-<section>-<NNNNN>-<12 hex>.xml.gz; a further index file (past 50,000 shards)
 # is <index stem>-<N>-<12 hex>.xml. Retire deletes nothing that does not match one of these patterns.

@@ -28,7 +28,7 @@ class RenderConfig:
     """How shard files are written."""
 
     format: str = "xml"  # xml (<urlset>) | txt (one URL per line)
-    gzip: bool = True
+    gzip: bool = True  # shards as .xml.gz (the index stays plain XML)
     gzip_level: int = 1  # isal levels 0-3 (1 is ~10x faster than zlib 6 for ~10% more bytes); zlib maps 0-9
 
     def __post_init__(self) -> None:

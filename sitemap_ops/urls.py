@@ -35,16 +35,16 @@ _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 class NormalizeConfig:
     """URL normalization rules; each is on by default and can be turned off."""
 
-    lowercase_scheme_host: bool = True
-    idna_hosts: bool = True
-    drop_default_ports: bool = True
-    drop_fragments: bool = True
-    encode_iri: bool = True
-    uppercase_escapes: bool = True
-    remove_dot_segments: bool = True
+    lowercase_scheme_host: bool = True  # HTTPS://WWW.Example.COM/ is https://www.example.com/
+    idna_hosts: bool = True  # internationalized host names in their punycode (xn--) form
+    drop_default_ports: bool = True  # :443 on https, :80 on http
+    drop_fragments: bool = True  # #section: the same page
+    encode_iri: bool = True  # non-ASCII characters of path and query percent-encoded as UTF-8
+    uppercase_escapes: bool = True  # %2f is %2F
+    remove_dot_segments: bool = True  # /a/./b/../c is /a/c
     strip_path_params: bool = True  # ;jsessionid=... path parameters
     tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS  # glob patterns, case-insensitive; () keeps all
-    sort_query: bool = False
+    sort_query: bool = False  # ?b=2&a=1 is ?a=1&b=2 (off: some sites give parameter order a meaning)
     # RFC 3986 section 6.2.2.2: "%7E" is "~"; escapes of unreserved characters are decoded (so /%7Ejane and
     # /~jane are one URL, and ?%75tm_source= is a tracking parameter)
     decode_unreserved: bool = True

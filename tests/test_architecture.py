@@ -1,4 +1,4 @@
-"""ARCHITECTURE.md names every SQL file and every DuckDB table and view the package creates."""
+"""docs/architecture.md names every SQL file and every DuckDB table and view the package creates."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sitemap_ops
 from sitemap_ops.stage.sources import EXTENSION_VIEWS
 
 ROOT = Path(sitemap_ops.__file__).parent.parent
-DOC = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+DOC = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 CREATED = re.compile(r"CREATE OR REPLACE TEMP (?:TABLE|VIEW) (\w+)")
 # views over Parquet files: duck.create_parquet_view, and the staged snapshot's (sitemap_ops.snapshot)
 SQL_FILES = sorted((ROOT / "sitemap_ops").rglob("sql/*.sql"))  # each package's SQL, beside its code
@@ -27,14 +27,14 @@ def _created_names() -> set[str]:
 def test_every_sql_file_is_in_the_architecture() -> None:
     assert len(SQL_FILES) > 90  # the scan finds them
     missing = sorted(p.name for p in SQL_FILES if f"sql/{p.name}" not in DOC)
-    assert not missing, f"ARCHITECTURE.md does not name {missing}"
+    assert not missing, f"docs/architecture.md does not name {missing}"
 
 
 def test_every_duckdb_table_and_view_is_in_the_architecture() -> None:
     names = _created_names()
     assert {"normalized_rows", "dup_locs", "staged", "staged_rows", "ext_images_src"} <= names  # the scan finds them
     missing = sorted(name for name in names if f"`{name}`" not in DOC)
-    assert not missing, f"ARCHITECTURE.md does not name the DuckDB tables/views {missing}"
+    assert not missing, f"docs/architecture.md does not name the DuckDB tables/views {missing}"
 
 
 def test_every_module_is_in_the_layer_table() -> None:

@@ -103,6 +103,8 @@ change counts. Runs {"on `" + af.schedule + "` (UTC) and " if af.schedule else "
 whenever `{content.name}` gets an event (post one from the CMS after publishing). Output: `{config.output}`.
 """,
     ) as dag:
+        if af.max_active_tasks:  # else Airflow's [core] max_active_tasks_per_dag
+            dag.max_active_tasks = af.max_active_tasks
         add_build_tasks(config, check_params=True)
     return dag
 

@@ -25,16 +25,16 @@ class IndexNowConfig:
     """
 
     enabled: bool = True  # an [indexnow] table turns it on; SiteConfig's default is off
-    endpoint: str = INDEXNOW_ENDPOINT
-    key: str = field(default="", repr=False)
-    key_env: str = ""
-    key_file: str = ""
+    endpoint: str = INDEXNOW_ENDPOINT  # the engines share submissions made to any one of them
+    key: str = field(default="", repr=False)  # 8-128 characters of a-z, A-Z, 0-9 and -
+    key_env: str = ""  # an environment variable that holds the key
+    key_file: str = ""  # a file whose first line is the key
     # Where the key file is served. Default: <public_url><key>.txt, published with the sitemaps.
     key_location: str = field(default="", repr=False)
-    batch_size: int = MAX_INDEXNOW_URLS_PER_REQUEST
+    batch_size: int = MAX_INDEXNOW_URLS_PER_REQUEST  # URLs per request (the protocol's limit: 10,000)
     max_urls_per_day: int = 0  # 0: no cap; past it, the rest waits for the next build (or day)
     time_budget_seconds: float = 120.0  # retries of 429 and 5xx answers stop here; the rest is deferred
-    request_timeout_seconds: float = 30.0
+    request_timeout_seconds: float = 30.0  # of one request
     # The first build lists every URL as added; engines discover a new site from its sitemaps instead.
     submit_first_build: bool = False
 

@@ -23,9 +23,9 @@ from sitemap_ops.storage import StorageConfig
 class ShardConfig:
     """How URLs are cut into shards."""
 
-    max_urls: int = MAX_URLS_PER_SITEMAP
+    max_urls: int = MAX_URLS_PER_SITEMAP  # URLs per shard (the protocol's limit: 50,000)
     max_bytes: int = MAX_BYTES_PER_SITEMAP  # uncompressed, header and footer included
-    max_sitemaps_per_index: int = MAX_SITEMAPS_PER_INDEX
+    max_sitemaps_per_index: int = MAX_SITEMAPS_PER_INDEX  # past it, further index files sitemap-2-<digest>.xml
     # Rebuild a section's shards from scratch when its shards are on average less full than this.
     compact_below: float = 0.5
     sections: tuple[SectionRule, ...] = ()
@@ -45,7 +45,7 @@ class ShardConfig:
 class PublishConfig:
     """Where the index goes and the guard rails around publishing."""
 
-    index_name: str = DEFAULT_INDEX_NAME
+    index_name: str = DEFAULT_INDEX_NAME  # the index's file name in the output folder
     # Stop before publishing when the build would publish fewer than this share of the last build's URLs.
     min_ratio: float = 0.8
     # Stop before publishing when the exclusion sources keep out more URLs than the last build's exclusions
@@ -99,7 +99,7 @@ class FeedConfig:
 
     enabled: bool = True  # a [feed] table turns it on; SiteConfig's default is off
     name: str = "feed.xml"  # in the output folder; per-section feeds are named <stem>-<section>.xml
-    entries: int = 100
+    entries: int = 100  # URLs in the feed, newest lastmod first
     per_section: bool = False  # one more feed per section, with its own `entries` most recent URLs
     title: str = ""  # default: "<host>: recently changed pages"
     robots: bool = False  # list the feed(s) in robots.txt's managed block as sitemaps

@@ -80,7 +80,7 @@ class SourceConfig:
     (postgresql://user@host:5432/db, mysql://user@host:3306/db, sqlite:///path/file.db).
     """
 
-    path: str
+    path: str  # see above: a file, glob, database file or database URL
     format: str = ""  # parquet | csv | duckdb | postgres | mysql | sqlite; empty: from the path
     table: str = ""  # database sources: [schema.]table
     query: str = ""  # database sources: a SELECT in DuckDB SQL, run with the database as default catalog
@@ -89,17 +89,17 @@ class SourceConfig:
     # A condition on the source's rows with :name placeholders bound from `params`, e.g.
     # "updated_at > :since"; pushed down to the database server.
     filter: str = ""
-    params: dict[str, object] = field(default_factory=dict)
+    params: dict[str, object] = field(default_factory=dict)  # the values of the filter's :name placeholders
     password_file: str = ""  # a file whose first line is the database password
     # pages: the URL inventory; images | alternates | videos | news: one extension kept apart from the
     # pages, joined on its `page` column (the page's URL, normalized like `loc`); exclude: URLs to leave out
     # (redirects, noindex pages, crawl statuses, non-canonical URLs: EXCLUDE_COLUMNS).
     kind: str = "pages"
     # CSV and text sources: whether the first line names the columns (without: column0, column1, ...; `loc`
-    # is column0 unless `columns` maps it), the delimiter ("" detects it) and the file's encoding.
+    # is column0 unless `columns` maps it).
     header: bool = True
-    delimiter: str = ""
-    encoding: str = "utf-8"
+    delimiter: str = ""  # one character; "" detects it
+    encoding: str = "utf-8"  # utf-8 | utf-16 | latin-1
     # database sources: an integer column whose ranges cut the source into input splits
     # when [duckdb] stage_splits is above 1 (without it, a database source is one split)
     split_key: str = ""
@@ -227,8 +227,8 @@ class SectionRule:
     Configured as [[shards.sections]] (sections group shards), defined here: the stage assigns each URL its
     section, which orders the staged snapshot."""
 
-    name: str
-    prefix: str
+    name: str  # the section: [a-z0-9][a-z0-9_-]*, it names the section's shards
+    prefix: str  # a URL path prefix, e.g. "/blog/"
 
     def __post_init__(self) -> None:
         if not _SECTION_NAME.match(self.name) or len(self.name) > MAX_SECTION_LENGTH:
@@ -256,9 +256,9 @@ class ExtensionsConfig:
     complete_alternates: bool = False
     # The news series is its own section of shards (at most 1,000 articles each), listed in the index.
     news_section: str = "news-recent"
-    news_max_age_hours: int = NEWS_MAX_AGE_HOURS
-    news_max_urls: int = MAX_NEWS_PER_SITEMAP
-    max_images_per_page: int = MAX_IMAGES_PER_PAGE
+    news_max_age_hours: int = NEWS_MAX_AGE_HOURS  # older articles leave the news series (Google: 48 hours)
+    news_max_urls: int = MAX_NEWS_PER_SITEMAP  # articles per news shard (Google: 1,000)
+    max_images_per_page: int = MAX_IMAGES_PER_PAGE  # more are dropped, each counted in rejects (Google: 1,000)
 
     def __post_init__(self) -> None:
         for name in ("image_hosts", "video_hosts", "alternate_hosts"):

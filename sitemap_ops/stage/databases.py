@@ -4,7 +4,7 @@ DuckDB reads each database through its own extension (postgres_scanner, mysql_sc
 so the same normalization SQL runs on every source, projections and filters are pushed down to the
 server, and rows stream instead of being loaded whole. The extension is found, in order: already
 installed; the offline Python package (`duckdb-extension-<name>`, which exists for duckdb 1.5.5 only,
-see README "DuckDB versions"); `INSTALL` from DuckDB's extension repository (production machines with
+see docs/development.md, "DuckDB versions"); `INSTALL` from DuckDB's extension repository (production machines with
 network access). Credentials go into a temporary DuckDB secret, never into the ATTACH string, so
 connection errors do not echo them; every message is still scrubbed of the password.
 """

@@ -248,7 +248,7 @@ render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to s
         # the example's 3 small shards (a section each) are one render group
         assert len([t for t in instances["sitemaps_example"] if t["task_id"] == "render"]) == 1
         durations = sorted(float(t["duration"] or 0) for t in renders)
-        # (figures for the README: each render task writes 500 URLs, so its duration is Airflow's overhead)
+        # (figures for docs/performance.md: each render task writes 500 URLs, so its duration is Airflow's overhead)
         print(f"\n2 Celery workers: runs {seconds:.1f} s, render task median {durations[len(durations) // 2]:.2f} s")
     finally:
         stop_process_groups(procs)

@@ -96,6 +96,22 @@ def test_a_site_without_cron_runs_on_its_content_asset_only(tmp_path: Path) -> N
     assert not hasattr(dag.timetable, "timetable")  # no cron part
 
 
+def test_max_active_tasks_is_the_dags_own_only_when_the_site_sets_it(tmp_path: Path) -> None:
+    from airflow.configuration import conf
+
+    from sitemap_ops.airflow import dags_from_folder
+
+    _write_site(tmp_path, "small")
+    _write_site(tmp_path, "big", max_active_tasks=32)
+    dags = dags_from_folder(tmp_path)
+    assert dags["sitemaps_big"].max_active_tasks == 32
+    assert dags["sitemaps_small"].max_active_tasks == conf.getint("core", "max_active_tasks_per_dag")
+    with pytest.raises(ConfigError, match="max_active_tasks"):
+        from sitemap_ops.config import AirflowConfig
+
+        AirflowConfig(max_active_tasks=-1)
+
+
 def test_a_bad_site_file_fails_only_its_own_dag_and_names_the_file(tmp_path: Path) -> None:
     from sitemap_ops.airflow import dags_from_folder
 
