@@ -149,6 +149,12 @@ class RecordingApp:
         self.faults: list[dict[str, Any]] = []  # {"method", "suffix", "times" (None: always), "status"}
         self.lock = threading.Lock()
 
+    def reset(self) -> None:
+        """Forget the requests served and the faults armed (the server is shared by the tests of a run)."""
+        with self.lock:
+            self.requests.clear()
+            self.faults.clear()
+
     def fail(self, method: str, suffix: str, times: int | None = None, status: int = 503) -> None:
         """Answer requests whose path ends with `suffix` (a glob pattern) with `status`, `times` times."""
         with self.lock:
@@ -194,40 +200,50 @@ class S3Server:
         return f"s3://{self.bucket}/{path}"
 
 
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
-    """moto's S3 server over HTTP on 127.0.0.1 (a real S3 API server, not an in-process mock of boto)."""
+@pytest.fixture(scope="session")
+def _moto_server() -> Iterator[tuple[str, RecordingApp]]:
+    """One moto server per test run (per xdist worker): starting moto's backends costs more than most tests."""
     try:
-        import boto3
         from moto.server import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import make_server
     except ImportError as exc:
         require_service("s3", f"moto[server] and boto3 are not installed: {exc}")
+    app = RecordingApp(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", app
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def s3(_moto_server: tuple[str, RecordingApp], monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """moto's S3 server over HTTP on 127.0.0.1 (a real S3 API server, not an in-process mock of boto): a bucket
+    of this test's own, and the server's request log and injected faults emptied for it."""
+    import boto3
+    import fsspec
+    import s3fs
+
+    endpoint, app = _moto_server
     for key, value in {
         "AWS_ACCESS_KEY_ID": "test",
         "AWS_SECRET_ACCESS_KEY": "test",
         "AWS_DEFAULT_REGION": "us-east-1",
     }.items():
         monkeypatch.setenv(key, value)
-    app = RecordingApp(DomainDispatcherApplication(create_backend_app))
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # for clients that are given no endpoint (validate)
+    app.reset()
     client = boto3.client("s3", endpoint_url=endpoint)
     bucket = f"site-{uuid.uuid4().hex[:8]}"
     client.create_bucket(Bucket=bucket)
-    import fsspec
-
     fsspec.config.conf.pop("s3", None)
     try:
         yield S3Server(endpoint, bucket, app, client)
     finally:
-        server.shutdown()
-        server.server_close()
-        import s3fs
-
+        app.reset()  # a fault a test left armed must not answer the next test's requests
         s3fs.S3FileSystem.clear_instance_cache()
 
 
@@ -244,26 +260,38 @@ class GCSServer:
         return f"gs://{self.bucket}/{path}"
 
 
-@pytest.fixture
-def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[GCSServer]:
-    """gcp-storage-emulator serving the GCS JSON API over HTTP on 127.0.0.1."""
+@pytest.fixture(scope="session")
+def _gcs_emulator() -> Iterator[str]:
+    """One GCS emulator per test run (per xdist worker); each test gets a bucket of its own."""
     try:
-        import gcsfs
         from gcp_storage_emulator.server import create_server
     except ImportError as exc:
         require_service("gcs", f"gcsfs and gcp-storage-emulator are not installed: {exc}")
     port = free_port()
-    bucket = f"site-{uuid.uuid4().hex[:8]}"
-    server = create_server("127.0.0.1", port, in_memory=True, default_bucket=bucket)
+    server = create_server("127.0.0.1", port, in_memory=True)
     server.start()
-    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def gcs(_gcs_emulator: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[GCSServer]:
+    """gcp-storage-emulator serving the GCS JSON API over HTTP on 127.0.0.1."""
+    try:
+        import gcsfs
+    except ImportError as exc:
+        require_service("gcs", f"gcsfs is not installed: {exc}")
+    endpoint = _gcs_emulator
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", endpoint)
     gcsfs.GCSFileSystem.clear_instance_cache()
     fs = gcsfs.GCSFileSystem(endpoint_url=endpoint, token="anon", project="test")
+    bucket = f"site-{uuid.uuid4().hex[:8]}"
+    fs.mkdir(bucket)
     try:
         yield GCSServer(endpoint, bucket, fs)
     finally:
-        server.stop()
         gcsfs.GCSFileSystem.clear_instance_cache()
 
 

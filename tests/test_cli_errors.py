@@ -101,6 +101,12 @@ def test_a_config_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pyte
     )
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """A child's SIGINT as a command started at a terminal has it: a test runner's worker may ignore SIGINT (once
+    its controller was interrupted), and an ignored signal stays ignored in the processes it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_stage_exits_130_with_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     rows = 3_000_000  # long enough to be inside DuckDB's stage query when the signal comes
     pq.write_table(
@@ -109,7 +115,7 @@ def test_ctrl_c_during_stage_exits_130_with_one_line_and_leaves_nothing(tmp_path
     process = subprocess.Popen(
         [sys.executable, "-m", "sitemap_ops.cli", "build", "--source", str(tmp_path / "inventory.parquet"),
          "--base-url", "https://www.example.com", "--output", "out"],
-        cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, preexec_fn=_ctrl_c_as_at_a_terminal,
     )  # fmt: skip
     assert process.stderr is not None
     lines = []
@@ -142,7 +148,9 @@ sys.argv = ["sitemap-ops", "build", "--output", "out"]
 from sitemap_ops.__main__ import run
 run()
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, preexec_fn=_ctrl_c_as_at_a_terminal
+    )
     assert done.returncode == 130, done.stderr
     assert done.stderr == "sitemap-ops build: interrupted before it started; nothing was changed\n"
 

@@ -132,3 +132,24 @@ def test_placing_a_chunk_at_a_time_gives_the_same_shards(
     monkeypatch.setattr(assign_module, "CHUNK_ROWS", chunk)
     assert _section(tmp_path, shard.tolist(), pos.tolist(), size.tolist(), max_urls=30) == expected
     assert max(expected[0]) > 5, "new shards were cut after the kept ones"
+
+
+def test_a_first_build_numbers_each_sections_shards_and_keys_them_in_order(tmp_path: Path) -> None:
+    # two sections of 5 and 3 new rows, 2 URLs a shard: keys run over the sections' shards in order
+    rows = [(0, np.full(8, 10, dtype=np.int64), np.full(8, -1, dtype=np.int64), np.zeros(8, dtype=np.int64))]
+    sections = [SectionRows("blog", 0, 5, max_urls=2), SectionRows("pages", 5, 8, max_urls=2)]
+    parts = [(str(tmp_path / "part-0.parquet"), 3), (str(tmp_path / "part-1.parquet"), 5)]
+    assignment = place(rows, sections, 1_000, parts, lambda index, path: None)
+    table = pa.concat_tables(pq.read_table(path) for path, _ in parts)
+    assert table["shard"].to_pylist() == [1, 1, 2, 2, 3, 1, 1, 2]
+    assert table["shard_key"].to_pylist() == [0, 0, 1, 1, 2, 3, 3, 4]
+    assert assignment.key_shards == [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2)]
+    assert (assignment.urls_per_key, assignment.bytes_per_key) == ([2, 2, 1, 2, 1], [20, 20, 10, 20, 10])
+    assert assignment.ordered
+
+
+def test_placement_refuses_rows_that_do_not_fill_the_plans_parts(tmp_path: Path) -> None:
+    rows = [(0, np.full(5, 10, dtype=np.int64), np.full(5, -1, dtype=np.int64), np.zeros(5, dtype=np.int64))]
+    parts = [(str(tmp_path / "part-0.parquet"), 2), (str(tmp_path / "part-1.parquet"), 4)]
+    with pytest.raises(PlanError, match="1 row"):
+        place(rows, [SectionRows("blog", 0, 5, max_urls=2)], 1_000, parts, lambda index, path: None)

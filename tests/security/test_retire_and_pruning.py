@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sitemap_ops import workspace
 from sitemap_ops.cli import summary_lines
 from sitemap_ops.errors import ConfigError
 from tests.helpers import NOW, assignment_files_exist, build, live_names, published, site_config
@@ -64,7 +65,11 @@ def test_a_work_folder_that_is_or_holds_the_output_is_a_config_error(tmp_path: P
         site_config(tmp_path, "x.parquet", output="s3://bucket/site/", work_dir="s3://bucket/site/work")
 
 
-def test_pruning_a_shared_work_folder_removes_only_this_project_s_build_folders(tmp_path: Path) -> None:
+def test_pruning_a_shared_work_folder_removes_only_this_project_s_build_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the rule is "all but the last KEEP_WORK_DIRS (10) builds"; with 2, five builds show it as thirteen would
+    monkeypatch.setattr(workspace, "KEEP_WORK_DIRS", 2)
     shared = tmp_path / "shared"
     for folder in ("assets", "blog", "20200101T000000Z-abcdef"):  # the last one looks like a build id
         (shared / folder).mkdir(parents=True)
@@ -72,20 +77,20 @@ def test_pruning_a_shared_work_folder_removes_only_this_project_s_build_folders(
     (shared / "notes.txt").write_text("not sitemap-ops'")
     rows = _rows(30)
     summaries = []
-    for i in range(13):
+    for i in range(5):
         summary, _ = build(tmp_path, rows if i == 0 else None, now=NOW + dt.timedelta(hours=i), work_dir=str(shared))
         summaries.append(summary)
     for folder in ("assets", "blog", "20200101T000000Z-abcdef"):
         assert (shared / folder / "keep.txt").read_text() == "not sitemap-ops'"
     assert (shared / "notes.txt").exists()
     ours = [p for p in shared.iterdir() if (p / ".sitemap-ops-build").exists()]
-    assert len(ours) == 10
+    assert len(ours) == 2
     # the live build's assignment survives; older builds' snapshots are gone
     assert all(assignment_files_exist(summaries[-1].plan.planned_path))
     assert not any(assignment_files_exist(summaries[-2].plan.planned_path))
     # the change sets' parts: the kept builds' stay (IndexNow reads them), the pruned builds' are gone
     assert all(assignment_files_exist(summaries[-1].plan.changes_path))
-    assert all(assignment_files_exist(summaries[3].plan.changes_path))
+    assert all(assignment_files_exist(summaries[-2].plan.changes_path))
     assert not any(assignment_files_exist(summaries[1].plan.changes_path))
     assert not (shared / summaries[1].build_id).exists()
 
