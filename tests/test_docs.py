@@ -78,3 +78,18 @@ def test_the_docs_pages_show_offline(built_site: Path, page: str, shows: str, wi
     assert shows in seen.text
     assert seen.failed_requests == []  # nothing from the network: fonts and scripts are the site's own
     assert seen.scroll_width <= width + 1  # wide tables scroll inside the page, the page does not
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/configuration.md"])
+def test_the_site_files_the_docs_show_load(tmp_path: Path, page: str) -> None:
+    """Every TOML block of the README and the configuration page is a site file load_config takes."""
+    import re
+
+    from sitemap_ops.config import load_config
+
+    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), re.S)
+    assert blocks
+    for number, block in enumerate(blocks):
+        path = tmp_path / f"site{number}.toml"
+        path.write_text(block, encoding="utf-8")
+        load_config(path)
