@@ -1,4 +1,5 @@
-"""docs/architecture.md names every SQL file and every DuckDB table and view the package creates."""
+"""The architecture pages (docs/architecture.md, docs/internals.md) name every SQL file and every DuckDB table and
+view the package creates."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sitemap_ops
 from sitemap_ops.stage.sources import EXTENSION_VIEWS
 
 ROOT = Path(sitemap_ops.__file__).parent.parent
-DOC = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+DOC = "\n".join((ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("architecture.md", "internals.md"))
 CREATED = re.compile(r"CREATE OR REPLACE TEMP (?:TABLE|VIEW) (\w+)")
 # views over Parquet files: duck.create_parquet_view, and the staged snapshot's (sitemap_ops.snapshot)
 SQL_FILES = sorted((ROOT / "sitemap_ops").rglob("sql/*.sql"))  # each package's SQL, beside its code
