@@ -305,6 +305,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# An answer from Airflow's api-server may take a while on a busy 2-core machine (seen: over 10 s for a POST of a
+# DAG run while both test workers, the scheduler and two Celery workers ran); a request is not retried, since a
+# POST would then make two runs.
+API_TIMEOUT_SECONDS = 60
+
+
 def api_call(base: str, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
     """One JSON request to an HTTP API (Airflow's REST API); its decoded answer."""
     request = urllib.request.Request(base + path, method=method)
@@ -312,7 +318,7 @@ def api_call(base: str, method: str, path: str, body: Any = None, token: str | N
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     data = json.dumps(body).encode() if body is not None else None
-    with urllib.request.urlopen(request, data=data, timeout=10) as response:
+    with urllib.request.urlopen(request, data=data, timeout=API_TIMEOUT_SECONDS) as response:
         text = response.read()
     return json.loads(text) if text else None
 
