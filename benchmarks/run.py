@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -47,12 +48,22 @@ def _spill_bytes(folder: Path) -> int:
     return total
 
 
-def peak_rss_of(cmd: list[str], cwd: Path, spill: list[int] | None = None) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS in bytes, stdout) of one child process; `spill[0]` gets the peak bytes in
-    DuckDB's spill folders below `cwd`, when given.
+class Child(NamedTuple):
+    """What one child process took: wall seconds, CPU seconds (user + system, its threads and children
+    included), peak RSS in bytes, and its stdout."""
+
+    seconds: float
+    cpu: float
+    peak: int
+    stdout: str
+
+
+def peak_rss_of(cmd: list[str], cwd: Path, spill: list[int] | None = None) -> Child:
+    """Run `cmd` in `cwd` as a child process and measure it (Child); `spill[0]` gets the peak bytes in DuckDB's
+    spill folders below `cwd`, when given.
 
     The peak is the child's own VmHWM, polled while it runs: wait4's ru_maxrss would also count the
-    pages a forked child shares with this (large) parent before it execs.
+    pages a forked child shares with this (large) parent before it execs. Its CPU time is wait4's.
     """
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -70,13 +81,25 @@ def peak_rss_of(cmd: list[str], cwd: Path, spill: list[int] | None = None) -> tu
 
     watcher = threading.Thread(target=poll, daemon=True)
     watcher.start()
-    out, err = proc.communicate()
+    # read both pipes in threads, then reap the child with wait4 for its CPU time (communicate() would reap it)
+    out: list[str] = []
+    err: list[str] = []
+    readers = [
+        threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True),  # type: ignore[union-attr]
+        threading.Thread(target=lambda: err.append(proc.stderr.read()), daemon=True),  # type: ignore[union-attr]
+    ]
+    for reader in readers:
+        reader.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    for reader in readers:
+        reader.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
     done.set()
     watcher.join()
     seconds = time.monotonic() - started
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
-    return seconds, peak[0] * 1024, out
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{err[0] if err else ''}")
+    return Child(seconds, usage.ru_utime + usage.ru_stime, peak[0] * 1024, out[0] if out else "")
 
 
 def generate_inventory(path: Path, rows: int, shape: str = "uniform") -> None:
@@ -99,7 +122,8 @@ def build(
         "--memory-limit", memory_limit, "--quiet",
     ]  # fmt: skip
     spill = [0]
-    seconds, peak, stdout = peak_rss_of(cmd, work, spill)
+    child = peak_rss_of(cmd, work, spill)
+    seconds, peak, stdout = child.seconds, child.peak, child.stdout
     rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{inventory}')").fetchall()[0][0]
     published = int(next(line for line in stdout.splitlines() if "URLs published" in line).split()[2].replace(",", ""))
     shard_files = list(out.glob("sitemap-*-*.xml.gz"))
@@ -113,6 +137,7 @@ def build(
         "published_urls": published,
         "shards": shards,
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(child.cpu, 2),
         "input_urls_per_s": round(rows / seconds),
         "peak_rss_mb": round(peak / 2**20),
         "peak_spill_mb": round(spill[0] / 2**20),
@@ -122,13 +147,26 @@ def build(
     }
 
 
+def floor(inventory: Path, work: Path) -> dict[str, float]:
+    """The floor (benchmarks/floor.py: read, sort, render and gzip the same rows, nothing else) in its own
+    process."""
+    child = peak_rss_of([sys.executable, str(HERE / "floor.py"), str(inventory), str(work / "floor.xml.gz")], work)
+    (work / "floor.xml.gz").unlink()
+    return {
+        "urls": int(child.stdout.split()[-1]),
+        "seconds": round(child.seconds, 2),
+        "cpu_seconds": round(child.cpu, 2),
+        "peak_rss_mb": round(child.peak / 2**20),
+    }
+
+
 def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     """The run of median wall time, with every run's seconds and the highest peak RSS and spill of all."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
     median = dict(ordered[(len(ordered) - 1) // 2])
     median["runs_seconds"] = [r["seconds"] for r in runs]  # type: ignore[assignment]
     median["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
-    median["peak_spill_mb"] = max(r["peak_spill_mb"] for r in runs)
+    median["peak_spill_mb"] = max(r.get("peak_spill_mb", 0) for r in runs)
     return median
 
 
@@ -268,7 +306,8 @@ def incremental(work: Path, inventory: Path, memory_limit: str) -> dict[str, obj
             "--base-url", "https://www.example.com", "--output", str(out), "--work-dir", str(work / "state"),
             "--memory-limit", memory_limit, "--quiet",
         ]  # fmt: skip
-        seconds, _, stdout = peak_rss_of(cmd, work)
+        child = peak_rss_of(cmd, work)
+        seconds, stdout = child.seconds, child.stdout
         line = next(x for x in stdout.splitlines() if "shards written:" in x)
         results[name] = {
             "seconds": round(seconds, 2),
@@ -299,15 +338,16 @@ def sitemapjs(work: Path) -> dict[str, float]:
         )  # fmt: skip
         out = work / "sitemapjs"
         out.mkdir()
-        seconds, peak, stdout = peak_rss_of(["node", str(HERE / "sitemapjs.mjs"), str(tsv), str(out)], npm_dir)
+        child = peak_rss_of(["node", str(HERE / "sitemapjs.mjs"), str(tsv), str(out)], npm_dir)
     finally:
         shutil.rmtree(npm_dir, ignore_errors=True)
-    urls = json.loads(stdout.strip().splitlines()[-1])["urls"]
+    urls = json.loads(child.stdout.strip().splitlines()[-1])["urls"]
     return {
         "urls": urls,
-        "seconds": round(seconds, 2),
-        "urls_per_s": round(urls / seconds),
-        "peak_rss_mb": round(peak / 2**20),
+        "seconds": round(child.seconds, 2),
+        "cpu_seconds": round(child.cpu, 2),
+        "urls_per_s": round(urls / child.seconds),
+        "peak_rss_mb": round(child.peak / 2**20),
     }
 
 
@@ -436,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-sitemapjs", action="store_true", help="skip the sitemap.js comparison")
     parser.add_argument(
+        "--no-floor", action="store_true", help="skip the floor (benchmarks/floor.py) beside each build"
+    )
+    parser.add_argument(
         "--no-incremental", action="store_true", help="skip the unchanged and +1%% rebuilds after the smallest build"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
@@ -519,13 +562,20 @@ def main(argv: list[str] | None = None) -> int:
         # interleaved: one build of every inventory, then the next round, so a slow minute of the machine
         # does not land on one inventory's runs; each figure is the median of its runs
         rounds: dict[tuple[str, int], list[dict[str, float]]] = {run: [] for run in runs}
+        floors: dict[tuple[str, int], list[dict[str, float]]] = {run: [] for run in runs}
         for attempt in range(args.repeat):
             for shape, size in runs:
                 work = root / f"{shape}-{size}"
                 shutil.rmtree(work / "public", ignore_errors=True)
                 shutil.rmtree(work / "state", ignore_errors=True)
                 rounds[(shape, size)].append(build(work / "inventory.parquet", work, args.memory_limit))
-                print(f"  {shape} {size:,}: run {attempt + 1}: {rounds[(shape, size)][-1]['seconds']} s", flush=True)
+                done = rounds[(shape, size)][-1]
+                line = f"  {shape} {size:,}: run {attempt + 1}: {done['seconds']} s ({done['cpu_seconds']} s CPU)"
+                if not args.no_floor:
+                    floors[(shape, size)].append(floor(work / "inventory.parquet", work))
+                    lowest = floors[(shape, size)][-1]
+                    line += f", floor {lowest['seconds']} s ({lowest['cpu_seconds']} s CPU)"
+                print(line, flush=True)
         for shape, size in runs:
             work = root / f"{shape}-{size}"
             inventory = work / "inventory.parquet"
@@ -536,11 +586,22 @@ def main(argv: list[str] | None = None) -> int:
             )
             results["builds"].append(result)  # type: ignore[union-attr]
             print(
-                f"sitemap-ops {shape:>9} {result['input_urls']:>11,} input URLs: {result['seconds']:6.1f} s "
-                f"(median of {len(rounds[(shape, size)])}), {result['input_urls_per_s']:>9,} URLs/s, "
-                f"peak RSS {result['peak_rss_mb']:,} MB, spill {result['peak_spill_mb']:,} MB",
+                f"sitemap-ops {shape:>9} {result['input_urls']:>11,} input URLs: {result['seconds']:6.2f} s "
+                f"(median of {len(rounds[(shape, size)])}; {result['cpu_seconds']} s CPU), "
+                f"{result['input_urls_per_s']:>9,} URLs/s, peak RSS {result['peak_rss_mb']:,} MB, "
+                f"spill {result['peak_spill_mb']:,} MB",
                 flush=True,
             )
+            if floors[(shape, size)]:
+                lowest = result["floor"] = _median_run(floors[(shape, size)])  # type: ignore[assignment]
+                result["ratio_to_floor"] = round(result["seconds"] / lowest["seconds"], 2)
+                result["cpu_ratio_to_floor"] = round(result["cpu_seconds"] / lowest["cpu_seconds"], 2)
+                print(
+                    f"      floor {shape:>9} {lowest['urls']:>11,} URLs: {lowest['seconds']:6.2f} s "
+                    f"({lowest['cpu_seconds']} s CPU) -> the build takes {result['ratio_to_floor']}x the floor's "
+                    f"time, {result['cpu_ratio_to_floor']}x its CPU",
+                    flush=True,
+                )
             smallest = size == min(sizes)
             if smallest and not args.no_sitemapjs:
                 peer = sitemapjs(work)

@@ -92,8 +92,8 @@ def steps(config: str, stage_only: bool = False) -> dict[str, Any]:
             break
         for first, last in _groups(config, state, step) if step.fan_out else [(0, 0)]:
             cmd = [sys.executable, __file__, config, "--step", step.name, "--state", str(state)]
-            seconds, peak, _ = peak_rss_of([*cmd, "--first", str(first), "--last", str(last)], state)
-            figures.setdefault(step.name, []).append((seconds, peak))
+            child = peak_rss_of([*cmd, "--first", str(first), "--last", str(last)], state)
+            figures.setdefault(step.name, []).append((child.seconds, child.peak))
     staged = _handed(state, "staged")
     return {
         "steps": {

@@ -118,7 +118,10 @@ def write_change_chunk(
     """Write the change set's URLs in [low, high) (sql/plan_changes.sql; None: unbounded) to the Parquet file
     `sink`; the rows written. Reads the views `staged` (this build's rows, lastmods derived) and `live_urls`."""
     set_variables(con, {"news_section": news_section, "change_low": low, "change_high": high})
-    return write_relations([con.sql(read_sql("plan_changes"))], sink, batch_rows=CHANGE_BATCH_ROWS, compression="zstd")
+    return write_relations(
+        [con.sql(read_sql("plan_changes"))], sink, batch_rows=CHANGE_BATCH_ROWS, compression="zstd",
+        use_dictionary=["change", "section"],  # (not the URLs: each is another value)
+    )  # fmt: skip
 
 
 def count_changes(con: duckdb.DuckDBPyConnection, work: Storage, parts: list[str]) -> dict[str, int]:

@@ -192,3 +192,14 @@ def test_canonical_substitutions_are_listed(tmp_path: Path) -> None:
     html = Path(run_build(config, now=NOW).report).read_text()
     section = html.split('id="s-canonicals"')[1].split("</section>")[0]
     assert "the first 3 of 3" in section and section.count(f'<td class="v">{BASE}/a</td>') == 3
+
+
+def test_a_count_axis_along_a_narrow_chart_has_room_for_its_labels() -> None:
+    # (a phone's drawing is 180 px wide: five ticks of "200,000" would run into each other)
+    from sitemap_ops.report.charts import _STYLES, _width, _x_ticks
+
+    for style in _STYLES:
+        for top in (1, 7, 999, 151_515, 909_090, 2_500_000_000):
+            ticks = _x_ticks(top, style)
+            assert ticks[0] == 0 and ticks[-1] >= top and len(ticks) >= 2
+            assert _width(f"{ticks[-1]:,}", style.font) < style.plot / (len(ticks) - 1), (style.name, ticks)
