@@ -65,7 +65,7 @@ def test_the_site_builds_with_every_page_and_link(built_site: Path) -> None:
     [
         ("index.html", "Batch sitemap builds for large sites"),
         ("reference/configuration.html", "Every key of a site's TOML file"),
-        ("performance.html", "How fast is it, beside sitemap.js?"),
+        ("performance.html", "How fast is it, beside sitemap.js and the floor?"),
     ],
 )
 def test_the_docs_pages_show_offline(built_site: Path, page: str, shows: str, width: int) -> None:

@@ -134,13 +134,17 @@ def write_rows(
     storage: StorageConfig | None,
     sink: str | BinaryIO,
     chunk: RowChunk,
+    *,
+    kept: bool = True,
 ) -> int:
     """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for `chunk` of the staged snapshot to
     the Parquet file `sink`, in the snapshot's order; the rows written. The chunk joins its rows with only the previous
     rows between its first and last (section, loc), which DuckDB finds by the assignment's row group
-    statistics; so no query holds more than a chunk of either side."""
+    statistics; so no query holds more than a chunk of either side. Without a previous assignment (`kept`
+    false) no row is kept, and sql/plan_rows_new.sql sizes the rows without a join."""
     use_chunk(con, snapshot, storage, chunk)
-    return write_relations([con.sql(read_sql("plan_rows"))], sink, batch_rows=CHUNK_ROWS, compression="none")
+    query = read_sql("plan_rows" if kept else "plan_rows_new")
+    return write_relations([con.sql(query)], sink, batch_rows=CHUNK_ROWS, compression="none")
 
 
 @dataclass

@@ -340,7 +340,8 @@ def run_plan_chunk(
                 if index < len(prepared.chunks):
                     chunk = prepared.chunks[index]
                     local = os.path.join(scratch, rows_name(index))
-                    written = write_rows(con, snapshot, config.storage, local, chunk)
+                    kept = prepared.previous_assignment is not None
+                    written = write_rows(con, snapshot, config.storage, local, chunk, kept=kept)
                     if written != chunk.end - chunk.first:
                         raise PlanError(
                             f"plan chunk {index} read {written:,} staged rows, not the {chunk.end - chunk.first:,} "

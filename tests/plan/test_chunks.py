@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sitemap_ops.duck import connect, create_parquet_view, set_variables
+from sitemap_ops.duck import connect, create_parquet_view, read_sql, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.plan.assign import chunk_count, row_chunks, write_rows
@@ -96,12 +96,14 @@ def test_chunked_rebuilds_publish_what_one_join_publishes(tmp_path: Path) -> Non
         pages = _change(rng, pages, step + 1)
 
 
-def _rows_of(con: duckdb.DuckDBPyConnection, snapshot: Snapshot, folder: Path, chunks: int) -> pa.Table:
+def _rows_of(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, folder: Path, chunks: int, *, kept: bool = True
+) -> pa.Table:
     """The rows of every chunk of the staged snapshot, each written on its own, in chunk order."""
     tables = []
     for index, chunk in enumerate(row_chunks(con, snapshot, None, chunks)):
-        path = folder / f"rows-{chunks}-{index}.parquet"
-        write_rows(con, snapshot, None, str(path), chunk)
+        path = folder / f"rows-{chunks}-{index}-{kept}.parquet"
+        write_rows(con, snapshot, None, str(path), chunk, kept=kept)
         tables.append(pq.read_table(path))
     return pa.concat_tables(tables)
 
@@ -155,6 +157,10 @@ def test_a_previous_assignment_in_any_order_is_joined_exactly(tmp_path: Path, co
     assert whole.column("kept_pos").to_pylist() == [expected.get(key, (-1, -1))[1] for key in staged]
     for chunks in (2, 7, min(count + 3, 40)):
         assert _rows_of(con, snapshot, tmp_path, chunks).equals(whole), f"{chunks} chunks"
+    # with no previous assignment (a first build) the rows are sized without the join, as the join sizes them
+    con.execute(read_sql("plan_no_previous"))
+    for chunks in (1, 7):
+        assert _rows_of(con, snapshot, tmp_path, chunks, kept=False).equals(_rows_of(con, snapshot, tmp_path, chunks))
 
 
 def test_chunk_count_follows_the_memory_limit(tmp_path: Path) -> None:
