@@ -4,13 +4,17 @@ network off, collect console errors, exceptions and failed requests, read its te
 from __future__ import annotations
 
 import base64
+import contextlib
+import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -66,9 +70,31 @@ class _Pipe:
 
 
 def _as_fds_3_and_4(read: int, write: int) -> None:
+    os.setsid()  # chromium and its helper processes in a group of their own, to be stopped together
     read, write = os.dup(read), os.dup(write)  # first out of the way of 3 and 4
     os.dup2(read, 3)
     os.dup2(write, 4)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop chromium and every helper process it started (which outlive it and write into its profile folder
+    after it is gone), and wait until none runs, so that the profile can be removed for good."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _group_alive(process.pid):
+        time.sleep(0.02)
+
+
+def _group_alive(group: int) -> bool:
+    """Whether a process of `group` still runs (one that has exited and waits to be reaped does not)."""
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()  # (after the command: it may hold spaces)
+            if int(fields[2]) == group and fields[0] != "Z":
+                return True
+    return False
 
 
 def visit(url: str, width: int = 1000, height: int = 800) -> PageVisit:
@@ -136,8 +162,7 @@ def visit(url: str, width: int = 1000, height: int = 800) -> PageVisit:
             ):
                 result.failed_requests.append("request to " + params["request"]["url"])
     finally:
-        process.kill()
-        process.wait()
+        _stop(process)
         os.close(to_chrome_w)
         os.close(from_chrome_r)
         shutil.rmtree(profile, ignore_errors=True)
