@@ -6,11 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from html import escape
 from typing import Any
 
 _COLOR = "#2b6cb0"
 # Tableau 10, the categorical colours of Vega and most plotting libraries
-_PALETTE = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d")
+_PALETTE = (
+    "#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac",
+)  # fmt: skip
 _GRID, _INK, _MUTED = "#e2e8f0", "#1a202c", "#4a5568"
 _BAND = 18  # px per bar of a horizontal bar chart
 _CHAR = 0.62  # a sans-serif character's mean width, in font sizes (labels are sized and cut by it)
@@ -29,10 +32,6 @@ class _Style:
 
 
 _STYLES = (_Style("chart-wide", 560, 11, 180, False), _Style("chart-narrow", 180, 12, 110, True))
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def _width(text: str, font: int) -> float:
@@ -70,15 +69,15 @@ def _text(x: float, y: float, text: str, font: int, anchor: str = "middle", **ex
     attributes = "".join(f' {key.replace("_", "-")}="{value}"' for key, value in extra.items())
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="{font}" text-anchor="{anchor}" fill="{_INK}"{attributes}>'
-        f"{_escape(text)}</text>"
+        f"{escape(text)}</text>"
     )
 
 
 def _svg(style: _Style, width: float, height: float, title: str, body: list[str]) -> str:
     return (
-        f'<svg class="{style.name}" role="img" aria-label="{_escape(title)}" xmlns="http://www.w3.org/2000/svg" '
+        f'<svg class="{style.name}" role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg" '
         f'width="{math.ceil(width)}" height="{math.ceil(height)}" viewBox="0 0 {math.ceil(width)} {math.ceil(height)}" '
-        f'font-family="sans-serif"><title>{_escape(title)}</title>{"".join(body)}</svg>'
+        f'font-family="sans-serif"><title>{escape(title)}</title>{"".join(body)}</svg>'
     )
 
 
@@ -100,24 +99,14 @@ def bars(rows: list[tuple[str, int]], label: str, value: str, title: str) -> str
             y, length = top + i * _BAND, count / ticks[-1] * style.plot
             body.append(
                 f'<rect x="{left:.1f}" y="{y + 2}" width="{length:.1f}" height="{_BAND - 4}" fill="{_COLOR}">'
-                f"<title>{_escape(name)}: {count:,}</title></rect>"
+                f"<title>{escape(name)}: {count:,}</title></rect>"
             )
             body.append(_text(left - 4, y + _BAND / 2 + style.font * 0.35, shown, style.font, "end"))
         axis = top + plot_height
         body.append(f'<line x1="{left:.1f}" y1="{axis}" x2="{left + style.plot:.1f}" y2="{axis}" stroke="{_MUTED}"/>')
         body += [_text(p, axis + style.font + 3, f"{t:,}", style.font) for p, t in zip(x, ticks, strict=True)]
         body.append(_text(left + style.plot / 2, axis + 2 * style.font + 8, value, style.font, font_weight="bold"))
-        middle = top + plot_height / 2
-        body.append(
-            _text(
-                style.font,
-                middle,
-                label,
-                style.font,
-                font_weight="bold",
-                transform=f"rotate(-90 {style.font} {middle})",
-            )
-        )
+        body.append(_side_title(style, top + plot_height / 2, label))
         tick_overhang = _width(f"{ticks[-1]:,}", style.font) / 2
         return _svg(style, left + style.plot + tick_overhang + 2, axis + 2 * style.font + 12, title, body)
 
@@ -131,11 +120,15 @@ def _count_axis(style: _Style, ticks: list[int], left: float, top: float, height
         y = top + height - t / ticks[-1] * height
         body.append(f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{left + style.plot:.1f}" y2="{y:.1f}" stroke="{_GRID}"/>')
         body.append(_text(left - 4, y + style.font * 0.35, f"{t:,}", style.font, "end"))
-    middle = top + height / 2
-    body.append(
-        _text(style.font, middle, name, style.font, font_weight="bold", transform=f"rotate(-90 {style.font} {middle})")
-    )
+    body.append(_side_title(style, top + height / 2, name))
     return body
+
+
+def _side_title(style: _Style, middle: float, name: str) -> str:
+    """An axis title along the chart's left edge, read bottom to top, centred on `middle`."""
+    return _text(
+        style.font, middle, name, style.font, font_weight="bold", transform=f"rotate(-90 {style.font} {middle})"
+    )
 
 
 def _y_room(style: _Style, ticks: list[int]) -> float:
@@ -156,7 +149,7 @@ def histogram(bins: list[tuple[str, int]], axis: str, title: str) -> str:
             bar = count / ticks[-1] * height
             body.append(
                 f'<rect x="{left + i * band + 1:.1f}" y="{base - bar:.1f}" width="{band - 2:.1f}" height="{bar:.1f}" '
-                f'fill="{_COLOR}"><title>{_escape(name)}: {count:,}</title></rect>'
+                f'fill="{_COLOR}"><title>{escape(name)}: {count:,}</title></rect>'
             )
             x = left + (i + 0.5) * band + style.font * 0.35
             body.append(_text(x, base + 4, name, style.font, "end", transform=f"rotate(-90 {x:.1f} {base + 4})"))
@@ -206,7 +199,7 @@ def history(points: list[dict[str, Any]], title: str) -> str:
                 _text(x, base + style.font + 2, build, style.font, "end", transform=f"rotate(-30 {x:.1f} {base + 4})")
             )
         for n, measure in enumerate(measures):
-            color, name = _PALETTE[n % len(_PALETTE)], _escape(measure)
+            color, name = _PALETTE[n % len(_PALETTE)], escape(measure)
             at = [
                 (left + (i + 0.5) * band, base - values[(b, measure)] / ticks[-1] * height, values[(b, measure)])
                 for i, b in enumerate(builds)

@@ -9,12 +9,7 @@
 -- row groups outside them by their statistics (the assignment is sorted by (section, loc) like the staged
 -- file).
 SELECT
-    CAST(
-        CASE
-            WHEN getvariable('format') = 'txt' THEN so_text_entry_bytes(s.loc)
-            ELSE so_url_entry_bytes(s.loc, s.lastmod, s.changefreq, s.priority, s.ext_bytes)
-        END AS INTEGER
-    ) AS bytes,
+    CAST(so_entry_bytes(s.loc, s.lastmod, s.changefreq, s.priority, s.ext_bytes) AS INTEGER) AS bytes,
     -- -1: not kept
     CAST(coalesce(p.shard, -1) AS INTEGER) AS kept_shard,
     CAST(coalesce(p.pos, -1) AS INTEGER) AS kept_pos

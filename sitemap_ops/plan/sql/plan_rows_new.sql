@@ -3,12 +3,7 @@
 -- keeps the snapshot's order): every row's entry size, and no kept shard or position (-1). Reads the view
 -- `staged_rows` (the chunk's staged rows, sitemap_ops.plan.assign.use_chunk).
 SELECT
-    CAST(
-        CASE
-            WHEN getvariable('format') = 'txt' THEN so_text_entry_bytes(loc)
-            ELSE so_url_entry_bytes(loc, lastmod, changefreq, priority, ext_bytes)
-        END AS INTEGER
-    ) AS bytes,
+    CAST(so_entry_bytes(loc, lastmod, changefreq, priority, ext_bytes) AS INTEGER) AS bytes,
     CAST(-1 AS INTEGER) AS kept_shard,
     CAST(-1 AS INTEGER) AS kept_pos
 FROM staged_rows

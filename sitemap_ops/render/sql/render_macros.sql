@@ -100,6 +100,13 @@ CREATE OR REPLACE TEMP MACRO so_url_entry_bytes(loc, lastmod, changefreq, priori
 CREATE OR REPLACE TEMP MACRO so_text_entry(loc) AS loc || chr(10);
 CREATE OR REPLACE TEMP MACRO so_text_entry_bytes(loc) AS strlen(loc) + 1;
 
+-- The size of so_entry's entry of one row in the build's format (plan cuts shards by it).
+CREATE OR REPLACE TEMP MACRO so_entry_bytes(loc, lastmod, changefreq, priority, ext_bytes) AS
+    CASE
+        WHEN getvariable('format') = 'txt' THEN so_text_entry_bytes(loc)
+        ELSE so_url_entry_bytes(loc, lastmod, changefreq, priority, ext_bytes)
+    END;
+
 -- The entry of one row in the build's format (the variable `format`: xml or txt).
 CREATE OR REPLACE TEMP MACRO so_entry(loc, lastmod, changefreq, priority, images_j, ext, alternates_j) AS
     CASE
