@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sitemap_ops.constants import EXT_HREF_SEP, EXT_IMAGE_SEP, EXT_LINK_SEP
+from sitemap_ops.session_fs import SessionFileSystem
 from sitemap_ops.storage import Storage, StorageConfig, protocol_of
 from sitemap_ops.urls import NormalizeConfig, normalize_authority, normalize_target
 
@@ -216,10 +217,13 @@ def bind_variables(con: duckdb.DuckDBPyConnection, values: Mapping[str, object])
 
 
 def register_fsspec(con: duckdb.DuckDBPyConnection, fs: fsspec.AbstractFileSystem) -> str:
-    """Let DuckDB read and write `fs`'s URLs through fsspec (no httpfs extension needed); its protocol."""
+    """Let DuckDB read and write `fs`'s URLs through fsspec (no httpfs extension needed); its protocol.
+
+    DuckDB gets a SessionFileSystem of its own over `fs`, so each file it opens costs one request for its info,
+    not one per question DuckDB asks."""
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
     if protocol not in con.list_filesystems():  # DuckDB lists registered fsspec filesystems by protocol
-        con.register_filesystem(fs)
+        con.register_filesystem(SessionFileSystem(fs))
     return protocol
 
 

@@ -14,7 +14,8 @@ PACKAGE = Path(sitemap_ops.__file__).parent
 # the package prefix); "*" matches one name part.
 LAYERS: list[tuple[str, ...]] = [
     ("__init__", "constants", "errors", "host", "progress", "deadline"),  # facts and plumbing every layer may use
-    ("urls", "framing", "robots", "storage"),  # protocol rules, the shards' format and bytes, storage access
+    # protocol rules, the shards' format and bytes, storage access (and DuckDB's view of it)
+    ("urls", "framing", "robots", "storage", "session_fs"),
     # the DuckDB session, the manifest, the staged snapshot's files; the build's step graph (data: names, slots)
     ("duck", "manifest", "snapshot", "pipeline.graph"),
     ("stage", "stage.*"),  # each stage with its own config, exceptions and results, in the order they run

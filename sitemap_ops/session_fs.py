@@ -1,0 +1,112 @@
+"""The filesystem a DuckDB session reads object storage through: the storage's own, each file's info asked once."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from glob import has_magic
+from typing import Any
+
+from fsspec import AbstractFileSystem
+
+
+class SessionFileSystem(AbstractFileSystem):  # type: ignore[misc]
+    """`fs` as DuckDB sees it for the life of one session (one connection, within one step).
+
+    DuckDB asks for a file's size, modification time and existence about eight times each time it opens it, and
+    s3fs and gcsfs answer each with a HEAD request (their listings cache is off, see StorageConfig.fs_options):
+    8,600-11,600 HEADs per 500k-row build on S3. Here the first answer is kept. Only files found are kept, never
+    an absence, and only for this session: a file another process writes later is seen, and this session's own
+    writes, deletes and moves forget what they change. The files DuckDB reads in a step are written by earlier
+    steps and not rewritten while it reads them.
+    """
+
+    cachable = False  # one instance per session, never fsspec's shared instance of these arguments
+
+    def __init__(self, fs: AbstractFileSystem) -> None:
+        super().__init__()
+        self.fs = fs
+        self.protocol = fs.protocol  # DuckDB routes the URLs of this protocol here
+        self.infos: dict[str, dict[str, Any]] = {}
+
+    def _key(self, path: str) -> str:
+        return str(self.fs._strip_protocol(path))
+
+    def _remember(self, infos: dict[str, dict[str, Any]]) -> None:
+        for path, info in infos.items():
+            if info.get("type") == "file":
+                self.infos[self._key(path)] = info
+
+    def _forget(self, *paths: str) -> None:
+        for path in paths:
+            self.infos.pop(self._key(path), None)
+
+    # -- what DuckDB asks (AbstractFileSystem's size, exists, isdir and isfile all ask info) -----------------
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        key = self._key(path)
+        found = self.infos.get(key)
+        if found is None:
+            found = self.fs.info(path, **kwargs)
+            self._remember({key: found})
+        return found
+
+    def modified(self, path: str) -> dt.datetime:
+        info = self.info(path)
+        when = info.get("LastModified") or info.get("mtime")  # s3fs's key, gcsfs's key
+        return when if isinstance(when, dt.datetime) else self.fs.modified(path)
+
+    def glob(self, path: str, maxdepth: int | None = None, **kwargs: Any) -> Any:
+        if not has_magic(path) and not kwargs.get("detail"):
+            try:  # an exact path, as DuckDB globs every file it opens: existence from the kept info
+                self.info(path)
+            except FileNotFoundError:
+                return []
+            return [self._key(path)]
+        found = self.fs.glob(path, maxdepth=maxdepth, **{**kwargs, "detail": True})
+        self._remember(found)
+        return found if kwargs.get("detail") else list(found)
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
+        entries = self.fs.ls(path, detail=True, **kwargs)
+        self._remember({entry["name"]: entry for entry in entries})
+        return entries if detail else [entry["name"] for entry in entries]
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if "r" in mode:
+            # The file object gets the info kept here, so it asks no HEAD of its own.
+            info = self.info(path)
+            handle = self.fs._open(path, mode=mode, size=info["size"], **kwargs)
+            with contextlib.suppress(AttributeError):  # gcsfs's files ask for no details once they have a size
+                handle.details = info
+            if isinstance(getattr(handle, "read_kw", None), dict) and info.get("ETag"):
+                # What s3fs does when it asks for the info itself: each range is read on condition of this
+                # version, so a file rewritten since the info was kept fails the read, never mixes versions.
+                handle.read_kw = {**handle.read_kw, "IfMatch": info["ETag"]}
+            return handle
+        self._forget(path)
+        return self.fs._open(path, mode=mode, **kwargs)
+
+    # -- what changes files: forget them --------------------------------------------------------------------
+
+    def rm_file(self, path: str) -> None:
+        self._forget(path)
+        self.fs.rm_file(path)
+
+    def rm(self, path: str | list[str], recursive: bool = False, maxdepth: int | None = None) -> None:
+        self.infos.clear()  # a recursive delete reaches files under path too
+        self.fs.rm(path, recursive=recursive, maxdepth=maxdepth)
+
+    def mv(self, path1: str, path2: str, **kwargs: Any) -> None:
+        self._forget(path1, path2)
+        self.fs.mv(path1, path2, **kwargs)
+
+    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        self.fs.mkdir(path, create_parents=create_parents, **kwargs)
+
+    def makedirs(self, path: str, exist_ok: bool = False) -> None:
+        self.fs.makedirs(path, exist_ok=exist_ok)
+
+    def invalidate_cache(self, path: str | None = None) -> None:
+        self.infos.clear()
+        self.fs.invalidate_cache(path)

@@ -1,0 +1,107 @@
+"""The filesystem DuckDB reads object storage through asks each file's info once per session, and forgets what
+the session changes (a real DuckDB over fsspec's in-memory filesystem; the requests on S3: tests/integration)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+import pytest
+from fsspec.implementations.memory import MemoryFileSystem
+
+from sitemap_ops import duck
+from sitemap_ops.session_fs import SessionFileSystem
+
+
+class CountingMemory(MemoryFileSystem):  # type: ignore[misc]
+    """The in-memory filesystem, counting the questions that cost a request on object storage."""
+
+    cachable = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: dict[str, Any] = {}  # this test's own files, not the class-wide store
+        self.pseudo_dirs = [""]
+        self.asked: Counter[str] = Counter()
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        self.asked[self._strip_protocol(path)] += 1
+        return dict(super().info(path, **kwargs))
+
+
+@pytest.fixture
+def inner() -> CountingMemory:
+    return CountingMemory()
+
+
+def _root() -> str:
+    return f"/t-{uuid.uuid4().hex[:8]}"
+
+
+def test_duckdb_asks_each_file_once_per_session_however_often_it_reads_it(inner: CountingMemory) -> None:
+    root = _root()
+    con = duck.connect()
+    con.register_filesystem(SessionFileSystem(inner))
+    con.execute(f"COPY (SELECT range AS i FROM range(1000)) TO 'memory://{root}/a.parquet'")
+    inner.asked.clear()  # (DuckDB asked whether the file existed before writing it)
+    for _ in range(3):
+        assert con.execute(f"SELECT sum(i) FROM 'memory://{root}/a.parquet'").fetchone() == (499500,)
+        assert con.read_parquet(f"memory://{root}/a.parquet", file_row_number=True).filter(
+            "file_row_number < 10"
+        ).aggregate("count(*)").fetchone() == (10,)
+    assert inner.asked[f"{root}/a.parquet"] == 1, inner.asked
+    # straight through the inner filesystem, as before: several questions per read
+    plain = CountingMemory()
+    plain.store = inner.store
+    con2 = duck.connect()
+    con2.register_filesystem(plain)
+    con2.execute(f"SELECT sum(i) FROM 'memory://{root}/a.parquet'").fetchall()
+    assert plain.asked[f"{root}/a.parquet"] > 1
+
+
+def test_a_file_the_session_rewrites_is_asked_again(inner: CountingMemory) -> None:
+    root = _root()
+    con = duck.connect()
+    con.register_filesystem(SessionFileSystem(inner))
+    con.execute(f"COPY (SELECT range AS i FROM range(10)) TO 'memory://{root}/a.parquet'")
+    assert con.execute(f"SELECT count(*) FROM 'memory://{root}/a.parquet'").fetchone() == (10,)
+    con.execute(f"COPY (SELECT range AS i FROM range(5000)) TO 'memory://{root}/a.parquet'")
+    assert con.execute(f"SELECT count(*) FROM 'memory://{root}/a.parquet'").fetchone() == (5000,)
+
+
+def test_an_absence_is_never_kept_and_deletes_and_moves_are_forgotten(inner: CountingMemory) -> None:
+    root = _root()
+    fs = SessionFileSystem(inner)
+    assert not fs.exists(f"{root}/later.txt")
+    inner.pipe_file(f"{root}/later.txt", b"written by another process")
+    assert fs.exists(f"{root}/later.txt") and fs.size(f"{root}/later.txt") == 26
+    fs.mv(f"{root}/later.txt", f"{root}/moved.txt")
+    assert not fs.exists(f"{root}/later.txt") and fs.cat_file(f"{root}/moved.txt") == b"written by another process"
+    fs.rm_file(f"{root}/moved.txt")
+    assert not fs.exists(f"{root}/moved.txt")
+    inner.pipe_file(f"{root}/x/y.txt", b"1")
+    assert fs.isfile(f"{root}/x/y.txt")
+    fs.rm(f"{root}/x", recursive=True)
+    assert not fs.exists(f"{root}/x/y.txt")
+
+
+def test_glob_answers_exact_paths_from_kept_info_and_patterns_from_one_listing(inner: CountingMemory) -> None:
+    root = _root()
+    for name in ("a", "b"):
+        inner.pipe_file(f"{root}/{name}.parquet", b"x")
+    fs = SessionFileSystem(inner)
+    assert sorted(fs.glob(f"memory://{root}/*.parquet")) == [f"{root}/a.parquet", f"{root}/b.parquet"]
+    assert fs.glob(f"memory://{root}/a.parquet") == [f"{root}/a.parquet"]
+    assert fs.glob(f"memory://{root}/c.parquet") == []
+    assert fs.size(f"{root}/b.parquet") == 1
+    assert inner.asked[f"{root}/a.parquet"] + inner.asked[f"{root}/b.parquet"] == 0, inner.asked
+
+
+def test_duckdb_sessions_read_object_storage_through_a_session_filesystem_of_their_own() -> None:
+    import fsspec
+
+    shared = fsspec.filesystem("memory")
+    first, second = duck.connect(), duck.connect()
+    assert duck.register_fsspec(first, shared) == duck.register_fsspec(second, shared) == "memory"
+    assert "memory" in first.list_filesystems() and "memory" in second.list_filesystems()
