@@ -385,85 +385,6 @@ def postgres_vs_parquet(root: Path, rows: int, url: str, memory_limit: str) -> d
     }
 
 
-def s3_vs_local(root: Path, rows: int) -> dict[str, object]:
-    """The same build to local disk and to S3 (moto's server in its own process, over HTTP)."""
-    import socket
-
-    import boto3
-
-    from sitemap_ops.config import load_config
-    from sitemap_ops.pipeline import run_build
-    from sitemap_ops.storage import Storage
-
-    work = root / f"s3-{rows}"
-    work.mkdir()
-    inventory = work / "inventory.parquet"
-    generate_inventory(inventory, rows)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    os.environ.update({k: env[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")})
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
-                break
-            except Exception:  # the server is still starting
-                time.sleep(0.1)
-        upload_seconds = [0.0]
-        real_write = Storage.write_bytes
-
-        def timed_write(self: Storage, name: str, data: bytes) -> None:
-            started = time.monotonic()
-            real_write(self, name, data)
-            if not self.is_local:
-                upload_seconds[0] += time.monotonic() - started
-
-        Storage.write_bytes = timed_write  # type: ignore[method-assign]
-        results: dict[str, object] = {}
-        for target, output in (("local", str(work / "public")), ("s3", "s3://bench/site")):
-            config = load_config(
-                None,
-                {
-                    "base_url": "https://www.example.com",
-                    "output": output,
-                    "work_dir": str(work / f"state-{target}"),
-                    "sources": [{"path": str(inventory)}],
-                    "storage": {"endpoint_url": endpoint},
-                },
-            )
-            started = time.monotonic()
-            summary = run_build(config)
-            seconds = time.monotonic() - started
-            results[target] = {
-                "input_urls": summary.stage.rows_in,
-                "seconds": round(seconds, 2),
-                "input_urls_per_s": round(summary.stage.rows_in / seconds),
-                "stage_plan_s": round(summary.timings["stage"] + summary.timings["plan"], 2),
-                "render_and_upload_s": round(summary.timings["render"], 2),
-                "publish_s": round(summary.timings["publish"], 2),
-            }
-        Storage.write_bytes = real_write  # type: ignore[method-assign]
-        local, s3 = results["local"], results["s3"]
-        results["upload_seconds_summed_over_threads"] = round(upload_seconds[0], 2)
-        results["share_of_wall_time_uploading"] = round(1 - local["seconds"] / s3["seconds"], 2)  # type: ignore[index]
-        return results
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000000,10000000", help="input rows per run, comma-separated")
@@ -485,8 +406,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", metavar="URL", help="also build --postgres-rows rows from this PostgreSQL server")
     parser.add_argument("--postgres-rows", type=int, default=5_000_000)
     parser.add_argument("--only-postgres", action="store_true", help="run just the PostgreSQL comparison")
-    parser.add_argument("--s3-rows", type=int, default=0, help="also build this many rows to S3 (moto) and local disk")
-    parser.add_argument("--only-s3", action="store_true", help="run just the S3 comparison")
     parser.add_argument(
         "--rich-pages", type=int, default=0, help="also build this many pages plain and with extensions"
     )
@@ -524,9 +443,6 @@ def main(argv: list[str] | None = None) -> int:
                     f"{run['input_urls_per_s']:>9,} URLs/s, peak RSS {run['peak_rss_mb']:,} MB",
                     flush=True,
                 )
-        if args.s3_rows:
-            results["s3_vs_local"] = comparison = s3_vs_local(root, args.s3_rows)
-            print(json.dumps(comparison, indent=2), flush=True)
         if args.rich_pages:
             comparison = rich_vs_plain(root, args.rich_pages, args.memory_limit, args.rich_repeat)
             results["rich_vs_plain"] = comparison
@@ -547,7 +463,6 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(comparison, indent=2), flush=True)
         only = (
             args.only_postgres
-            or args.only_s3
             or args.only_rich
             or args.only_image_source
             or args.only_exclusion_source

@@ -1,13 +1,90 @@
-"""The filesystem a DuckDB session reads object storage through: the storage's own, each file's info asked once."""
+"""The filesystem a DuckDB session reads object storage through: the storage's own, each file's info asked once
+and each block of it read once."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from glob import has_magic
 from typing import Any
 
 from fsspec import AbstractFileSystem
+from fsspec.caching import BaseCache, register_cache
+
+# A session reads a file in blocks of this size and keeps the blocks it read up to KEPT_BYTES (the least recently
+# used go first): DuckDB opens a work file many times in a step (a relation per snapshot block, a pass per shard),
+# and each open read its ranges again, one request each (229 GETs of one 1M-URL snapshot file in a build).
+BLOCK_BYTES = 8 * 2**20
+KEPT_BYTES = 256 * 2**20
+
+
+class Blocks:
+    """The blocks a session has read, shared by all its file handles: (file, version, block number) -> bytes."""
+
+    def __init__(self, budget: int | None = None) -> None:
+        self.budget = KEPT_BYTES if budget is None else budget
+        self.kept: OrderedDict[tuple[str, str, int], bytes] = OrderedDict()
+        self.bytes = 0
+        self.lock = threading.Lock()  # DuckDB reads from several threads
+
+    def read(self, file: tuple[str, str], first: int, last: int, fetch: Callable[[int, int], bytes]) -> list[bytes]:
+        """Blocks first..last of `file`; a run of blocks not kept is read with one call of fetch(first, last)."""
+        with self.lock:
+            found = {n: self.kept.get((*file, n)) for n in range(first, last + 1)}
+            for n, data in found.items():
+                if data is not None:
+                    self.kept.move_to_end((*file, n))
+        missing = [n for n, data in found.items() if data is None]
+        while missing:
+            run_end = missing[0]
+            while run_end + 1 in missing:
+                run_end += 1
+            data = fetch(missing[0], run_end)
+            for n in range(missing[0], run_end + 1):
+                offset = (n - missing[0]) * BLOCK_BYTES
+                found[n] = self._keep((*file, n), data[offset : offset + BLOCK_BYTES])
+            missing = [n for n in missing if n > run_end]
+        return [found[n] or b"" for n in range(first, last + 1)]
+
+    def _keep(self, key: tuple[str, str, int], data: bytes) -> bytes:
+        with self.lock:
+            if key not in self.kept:
+                self.kept[key] = data
+                self.bytes += len(data)
+                while self.bytes > self.budget and len(self.kept) > 1:
+                    _, dropped = self.kept.popitem(last=False)
+                    self.bytes -= len(dropped)
+        return data
+
+
+class SessionBlockCache(BaseCache):  # type: ignore[misc]
+    """fsspec's cache of one file handle, reading through its session's Blocks."""
+
+    name = "sitemap-ops-session"
+
+    def __init__(self, blocksize: int, fetcher: Callable[[int, int], bytes], size: int, **options: Any) -> None:
+        super().__init__(blocksize, fetcher, size)
+        self.blocks: Blocks = options["blocks"]
+        self.file: tuple[str, str] = options["file"]
+
+    def _fetch(self, start: int | None, stop: int | None) -> bytes:
+        start = start or 0
+        stop = self.size if stop is None else min(stop, self.size)
+        if start >= stop:
+            return b""
+        first, last = start // BLOCK_BYTES, (stop - 1) // BLOCK_BYTES
+        parts = self.blocks.read(
+            self.file, first, last, lambda a, b: self.fetcher(a * BLOCK_BYTES, min(self.size, (b + 1) * BLOCK_BYTES))
+        )
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        offset = start - first * BLOCK_BYTES
+        return data[offset : offset + stop - start]
+
+
+register_cache(SessionBlockCache, clobber=True)
 
 
 class SessionFileSystem(AbstractFileSystem):  # type: ignore[misc]
@@ -15,10 +92,11 @@ class SessionFileSystem(AbstractFileSystem):  # type: ignore[misc]
 
     DuckDB asks for a file's size, modification time and existence about eight times each time it opens it, and
     s3fs and gcsfs answer each with a HEAD request (their listings cache is off, see StorageConfig.fs_options):
-    8,600-11,600 HEADs per 500k-row build on S3. Here the first answer is kept. Only files found are kept, never
-    an absence, and only for this session: a file another process writes later is seen, and this session's own
-    writes, deletes and moves forget what they change. The files DuckDB reads in a step are written by earlier
-    steps and not rewritten while it reads them.
+    8,600-11,600 HEADs per 500k-row build on S3. Here the first answer is kept, and the blocks read (Blocks).
+    Only files found are kept, never an absence, and only for this session: a file another process writes later
+    is seen, and this session's own writes, deletes and moves forget what they change. The files DuckDB reads in
+    a step are written by earlier steps and not rewritten while it reads them; if one were, the session reads
+    the version it first saw, from its blocks or on condition of that version's ETag (S3), or fails.
     """
 
     cachable = False  # one instance per session, never fsspec's shared instance of these arguments
@@ -28,6 +106,7 @@ class SessionFileSystem(AbstractFileSystem):  # type: ignore[misc]
         self.fs = fs
         self.protocol = fs.protocol  # DuckDB routes the URLs of this protocol here
         self.infos: dict[str, dict[str, Any]] = {}
+        self.blocks = Blocks()
 
     def _key(self, path: str) -> str:
         return str(self.fs._strip_protocol(path))
@@ -76,6 +155,11 @@ class SessionFileSystem(AbstractFileSystem):  # type: ignore[misc]
         if "r" in mode:
             # The file object gets the info kept here, so it asks no HEAD of its own.
             info = self.info(path)
+            # the version names the bytes: a file rewritten since is read anew, never from older blocks
+            version = str(info.get("ETag") or info.get("generation") or (info["size"], info.get("mtime")))
+            kwargs.update(
+                cache_type=SessionBlockCache.name, cache_options={"blocks": self.blocks, "file": (path, version)}
+            )
             handle = self.fs._open(path, mode=mode, size=info["size"], **kwargs)
             with contextlib.suppress(AttributeError):  # gcsfs's files ask for no details once they have a size
                 handle.details = info

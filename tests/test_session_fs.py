@@ -1,8 +1,10 @@
-"""The filesystem DuckDB reads object storage through asks each file's info once per session, and forgets what
-the session changes (a real DuckDB over fsspec's in-memory filesystem; the requests on S3: tests/integration)."""
+"""The filesystem DuckDB reads object storage through asks each file's info once per session and forgets what the
+session changes (a real DuckDB over fsspec's in-memory filesystem), and reads each block of a file once (its
+block cache on its own; the requests on S3: tests/integration/test_object_storage.py)."""
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections import Counter
 from typing import Any
@@ -10,8 +12,8 @@ from typing import Any
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from sitemap_ops import duck
-from sitemap_ops.session_fs import SessionFileSystem
+from sitemap_ops import duck, session_fs
+from sitemap_ops.session_fs import Blocks, SessionBlockCache, SessionFileSystem
 
 
 class CountingMemory(MemoryFileSystem):  # type: ignore[misc]
@@ -105,3 +107,38 @@ def test_duckdb_sessions_read_object_storage_through_a_session_filesystem_of_the
     first, second = duck.connect(), duck.connect()
     assert duck.register_fsspec(first, shared) == duck.register_fsspec(second, shared) == "memory"
     assert "memory" in first.list_filesystems() and "memory" in second.list_filesystems()
+
+
+def _cache(data: bytes, blocks: Blocks, fetched: list[tuple[int, int]], version: str = "v1") -> SessionBlockCache:
+    def fetch(start: int, stop: int) -> bytes:
+        fetched.append((start, stop))
+        return data[start:stop]
+
+    return SessionBlockCache(0, fetch, len(data), blocks=blocks, file=("/f", version))
+
+
+def test_blocks_answer_any_range_as_the_file_would_and_read_each_block_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_fs, "BLOCK_BYTES", 10)
+    data = bytes(range(256)) * 3 + b"tail"  # 772 bytes: 78 blocks, the last one short
+    rng = random.Random(5)
+    blocks, fetched = Blocks(), []
+    for _ in range(300):  # handles of one session, each reading ranges of its own
+        cache = _cache(data, blocks, fetched)
+        start = rng.randrange(0, len(data) + 5)
+        stop = rng.choice([None, start + rng.randrange(0, 60)])
+        assert cache._fetch(start, stop) == data[start:stop], (start, stop)
+    covered = sorted(n for a, b in fetched for n in range(a // 10, (b - 1) // 10 + 1))
+    assert covered == sorted(set(covered)), "a block was read twice"
+    assert all(a % 10 == 0 for a, _ in fetched), "reads start at a block"
+
+
+def test_a_new_version_of_a_file_is_read_anew_and_the_budget_drops_the_oldest_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(session_fs, "BLOCK_BYTES", 10)
+    blocks, fetched = Blocks(budget=30), []
+    assert _cache(b"a" * 50, blocks, fetched)._fetch(0, 50) == b"a" * 50
+    assert fetched == [(0, 50)] and blocks.bytes <= 30  # one request for the run of five blocks, three kept
+    assert _cache(b"b" * 50, blocks, fetched, version="v2")._fetch(40, 50) == b"b" * 10
+    assert _cache(b"a" * 50, blocks, fetched)._fetch(0, 10) == b"a" * 10  # dropped, read again
+    assert fetched[1:] == [(40, 50), (0, 10)]
