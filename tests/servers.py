@@ -141,7 +141,8 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
 
 
 class RecordingApp:
-    """WSGI middleware in front of moto's S3 app: logs every request and injects HTTP failures."""
+    """WSGI middleware in front of moto's S3 app: logs every request and injects HTTP failures (benchmarks/s3.py
+    counts a build's requests with it too)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
