@@ -4,6 +4,7 @@ store): the index switch, the manifest and the publish lease are compare-and-swa
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -192,14 +193,28 @@ class Storage:
     def read_bytes(self, name: str, limit: int | None = None) -> bytes | None:
         """The file's bytes (at most `limit` of them), or None if it does not exist."""
         try:
-            data: bytes = self._retry(
-                lambda: self.fs.cat_file(self.path(name), end=limit), f"reading {self.path(name)}"
-            )
+            data: bytes = self._retry(lambda: self._cat(self.path(name), limit), f"reading {self.path(name)}")
             return data
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise StorageError(f"cannot read {self.path(name)}: {exc}") from exc
+
+    def _cat(self, path: str, limit: int | None) -> bytes:
+        data: bytes
+        if self.protocol not in ("s3", "s3a"):
+            data = self.fs.cat_file(path, end=limit)
+            return data
+        # From byte 0: without a range s3fs first asks for the size (a HEAD) to choose a concurrent read, which
+        # the small files read whole here (manifests, state, rejects) never need. S3 refuses a range of an
+        # empty object (416, "not satisfiable"): that object's bytes are none.
+        try:
+            data = self.fs.cat_file(path, start=0, end=limit)
+        except OSError as exc:
+            if exc.errno == errno.EINVAL and "not satisfiable" in str(exc):
+                return b""
+            raise
+        return data
 
     def _metadata(self, name: str) -> dict[str, Any]:
         """Object metadata keyword arguments for fsspec's pipe_file, per store."""

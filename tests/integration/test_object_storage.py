@@ -154,8 +154,8 @@ def test_s3_put_count_and_transient_errors_are_retried(tmp_path: Path, s3) -> No
 
 def test_a_build_asks_few_requests_per_object_it_touches(tmp_path: Path, s3) -> None:
     """DuckDB reads the work folder through a SessionFileSystem: a file's info is asked once per step, not at each
-    of DuckDB's questions, and each block of it read once. Before it this build sent 701 HEADs and 130 GETs for
-    its 23 objects; now about 50 and 54, a third of the GETs listings of the bucket."""
+    of DuckDB's questions, and each block of it read once; a small file is read whole with one GET. Before them
+    this build sent 701 HEADs and 130 GETs for its 23 objects; now 33 and 54, half of the GETs listings."""
     _build(tmp_path, s3, _rows(250))
     objects = {path for method, path in s3.app.requests if method in ("GET", "HEAD", "PUT") and path.count("/") > 1}
     heads = [path for method, path in s3.app.requests if method == "HEAD"]
@@ -163,6 +163,17 @@ def test_a_build_asks_few_requests_per_object_it_touches(tmp_path: Path, s3) -> 
     assert len(objects) > 10, objects
     assert len(heads) <= 3 * len(objects), Counter(heads).most_common(5)
     assert len(reads) <= 6 * len(objects), Counter(reads).most_common(5)
+
+
+def test_a_small_file_read_whole_costs_one_get_and_an_empty_one_reads_as_empty(s3) -> None:
+    work = Storage.open(s3.url("work"), StorageConfig(**s3.storage()))
+    work.write_bytes("state.json", b"{}")
+    work.write_bytes("empty.csv", b"")
+    s3.app.requests.clear()
+    assert work.read_bytes("state.json") == b"{}" and work.read_bytes("state.json", limit=1) == b"{"
+    assert work.read_bytes("empty.csv") == b"" and work.read_bytes("empty.csv", limit=10) == b""
+    assert work.read_bytes("missing.json") is None
+    assert [method for method, _ in s3.app.requests] == ["GET"] * 5  # no HEAD before a read, no retry
 
 
 @pytest.mark.parametrize("kept", ["blocks kept", "blocks dropped"])
