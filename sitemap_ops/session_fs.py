@@ -14,6 +14,8 @@ from typing import Any
 from fsspec import AbstractFileSystem
 from fsspec.caching import BaseCache, register_cache
 
+from sitemap_ops.storage import remote_version
+
 # A session reads a file in blocks of this size and keeps the blocks it read up to KEPT_BYTES (the least recently
 # used go first): DuckDB opens a work file many times in a step (a relation per snapshot block, a pass per shard),
 # and each open read its ranges again, one request each (229 GETs of one 1M-URL snapshot file in a build).
@@ -156,7 +158,7 @@ class SessionFileSystem(AbstractFileSystem):  # type: ignore[misc]
             # The file object gets the info kept here, so it asks no HEAD of its own.
             info = self.info(path)
             # the version names the bytes: a file rewritten since is read anew, never from older blocks
-            version = str(info.get("ETag") or info.get("generation") or (info["size"], info.get("mtime")))
+            version = remote_version(info) or f"{info['size']}-{info.get('mtime')}"
             kwargs.update(
                 cache_type=SessionBlockCache.name, cache_options={"blocks": self.blocks, "file": (path, version)}
             )

@@ -382,7 +382,7 @@ class Storage:
             if entry.get("type") == "directory":
                 continue
             name = posixpath.basename(str(entry["name"]).rstrip("/"))
-            result[name] = ObjectInfo(int(entry.get("size") or 0), _remote_version(entry))
+            result[name] = ObjectInfo(int(entry.get("size") or 0), remote_version(entry))
         return result
 
     def _ls_remote(self) -> list[dict[str, Any]]:
@@ -435,7 +435,7 @@ class Storage:
         remote = self.read_bytes(name)
         if remote is None:
             return None
-        token = _remote_version(info)
+        token = remote_version(info)
         if not token:
             raise StorageError(f"{self.url} does not report object versions; conditional writes are not possible")
         return remote, token
@@ -621,7 +621,8 @@ def _local_version(stat: os.stat_result) -> str:
     return f"{stat.st_ino}-{stat.st_mtime_ns}-{stat.st_size}"
 
 
-def _remote_version(info: dict[str, Any]) -> str:
+def remote_version(info: dict[str, Any]) -> str:
+    """The version fsspec's info gives an object (S3's ETag, GCS's generation, Azure's etag...); "" if none."""
     for key in ("ETag", "generation", "etag", "md5Hash", "created"):
         if info.get(key):
             return str(info[key]).strip('"')
