@@ -100,13 +100,16 @@ def test_glob_answers_exact_paths_from_kept_info_and_patterns_from_one_listing(i
     assert inner.asked[f"{root}/a.parquet"] + inner.asked[f"{root}/b.parquet"] == 0, inner.asked
 
 
-def test_duckdb_sessions_read_object_storage_through_a_session_filesystem_of_their_own() -> None:
-    import fsspec
-
-    shared = fsspec.filesystem("memory")
-    first, second = duck.connect(), duck.connect()
-    assert duck.register_fsspec(first, shared) == duck.register_fsspec(second, shared) == "memory"
-    assert "memory" in first.list_filesystems() and "memory" in second.list_filesystems()
+def test_duckdb_sessions_read_object_storage_through_a_session_filesystem_of_their_own(inner: CountingMemory) -> None:
+    """duck.register_fsspec, as every build step calls it: each session asks a file once, whatever it reads."""
+    root = _root()
+    inner.pipe_file(f"{root}/a.csv", b"i\n1\n2\n")
+    for _ in range(2):  # two sessions: each asks once
+        con = duck.connect()
+        assert duck.register_fsspec(con, inner) == "memory"
+        for _ in range(3):
+            assert con.execute(f"SELECT sum(i) FROM 'memory://{root}/a.csv'").fetchone() == (3,)
+    assert inner.asked[f"{root}/a.csv"] == 2, inner.asked
 
 
 def _cache(data: bytes, blocks: Blocks, fetched: list[tuple[int, int]], version: str = "v1") -> SessionBlockCache:
