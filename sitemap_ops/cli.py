@@ -34,8 +34,8 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source",
         metavar="SRC",
-        help="Parquet/CSV path or glob (local or fsspec URL), a .duckdb/SQLite file, "
-        "or a postgresql://, mysql:// or sqlite:/// URL",
+        help="Parquet/CSV path or glob (local or fsspec URL), a .duckdb/SQLite file, a postgresql://, mysql:// or "
+        "sqlite:/// URL, a Delta table's folder or an Iceberg table's metadata file",
     )
     parser.add_argument(
         "--source-format", metavar="FMT", choices=SOURCE_FORMATS,
@@ -64,6 +64,11 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="a value for a :name placeholder (repeatable)",
     )
     parser.add_argument("--password-file", metavar="FILE", help="file whose first line is the database password")
+    parser.add_argument("--delta-version", type=int, metavar="N", help="read a Delta table source at this version")
+    parser.add_argument("--snapshot-id", type=int, metavar="ID", help="read an Iceberg table source at this snapshot")
+    parser.add_argument(
+        "--as-of", metavar="TIME", help="read a Delta or Iceberg table source as it was at this ISO 8601 time (UTC)"
+    )
     parser.add_argument("--base-url", metavar="URL", help="the site's canonical origin, e.g. https://www.example.com")
     parser.add_argument("--output", metavar="DEST", help="where sitemap files go (local folder or fsspec URL)")
     parser.add_argument("--public-url", metavar="URL", help="URL where DEST is served (default: the base URL's root)")
@@ -104,11 +109,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["sources"] = [_source(args)]
     elif any(
         (args.table, args.query, args.column, args.filter, args.param, args.password_file, args.source_format,
-         args.no_header, args.delimiter, args.encoding)
-    ):  # fmt: skip
+         args.no_header, args.delimiter, args.encoding, args.as_of)
+    ) or args.delta_version is not None or args.snapshot_id is not None:  # fmt: skip
         raise SitemapOpsError(
             "--table, --query, --column, --filter, --param, --password-file, --source-format, --no-header, "
-            "--delimiter and --encoding describe a --source: give --source too"
+            "--delimiter, --encoding, --delta-version, --snapshot-id and --as-of describe a --source: give --source too"
         )
     tables = {
         "render": {"format": args.format, "gzip": False if args.no_gzip else None},
@@ -135,6 +140,8 @@ def _source(args: argparse.Namespace) -> dict[str, Any]:
         "password_file": args.password_file,
     }
     source |= {key: value for key, value in named.items() if value}
+    versions = {"version": args.delta_version, "snapshot_id": args.snapshot_id, "as_of": args.as_of}
+    source |= {key: value for key, value in versions.items() if value is not None}
     read = {"format": args.source_format, "header": False if args.no_header else None}
     read |= {"delimiter": args.delimiter, "encoding": args.encoding}
     return source | {key: value for key, value in read.items() if value is not None}
@@ -239,6 +246,7 @@ def _build_lines(summary: BuildSummary) -> list[str]:
             f"  excluded:           {sum(excluded.values()):,}  ({_fmt(excluded)})"
             + (f"; {st.canonicals:,} canonical URL(s) published in their place" if st.canonicals else ""),
         )
+    out[2:2] = [f"  table read:         {table.describe()}" for table in st.tables]
     return out + _outcome_lines(summary)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,38 @@ def test_a_hosts_relative_output_and_robots_are_relative_to_the_site_file(
     assert config.output == str(folder.resolve() / "public/com")
     assert host.output == str(folder.resolve() / "public/de")
     assert host.robots == str(folder.resolve() / "public/de-root/robots.txt")
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ({"path": "p.parquet", "version": 3}, "`version` applies to delta and iceberg sources only"),
+        (
+            {"path": "t", "format": "delta", "snapshot_id": 3},
+            "a Delta table is read at a `version`, not a `snapshot_id`",
+        ),
+        ({"path": "m.metadata.json", "version": 3}, "an Iceberg table is read at a `snapshot_id`, not a `version`"),
+        ({"path": "t", "format": "delta", "version": 1, "as_of": "2026-01-01"}, "give one of `version`"),
+        ({"path": "t", "format": "delta", "version": -1}, "`version` must be a whole number of at least 0"),
+        ({"path": "t", "format": "delta", "as_of": "last tuesday"}, "`as_of` 'last tuesday' is not an ISO 8601"),
+        ({"path": "sqlite:///c.db", "format": "iceberg"}, "an Iceberg table in a SQL catalog needs `table`"),
+        ({"path": "m.metadata.json", "catalog_name": "x"}, "`catalog_name` applies to Iceberg tables in a SQL catalog"),
+        ({"path": "t", "format": "delta", "table": "a.b"}, "`table` applies to database sources and Iceberg tables"),
+        ({"path": "t", "format": "delta", "split_key": "id"}, "`split_key` applies to database sources only"),
+    ],
+)
+def test_a_lakehouse_sources_options_are_checked(source: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(None, {"base_url": "https://www.example.com", "output": "out", "sources": [source]})
+
+
+def test_a_lakehouse_sources_time_is_utc_and_its_format_is_told_by_its_metadata_file(tmp_path: Path) -> None:
+    site = tmp_path / "site.toml"
+    site.write_text(
+        'base_url = "https://www.example.com"\noutput = "out"\n'
+        '[[sources]]\npath = "lake/metadata/00002-a.metadata.json"\nas_of = 2026-11-01T12:00:00+02:00\n'
+        '[[sources]]\npath = "s3://lake/pages"\nformat = "delta"\nas_of = "2026-11-01T10:00:00Z"\n'
+    )
+    iceberg, delta = load_config(site).sources
+    assert (iceberg.format, iceberg.as_of) == ("iceberg", "2026-11-01 10:00:00")
+    assert (delta.format, delta.as_of) == ("delta", "2026-11-01 10:00:00")

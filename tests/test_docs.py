@@ -80,9 +80,10 @@ def test_the_docs_pages_show_offline(built_site: Path, page: str, shows: str, wi
     assert seen.scroll_width <= width + 1  # wide tables scroll inside the page, the page does not
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/configuration.md"])
+@pytest.mark.parametrize("page", ["README.md", "docs/configuration.md", "docs/lakehouse.md"])
 def test_the_site_files_the_docs_show_load(tmp_path: Path, page: str) -> None:
-    """Every TOML block of the README and the configuration page is a site file load_config takes."""
+    """Every TOML block of the README, the configuration page and the lakehouse page is a site file load_config
+    takes."""
     import re
 
     from sitemap_ops.config import load_config

@@ -188,6 +188,7 @@ def render_html(
         "".join(f"<div><dt>{escape(k)}</dt><dd>{_n(v)}</dd></div>" for k, v in figures),
         "</dl>",
         "".join(f'<p class="note">{escape(note)}</p>' for note in data.notes),
+        "".join(f'<p class="note">Read the {escape(table)}.</p>' for table in data.tables),
         "</section>",
     ]
     sections = sorted(data.sections.items(), key=lambda kv: (-kv[1], kv[0]))

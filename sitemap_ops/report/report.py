@@ -69,6 +69,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     config_digest: str = ""
     versions: dict[str, str] = field(default_factory=dict)
+    tables: list[str] = field(default_factory=list)  # each lakehouse table read, with the version read
     rejects_path: str = ""
     failed: str = ""  # why the build failed, when it did (nothing it planned went live)
     indexnow: dict[str, Any] = field(default_factory=dict)  # the IndexNow queue after this build, when on
@@ -127,6 +128,7 @@ def gather(
         notes=list(plan.state_notes) + ([f"circuit breaker: {plan.breaker}"] if plan.breaker else []),
         config_digest=config_digest,
         versions={"sitemap_ops": __version__, "duckdb": duckdb.__version__, "python": platform.python_version()},
+        tables=[table.describe() for table in stage.tables],
         rejects_path=stage.rejects_path,
         failed=failed,
         indexnow=dict(indexnow or {}),

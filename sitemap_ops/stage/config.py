@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 
@@ -53,11 +54,13 @@ EXCLUDE_COLUMNS = ("loc", "status", "canonical", "noindex")
 EXCLUDE_RULE_COLUMNS = EXCLUDE_COLUMNS[1:]
 SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS, "exclude")
 # text: a plain list of URLs, one per line (no header, no quoting)
-SOURCE_FORMATS = ("parquet", "csv", "text", "duckdb", "postgres", "mysql", "sqlite")
+SOURCE_FORMATS = ("parquet", "csv", "text", "duckdb", "postgres", "mysql", "sqlite", "delta", "iceberg")
 FILE_FORMATS = ("parquet", "csv", "text")
 # What DuckDB's CSV reader decodes without an extension (more need DuckDB's `encodings` extension).
 CSV_ENCODINGS = ("utf-8", "utf-16", "latin-1")
 DATABASE_FORMATS = ("duckdb", "postgres", "mysql", "sqlite")
+# tables read at one version through DuckDB's delta and iceberg extensions (sitemap_ops.stage.lakehouse)
+LAKEHOUSE_FORMATS = ("delta", "iceberg")
 SERVER_FORMATS = ("postgres", "mysql")  # databases reached over the network (with credentials)
 # database URL scheme -> source format
 URL_SCHEMES = {
@@ -76,13 +79,15 @@ _SECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 class SourceConfig:
     """One inventory source.
 
-    `path`: a Parquet/CSV file or glob (local or fsspec URL), a .duckdb or SQLite file, or a database URL
-    (postgresql://user@host:5432/db, mysql://user@host:3306/db, sqlite:///path/file.db).
+    `path`: a Parquet/CSV file or glob (local or fsspec URL), a .duckdb or SQLite file, a database URL
+    (postgresql://user@host:5432/db, mysql://user@host:3306/db, sqlite:///path/file.db), a Delta table's folder,
+    an Iceberg table's metadata file, or the database URL of an Iceberg SQL catalog.
     """
 
-    path: str  # see above: a file, glob, database file or database URL
-    format: str = ""  # parquet | csv | duckdb | postgres | mysql | sqlite; empty: from the path
-    table: str = ""  # database sources: [schema.]table
+    path: str  # see above: a file, glob, database file, database URL or lakehouse table
+    # parquet | csv | text | duckdb | postgres | mysql | sqlite | delta | iceberg; empty: from the path
+    format: str = ""
+    table: str = ""  # database sources: [schema.]table; an Iceberg table in a SQL catalog: namespace.name
     query: str = ""  # database sources: a SELECT in DuckDB SQL, run with the database as default catalog
     columns: dict[str, str] = field(default_factory=dict)  # inventory column -> source column
     section: str = ""  # a fixed section for every row of this source
@@ -103,6 +108,15 @@ class SourceConfig:
     # database sources: an integer column whose ranges cut the source into input splits
     # when [duckdb] stage_splits is above 1 (without it, a database source is one split)
     split_key: str = ""
+    # Delta and Iceberg tables (sitemap_ops.stage.lakehouse) are read at one version, the newest unless one of
+    # these three names another.
+    version: int | None = None  # a Delta table's version to read
+    snapshot_id: int | None = None  # an Iceberg table's snapshot to read
+    # the table as it was at this time: an ISO 8601 timestamp, UTC unless it says otherwise (or a TOML date-time)
+    as_of: str | dt.datetime = ""
+    # An Iceberg table in a SQL catalog (`path` is the catalog's database URL, `table` namespace.name): the
+    # catalog's name, when the database holds several catalogs with that table.
+    catalog_name: str = ""
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -115,10 +129,15 @@ class SourceConfig:
             )
         object.__setattr__(self, "format", fmt)
         self._check_text_options()
+        self._check_table_options()
         if fmt in DATABASE_FORMATS and bool(self.table) == bool(self.query):
             raise ConfigError(f"source {self.label}: a database source needs exactly one of `table` or `query`")
-        if fmt not in DATABASE_FORMATS and (self.table or self.query):
-            raise ConfigError(f"source {self.label}: `table`/`query` apply to database sources only")
+        if fmt not in DATABASE_FORMATS and self.query:
+            raise ConfigError(f"source {self.label}: `query` applies to database sources only")
+        if fmt not in DATABASE_FORMATS and self.table and not self.catalog:
+            raise ConfigError(
+                f"source {self.label}: `table` applies to database sources and Iceberg tables in a SQL catalog only"
+            )
         if self.table and not re.fullmatch(r"[^.]+(\.[^.]+){0,2}", self.table):
             raise ConfigError(f"source {self.label}: table {self.table!r} must be [catalog.][schema.]name")
         self._check_params()
@@ -144,6 +163,34 @@ class SourceConfig:
         if unused:
             where = "the filter has no" if self.filter else "there is no `filter` (--filter) with a"
             raise ConfigError(f"source {self.label}: `params` gives {unused[0]!r}, but {where} :{unused[0]}")
+
+    @property
+    def catalog(self) -> bool:
+        """An Iceberg table named through a SQL catalog: `path` is the catalog's database URL."""
+        return self.format == "iceberg" and "://" in self.path and self.path.split("://", 1)[0].lower() in URL_SCHEMES
+
+    def _check_table_options(self) -> None:
+        """The options only a lakehouse table takes: the version to read, a catalog's table and name."""
+        given = [name for name in ("version", "snapshot_id", "as_of") if getattr(self, name) not in (None, "")]
+        if given and self.format not in LAKEHOUSE_FORMATS:
+            raise ConfigError(f"source {self.label}: `{given[0]}` applies to delta and iceberg sources only")
+        if len(given) > 1:
+            raise ConfigError(f"source {self.label}: give one of `version`, `snapshot_id` or `as_of`, not both")
+        wrong = {"delta": "snapshot_id", "iceberg": "version"}.get(self.format)
+        if wrong in given:
+            right = "version" if wrong == "snapshot_id" else "snapshot_id"
+            table = "a Delta table" if self.format == "delta" else "an Iceberg table"
+            raise ConfigError(f"source {self.label}: {table} is read at a `{right}`, not a `{wrong}`")
+        for name in ("version", "snapshot_id"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ConfigError(f"source {self.label}: `{name}` must be a whole number of at least 0, not {value!r}")
+        if self.as_of != "":
+            object.__setattr__(self, "as_of", _utc_text(self.as_of, self.label))
+        if self.catalog and not self.table:
+            raise ConfigError(f"source {self.label}: an Iceberg table in a SQL catalog needs `table` (namespace.name)")
+        if self.catalog_name and not self.catalog:
+            raise ConfigError(f"source {self.label}: `catalog_name` applies to Iceberg tables in a SQL catalog only")
 
     def _check_text_options(self) -> None:
         """The options only a CSV or text source takes (header, delimiter, encoding); a CSV without a header
@@ -198,6 +245,22 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
+def _utc_text(value: str | dt.datetime, label: str) -> str:
+    """`as_of` as a UTC timestamp in ISO form ("2026-11-01 12:00:00"): from ISO 8601 text or a TOML date-time."""
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(
+                f"source {label}: `as_of` {value!r} is not an ISO 8601 timestamp (e.g. 2026-11-01T12:00:00Z)"
+            ) from None
+    if not isinstance(value, dt.datetime):
+        raise ConfigError(f"source {label}: `as_of` must be a timestamp, not {type(value).__name__}")
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value.isoformat(sep=" ")
+
+
 def guess_format(path: str) -> str:
     """A source format from a URL's scheme or a path's ending ('' if unknown)."""
     lowered = path.lower().rstrip("/")
@@ -206,7 +269,8 @@ def guess_format(path: str) -> str:
         return URL_SCHEMES[scheme]
     endings = (
         (".parquet", "parquet"), (".csv", "csv"), (".csv.gz", "csv"), (".tsv", "csv"), (".txt", "text"),
-        (".txt.gz", "text"), (".duckdb", "duckdb"), (".sqlite", "sqlite"), (".sqlite3", "sqlite"), (".db", "sqlite"),
+        (".txt.gz", "text"), (".metadata.json", "iceberg"), (".duckdb", "duckdb"), (".sqlite", "sqlite"),
+        (".sqlite3", "sqlite"), (".db", "sqlite"),
     )  # fmt: skip
     for ending, fmt in endings:
         if lowered.endswith(ending):

@@ -89,8 +89,9 @@ def password_for(url: DatabaseURL, password_file: str) -> str:
     return os.environ.get(variable, "") if variable else ""
 
 
-def load_extension(con: duckdb.DuckDBPyConnection, extension: str) -> None:
-    """LOAD a DuckDB extension: installed, else from the offline package, else INSTALL from the repository."""
+def load_extension(con: duckdb.DuckDBPyConnection, extension: str, extra: str = "offline-databases") -> None:
+    """LOAD a DuckDB extension: installed, else from the offline package (of the `extra` that installs it), else
+    INSTALL from the repository."""
     attempts = []
     try:
         con.execute(f"LOAD {extension}")
@@ -116,7 +117,7 @@ def load_extension(con: duckdb.DuckDBPyConnection, extension: str) -> None:
     raise SourceError(
         f"cannot load DuckDB's {extension} extension (duckdb {duckdb.__version__}): "
         + "; ".join(attempts)
-        + ". Offline, install sitemap-ops with the offline-databases extra (duckdb 1.5.5 and the extension "
+        + f". Offline, install sitemap-ops with the {extra} extra (duckdb 1.5.5 and the extension "
         "packages); with network access, any duckdb version installs it from DuckDB's repository."
     )
 

@@ -104,6 +104,26 @@ class StageRanges:
         return self.hreflang_parts() if self.complete else []
 
 
+@dataclass(frozen=True)
+class TableVersion:
+    """The version of a lakehouse table source that a build reads (sitemap_ops.stage.lakehouse): resolved once by
+    the stage step, then read by every session of the build; the manifest and the report record it."""
+
+    source: int  # the source's position in the site's sources
+    format: str  # delta | iceberg
+    location: str  # the table as the source names it: a Delta table's folder, an Iceberg table's metadata file
+    version: str  # a Delta table's version, an Iceberg table's snapshot id ("": an Iceberg table with no snapshot)
+
+    def describe(self, label: str = "") -> str:
+        """The table (`label`, else its location) and the version read, as logs, the summary and the report say it."""
+        name = label or self.location
+        if self.format == "delta":
+            return f"Delta table {name} at version {self.version}"
+        if not self.version:
+            return f"Iceberg table {name} (no snapshot yet: no rows)"
+        return f"Iceberg table {name} at snapshot {self.version}"
+
+
 @dataclass
 class InputSplit:
     """One part of the sources that a stage_split step reads on its own: some Parquet files of source `source`
@@ -112,7 +132,8 @@ class InputSplit:
     source's rows are each written to the range of their page, an exclusion source's to the range of their URL."""
 
     source: int  # the source's position in the site's sources
-    files: list[str] = field(default_factory=list)  # Parquet files of it, as DuckDB names them
+    # Parquet files of it (or data files of a lakehouse table at its version), as DuckDB names them
+    files: list[str] = field(default_factory=list)
     first_row: int = 0
     end_row: int = 0  # 0: the files' rows
     # a database source with a split_key: its rows whose key is in [key_low, key_high); None: unbounded on
@@ -183,6 +204,8 @@ class StageResult:
     # URL ranges deduplicated
     split_count: int = 0
     range_count: int = 0
+    # the version of each lakehouse table source read (its files and splits read that version only)
+    tables: list[TableVersion] = field(default_factory=list)
 
     @property
     def excluded(self) -> dict[str, int]:
@@ -212,4 +235,5 @@ class StageResult:
                 splits.get("complete", False),
             )
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
+        fields["tables"] = [TableVersion(**table) for table in fields.get("tables") or []]
         return cls(**fields)

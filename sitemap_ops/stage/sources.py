@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, cast
@@ -16,13 +16,15 @@ from sitemap_ops.stage.config import (
     EXCLUDE_RULE_COLUMNS,
     EXTENSION_COLUMNS,
     FILE_FORMATS,
+    LAKEHOUSE_FORMATS,
     NEWS_FIELDS,
     VIDEO_FIELDS,
     SourceConfig,
 )
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
-from sitemap_ops.stage.result import InputSplit
+from sitemap_ops.stage.lakehouse import open_table, reach, scan_sql
+from sitemap_ops.stage.result import InputSplit, TableVersion
 from sitemap_ops.storage import StorageConfig
 
 if TYPE_CHECKING:
@@ -77,6 +79,8 @@ class Inventory:
     relations: dict[int, str] = field(default_factory=dict)
     filters: dict[int, list[str]] = field(default_factory=dict)
     locs: dict[int, str] = field(default_factory=dict)
+    # each lakehouse table source's version (by position), the one its relation reads
+    tables: dict[int, TableVersion] = field(default_factory=dict)
 
     def rows(self, index: int, relation: str | None = None, conditions: Sequence[str] = ()) -> str:
         """Source `index`'s rows as SQL: "<relation> WHERE <its filter and `conditions`>", over
@@ -391,6 +395,7 @@ def create_inventory_view(
     sources: tuple[SourceConfig, ...],
     storage: StorageConfig | None = None,
     split: InputSplit | None = None,
+    tables: Iterable[TableVersion] = (),
 ) -> Inventory:
     """Create the temp view `inventory` over all page sources (combined before dedupe), and one view per
     extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
@@ -398,8 +403,12 @@ def create_inventory_view(
 
     With `split` (sitemap_ops.stage.splits), only that split's source is read, and only the split's rows of it:
     one source, some of its Parquet files, the rows of one file between two row numbers (the scan skips the
-    other row groups) or a key range. The split of an extension source has no view `inventory`."""
+    other row groups) or a key range. The split of an extension source has no view `inventory`.
+
+    A lakehouse table source is read at its version in `tables` (what the build's stage step resolved), else at
+    the version its config names or its newest: `Inventory.tables` says which."""
     inventory = Inventory(labels=[s.label for s in sources])
+    pinned = {table.source: table for table in tables}
     parts: list[str] = []
     extension_parts: dict[str, list[str]] = {kind: [] for kind in EXTENSION_VIEWS}
     exclude_parts: list[str] = []
@@ -408,9 +417,14 @@ def create_inventory_view(
             continue
         alias = _alias(index)
         try:
-            relation = _split_relation(con, source, storage, split) or _relation_sql(
-                con, source, alias, inventory, storage
-            )
+            if source.format in LAKEHOUSE_FORMATS:
+                relation, inventory.tables[index], secrets = open_table(con, source, index, storage, pinned.get(index))
+                inventory.secrets += secrets
+                relation = _split_relation(con, source, storage, split, inventory.tables[index]) or relation
+            else:
+                relation = _split_relation(con, source, storage, split) or _relation_sql(
+                    con, source, alias, inventory, storage
+                )
             types = _column_types(con, relation)
         except duckdb.Error as exc:
             raise SourceError(
@@ -470,14 +484,23 @@ def create_extension_views(
 
 
 def _split_relation(
-    con: duckdb.DuckDBPyConnection, source: SourceConfig, storage: StorageConfig | None, split: InputSplit | None
+    con: duckdb.DuckDBPyConnection,
+    source: SourceConfig,
+    storage: StorageConfig | None,
+    split: InputSplit | None,
+    table: TableVersion | None = None,
 ) -> str | None:
-    """The relation of a split that names some of its Parquet source's files (with their row numbers, for
-    `_split_conditions`); None for any other split, which reads its source's own relation."""
+    """The relation of a split that names some of its Parquet source's files, or some data files of its lakehouse
+    `table` at its version (with their row numbers, for `_split_conditions`); None for any other split, which
+    reads its source's own relation."""
     if split is None or not split.files:
         return None
-    duckdb_path(con, source.path, storage)  # (registers the files' fsspec file system with DuckDB)
     files = ", ".join(quote_literal(file) for file in split.files)
+    if table is not None:
+        # (the scan reads only the files named: DuckDB prunes a table's files by a filter on `filename`)
+        scan = scan_sql(table, reach(con, source, table, storage), files=True)
+        return f"(SELECT * FROM {scan} WHERE filename IN ({files}))"  # noqa: S608 (quoted literals)
+    duckdb_path(con, source.path, storage)  # (registers the files' fsspec file system with DuckDB)
     return f"read_parquet([{files}], file_row_number = true)"
 
 
@@ -505,8 +528,9 @@ def piece_sql(
     create_inventory_view (without a split) set up; each call rebinds the split variables, so run it before
     the next call. A query source's database becomes the default catalog."""
     source = sources[piece.source]
+    table = inventory.tables.get(piece.source)
     rows = inventory.rows(
-        piece.source, _split_relation(con, source, storage, piece), _split_conditions(con, source, piece)
+        piece.source, _split_relation(con, source, storage, piece, table), _split_conditions(con, source, piece)
     )
     if source.query:  # (as in _relation_sql)
         con.execute(f"USE {_alias(piece.source)}")

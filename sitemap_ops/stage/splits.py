@@ -5,7 +5,9 @@ an extension source's split writes each of its rows into the range of its page's
 exclusion source's into the range of its normalized URL, where that range's checks read it.
 
 A Parquet source splits between row groups: a split is a few whole files, or the rows of one file between two
-row numbers (the scan skips the other row groups by their statistics). A database source with a `split_key`
+row numbers (the scan skips the other row groups by their statistics). A lakehouse table (Delta, Iceberg) splits
+between its data files at the version the build reads: a split is a few whole data files, read through the
+table's scan, which applies their deletes. A database source with a `split_key`
 (an integer column) splits in equal key ranges, each a condition the server applies. Any other source (CSV,
 text, a database source without a key) is one split. The ranges' bounds come from a sample of the raw URLs,
 normalized by the stage's own SQL: they decide only which range a URL is deduplicated in, and every spelling
@@ -29,15 +31,16 @@ from sitemap_ops.constants import (
     STAGE_EXT_CHECKED_FACTOR,
 )
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables
-from sitemap_ops.stage.config import SourceConfig
+from sitemap_ops.stage.config import LAKEHOUSE_FORMATS, SourceConfig
+from sitemap_ops.stage.lakehouse import data_files, reach
 from sitemap_ops.stage.partitions import delete_matching, part_count, range_bounds, ranges_of
 from sitemap_ops.stage.result import InputSplit
 from sitemap_ops.stage.sources import EXTENSION_VIEWS, Inventory, create_url_inventory_view, key_range, piece_sql
 from sitemap_ops.storage import Storage, StorageConfig
 
-# What survey() found of each source (by its position in the sources): its Parquet files
-# with their row groups' row counts (in file and row group order), its key range and rows (a database source
-# with a split_key), or None: a source that is one split.
+# What survey() found of each source (by its position in the sources): its Parquet files (or a lakehouse table's
+# data files, each one group) with their row groups' row counts (in file and row group order), its key range and
+# rows (a database source with a split_key), or None: a source that is one split.
 Found = dict[str, list[int]] | tuple[int, int, int] | None
 Survey = list[tuple[int, Found]]
 
@@ -48,11 +51,14 @@ def survey(
     storage: StorageConfig | None,
     inventory: Inventory,
 ) -> Survey:
-    """What the sources can be cut by: the Parquet files' footers, a keyed database source's lowest and highest
-    key. `inventory`: what create_inventory_view made of the sources."""
+    """What the sources can be cut by: the Parquet files' footers, a lakehouse table's data files, a keyed database
+    source's lowest and highest key. `inventory`: what create_inventory_view made of the sources."""
     found: Survey = []
     for index, source in enumerate(sources):
-        if source.format == "parquet":
+        if source.format in LAKEHOUSE_FORMATS:
+            table = inventory.tables[index]
+            found.append((index, data_files(con, table, reach(con, source, table, storage))))
+        elif source.format == "parquet":
             set_variables(con, {"split_path": duckdb_path(con, source.path, storage)})
             files: dict[str, list[int]] = {}
             for file, rows in con.execute(read_sql("stage_split_row_groups")).fetchall():
@@ -119,7 +125,8 @@ def _cut(source: int, files: dict[str, list[int]], target: int) -> list[InputSpl
                 packed, packed_rows = [], 0
             packed.append(file)
             packed_rows += rows
-        elif (parts := round(rows / target)) == 1:
+        elif (parts := round(rows / target)) == 1 or len(groups) == 1:
+            # (a lakehouse table's data file is one "row group": read whole, as its scan applies its deletes)
             splits.append(InputSplit(source, [file]))
         else:
             # each part ends at the first row group end at or past its share of the rows

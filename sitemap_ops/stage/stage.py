@@ -177,6 +177,7 @@ def run_stage(
     progress = progress or Progress(enabled=False)
     progress.step(f"stage: reading {len(config.sources)} source(s): {', '.join(s.label for s in config.sources)}")
     inventory = create_inventory_view(con, config.sources, config.storage)
+    _say_tables(config, inventory, progress)
     variables = normalize_variables(config, build_time)
     set_variables(con, variables)
     splitting = min(config.splits, max_splits) > 1
@@ -205,7 +206,15 @@ def run_stage(
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
     # the rejects file names each row's source by its label (database URLs with *** for the password)
     set_variables(con, {"source_labels": inventory.labels})
-    result = _read_result(work, rows_in, rejected, dropped, extensions=extensions, canonicals=canonicals)
+    result = _read_result(
+        work,
+        rows_in,
+        rejected,
+        dropped,
+        extensions=extensions,
+        canonicals=canonicals,
+        tables=list(inventory.tables.values()),
+    )
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         per_host = host_counts(con, config.sites) if host_works else []
@@ -225,6 +234,12 @@ def run_stage(
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
+
+
+def _say_tables(config: StageSettings, inventory: Inventory, progress: Progress) -> None:
+    """Which version of each lakehouse table the build reads."""
+    for table in inventory.tables.values():
+        progress.step(f"stage: reading {table.describe(config.sources[table.source].label)}")
 
 
 def _normalize_inventory(con: duckdb.DuckDBPyConnection, inventory: Inventory, progress: Progress) -> int:
@@ -287,7 +302,7 @@ def _split_stage(
         handed = StageSplits(
             splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions), complete=complete
         )
-        return _read_result(work, 0, {}, {}, splits=handed)
+        return _read_result(work, 0, {}, {}, splits=handed, tables=list(inventory.tables.values()))
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
@@ -395,7 +410,7 @@ def run_stage_split(
     ranges_of(work).makedirs()
     split = staged.splits.splits[number]
     bounds = staged.splits.bounds
-    inventory = create_inventory_view(con, config.sources, config.storage, split)
+    inventory = create_inventory_view(con, config.sources, config.storage, split, staged.tables)
     set_variables(con, normalize_variables(config, build_time))
     if split.kind != "pages":
         try:
@@ -477,7 +492,9 @@ def run_stage_gather(
         routed=routed,
         complete=staged.splits.complete,
     )
-    return _read_result(work, rows_in, rejected, dropped, ranges=ranges, split_count=len(staged.splits.splits))
+    return _read_result(
+        work, rows_in, rejected, dropped, ranges=ranges, split_count=len(staged.splits.splits), tables=staged.tables
+    )
 
 
 def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
