@@ -12,7 +12,6 @@ from airflow.sdk import BaseHook
 
 from sitemap_ops.config import SiteConfig
 from sitemap_ops.errors import ConfigError, first_line
-from sitemap_ops.stage.config import SERVER_FORMATS
 from sitemap_ops.storage import StorageConfig
 
 # Connection extras a database source passes on as connection options (libpq's for PostgreSQL, the MySQL
@@ -109,7 +108,7 @@ def with_connections(config: SiteConfig) -> SiteConfig:
     if af.source_conn_id:
         conn = BaseHook.get_connection(af.source_conn_id)
         sources = tuple(
-            dataclasses.replace(s, path=source_location(s.path, s.format, conn)) if s.format in SERVER_FORMATS else s
+            dataclasses.replace(s, path=source_location(s.path, s.server, conn)) if s.server else s
             for s in config.sources
         )
         config = dataclasses.replace(config, sources=sources)

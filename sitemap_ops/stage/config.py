@@ -165,6 +165,13 @@ class SourceConfig:
             raise ConfigError(f"source {self.label}: `params` gives {unused[0]!r}, but {where} :{unused[0]}")
 
     @property
+    def server(self) -> str:
+        """The database server this source connects to (postgres, mysql): its own, or its Iceberg catalog's; ""
+        for none. An Airflow source connection fills in its credentials."""
+        kind = URL_SCHEMES.get(self.path.split("://", 1)[0].lower(), "") if self.catalog else self.format
+        return kind if kind in SERVER_FORMATS else ""
+
+    @property
     def catalog(self) -> bool:
         """An Iceberg table named through a SQL catalog: `path` is the catalog's database URL."""
         return self.format == "iceberg" and "://" in self.path and self.path.split("://", 1)[0].lower() in URL_SCHEMES

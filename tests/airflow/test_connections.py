@@ -116,3 +116,22 @@ def test_a_role_is_assumed_through_sts_and_the_build_publishes_with_its_keys(tmp
     bad = _conn("aws", login="test", password="test", extra={"endpoint_url": "http://127.0.0.1:9", "role_arn": "arn:x"})
     with pytest.raises(SitemapOpsError, match="cannot assume the role arn:x"):
         storage_options(StorageConfig(), bad)
+
+
+def test_the_source_connection_fills_in_an_iceberg_catalogs_database_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "lake.toml"
+    site.write_text(
+        'base_url = "https://www.example.com"\noutput = "out"\n'
+        '[[sources]]\npath = "postgresql://airflow-connection/x"\nformat = "iceberg"\ntable = "site.pages"\n'
+        '[[sources]]\npath = "s3://lake/pages"\nformat = "delta"\n'
+        '[airflow]\nsource_conn_id = "catalog_db"\n'
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_CATALOG_DB",
+        json.dumps({"conn_type": "postgres", "host": "catalog.internal", "login": "lake", "schema": "iceberg"}),
+    )
+    catalog, delta = with_connections(load_config(site)).sources
+    assert catalog.path == "postgresql://lake@catalog.internal/iceberg"
+    assert delta.path == "s3://lake/pages"  # (object storage takes the storage connection)
