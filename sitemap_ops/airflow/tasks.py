@@ -67,6 +67,32 @@ def _max_mapped() -> int:
     return max(1, conf.getint("core", "max_map_length", fallback=1024))
 
 
+def concurrency_note(step: str, mapped: int, max_active_tasks: int, parallelism: int) -> str | None:
+    """The warning for `mapped` tasks of `step` when fewer run at once: the DAG's max_active_tasks and Airflow's
+    [core] parallelism bound every run (the workers' concurrency does too, which a task cannot read); None when
+    they leave room for them all."""
+    bound = min(max_active_tasks, parallelism)
+    if mapped <= bound:
+        return None
+    which = "the DAG's max_active_tasks" if max_active_tasks <= parallelism else "Airflow's [core] parallelism"
+    return (
+        f"{step}: {mapped} mapped tasks, but this run runs at most {bound} tasks at once ({which}; "
+        f"max_active_tasks {max_active_tasks}, parallelism {parallelism}; the workers' concurrency bounds it too): "
+        "the rest wait their turn. To run more at once, raise [airflow] max_active_tasks in the site file and "
+        "[core] parallelism with the workers (docs: Airflow guide, 'Concurrency: what bounds a build')"
+    )
+
+
+def _warn_if_bounded(context: Any, step: Step, mapped: int) -> None:
+    """Log concurrency_note for the mapped step `step` of this run, if any."""
+    from airflow.configuration import conf
+
+    parallelism = conf.getint("core", "parallelism", fallback=32)
+    note = concurrency_note(step.name, mapped, int(context["dag"].max_active_tasks), parallelism)
+    if note:
+        log.warning(note)
+
+
 def build_run(config: SiteConfig) -> BuildRun:
     """The build of the current DAG run (connections applied): the same for every task and every retry."""
     from sitemap_ops.pipeline.steps import BuildRun
@@ -245,7 +271,9 @@ def run_task(task: Task, handed: dict[str, Any], earlier: list[Any], fans_to: St
     pushed = _push(task, ti, site, runs, done, failed)
     _verdict(task, context, done, failed, pushed)
     if fans_to is not None:
-        return _groups(task, runs, done, fans_to, options["dry_run"])
+        groups = _groups(task, runs, done, fans_to, options["dry_run"])
+        _warn_if_bounded(context, fans_to, len(groups))
+        return groups
     return pushed[task.gives[-1]] if task.gives else None
 
 

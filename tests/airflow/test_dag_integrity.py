@@ -288,3 +288,14 @@ def test_each_step_takes_its_queue_pool_executor_config_and_timeout(tmp_path: Pa
     path.write_text(path.read_text() + '[airflow.steps.rendr]\nqueue = "x"\n')
     invalid = dags_from_folder(tmp_path)["sitemaps_invalid_shop"]
     assert "airflow.steps.rendr: no such step" in invalid.doc_md
+
+
+def test_a_mapped_step_wider_than_the_runs_concurrency_names_what_bounds_it() -> None:
+    from sitemap_ops.airflow.tasks import concurrency_note
+
+    assert concurrency_note("stage_split", 16, 16, 32) is None
+    note = concurrency_note("stage_split", 40, 16, 32)
+    assert note is not None and note.startswith("stage_split: 40 mapped tasks, but this run runs at most 16 tasks")
+    assert "the DAG's max_active_tasks" in note and "[airflow] max_active_tasks" in note
+    note = concurrency_note("render", 40, 64, 32)
+    assert note is not None and "at most 32 tasks at once (Airflow's [core] parallelism" in note

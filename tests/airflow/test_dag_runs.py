@@ -303,16 +303,18 @@ def test_render_groups_stay_within_the_max_map_length_read_at_run_time(site, mon
     assert sum(v["shards_written"] for v in values) == 3
 
 
-def test_a_ranged_stage_maps_one_task_per_url_range_within_the_max_map_length(site, monkeypatch) -> None:
+def test_a_ranged_stage_maps_one_task_per_url_range_within_the_max_map_length(site, monkeypatch, caplog) -> None:
     folder, db, s3 = site
     db.executemany(  # the same pages again in another spelling: merged within their range
         f"INSERT INTO {db.table('pages')} VALUES (%s, now() - interval '2 days')",
         [(f"HTTPS://WWW.EXAMPLE.COM/p/{i}",) for i in range(0, 100, 3)],
     )
-    _site(folder, db, s3, "ranged", extra="[duckdb]\nstage_partitions = 4\n")
+    _site(folder, db, s3, "ranged", extra="max_active_tasks = 2\n[duckdb]\nstage_partitions = 4\n")
     monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "3")  # 4 ranges asked: 3 mapped tasks
     run = _run(folder)
     assert run.state == "success"
+    # more mapped tasks than run at once: the task that maps them says what bounds them
+    assert "stage_range: 3 mapped tasks, but this run runs at most 2 tasks at once" in caplog.text
     ranges = sorted(ti.rendered_map_index for ti in run.get_task_instances() if ti.task_id == "stage_range")
     assert ranges == ["URL range 0", "URL range 1", "URL range 2"]
     assert _published_locs(s3, "ranged") == {f"{SITE}/p/{i}" for i in range(100)}
