@@ -18,6 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent, ManifestWriterV2
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.update.snapshot import _FastAppendFiles
+from pyiceberg.typedef import Record
 from pyiceberg.types import StringType
 from pyroaring import BitMap
 
@@ -188,9 +193,58 @@ def test_a_split_stage_reads_a_delta_tables_data_files_at_its_version(tmp_path: 
 # --- Iceberg ----------------------------------------------------------------------------------------------------
 
 
+class _DeleteManifestWriter(ManifestWriterV2):
+    """pyiceberg's manifest writer, for a manifest of delete files (pyiceberg writes data manifests only)."""
+
+    def content(self) -> ManifestContent:
+        return ManifestContent.DELETES
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+
+class _AddDeleteFiles(_FastAppendFiles):
+    """pyiceberg's append, committing delete files in a delete manifest of their own."""
+
+    def new_manifest_writer(self, spec: Any) -> ManifestWriterV2:
+        return _DeleteManifestWriter(
+            spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
+        )
+
+
+def _delete_with_position_deletes(table: Table, locs: set[str]) -> None:
+    """Commit a delete of `locs` as Spark, Trino and Flink write one in merge-on-read mode: the data files stay, and
+    a positional delete file (the Iceberg spec's file_path and pos columns, with their reserved field ids) names
+    the deleted rows. pyiceberg reads delete files but writes none: its own snapshot producer commits this one."""
+    rows: list[tuple[str, int]] = []
+    for task in table.scan().plan_files():
+        with table.io.new_input(task.file.file_path).open() as data:
+            column = pq.read_table(data, columns=["loc"])["loc"].to_pylist()
+        rows += [(task.file.file_path, position) for position, loc in enumerate(column) if loc in locs]
+    schema = pa.schema([
+        pa.field("file_path", pa.string(), False, {"PARQUET:field_id": "2147483546"}),
+        pa.field("pos", pa.int64(), False, {"PARQUET:field_id": "2147483545"}),
+    ])  # fmt: skip
+    path = f"{table.location()}/data/{uuid.uuid4()}-deletes.parquet"
+    with table.io.new_output(path).create() as out:
+        pq.write_table(pa.table({"file_path": [r[0] for r in rows], "pos": [r[1] for r in rows]}, schema=schema), out)
+    delete = DataFile.from_args(
+        _table_format_version=2, content=DataFileContent.POSITION_DELETES, file_path=path,
+        file_format=FileFormat.PARQUET, partition=Record(), record_count=len(rows),
+        file_size_in_bytes=len(table.io.new_input(path)),
+    )  # fmt: skip
+    delete.spec_id = 0
+    with table.transaction() as transaction:
+        producer = _AddDeleteFiles(operation=Operation.DELETE, transaction=transaction, io=table.io)
+        producer.append_data_file(delete)
+        producer.commit()
+
+
 def _write_iceberg_history(catalog: SqlCatalog, name: str = "site.pages") -> list[int]:
     """Snapshots of an Iceberg table: three appends, a delete (pyiceberg rewrites the files it touches), a new
-    column, an append that fills it. Returns the snapshot ids, oldest first."""
+    column, an append that fills it, a delete in a positional delete file. Returns the snapshot ids, oldest
+    first."""
     catalog.create_namespace_if_not_exists(name.rsplit(".", 1)[0])
     table = catalog.create_table(name, schema=_pages(0, 1).schema)
     for first in (0, 10, 20):
@@ -200,6 +254,7 @@ def _write_iceberg_history(catalog: SqlCatalog, name: str = "site.pages") -> lis
         update.add_column("section", StringType())
     table = catalog.load_table(name)
     table.append(_pages(30, 5, section=["blog"] * 5))
+    _delete_with_position_deletes(catalog.load_table(name), {f"{SITE}/p21", f"{SITE}/p24"})
     return [snapshot.snapshot_id for snapshot in catalog.load_table(name).snapshots()]
 
 
@@ -221,7 +276,11 @@ def test_an_iceberg_table_publishes_exactly_its_rows_at_the_snapshot_built(tmp_p
 
     # through the SQL catalog, and by the metadata file it names: the same table
     summary, pages = build_sources(tmp_path / "catalog", [{"path": url, "format": "iceberg", "table": "site.pages"}])
-    assert set(pages) == _iceberg_rows(catalog) == {f"{SITE}/p{i}" for i in range(35)} - {f"{SITE}/p3", f"{SITE}/p15"}
+    assert (
+        set(pages)
+        == _iceberg_rows(catalog)
+        == {f"{SITE}/p{i}" for i in range(35)} - {f"{SITE}/p{i}" for i in (3, 15, 21, 24)}
+    )
     assert [(t.format, t.version) for t in summary.stage.tables] == [("iceberg", str(snapshots[-1]))]
     metadata = newest.metadata_location.removeprefix("file://")
     _, by_file = build_sources(tmp_path / "file", [{"path": metadata}])
