@@ -30,7 +30,7 @@ from sitemap_ops.cli import main
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.pipeline import run_build
 from tests.helpers import build_sources, sources_config
-from tests.servers import POSTGRES_URL, S3Server
+from tests.servers import POSTGRES_URL, GCSServer, S3Server
 
 pytestmark = pytest.mark.lakehouse
 
@@ -358,6 +358,23 @@ def test_lakehouse_tables_on_s3_publish_their_rows_at_the_version_built(tmp_path
     assert set(pages) == _iceberg_rows(catalog)
     _, first = build_sources(tmp_path / "iceberg-first", [{**source, "snapshot_id": snapshots[0]}], storage=storage)
     assert set(first) == _iceberg_rows(catalog, snapshots[0])
+
+
+@pytest.mark.service("gcs")
+def test_an_iceberg_table_on_gcs_publishes_its_rows(tmp_path: Path, gcs: GCSServer) -> None:
+    """An Iceberg table on GCS (the emulator, over HTTP) through the storage's endpoint and credentials, as any
+    source on GCS is read."""
+    catalog, url = _sqlite_catalog(
+        tmp_path / "catalog",
+        gcs.url("lake/iceberg"),
+        **{"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO", "gcs.service.host": gcs.endpoint, "gcs.project-id": "test",
+           "gcs.oauth2.token": "anon"},
+    )  # fmt: skip
+    _write_iceberg_history(catalog)
+    source = {"path": url, "format": "iceberg", "table": "site.pages"}
+    summary, pages = build_sources(tmp_path / "site", [source], storage=gcs.storage(), duckdb={"stage_splits": 3})
+    assert summary.stage.split_count > 1
+    assert set(pages) == _iceberg_rows(catalog)
 
 
 # --- what goes wrong: one line, nothing published ---------------------------------------------------------------
