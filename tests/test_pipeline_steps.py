@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from sitemap_ops.pipeline import BuildRun
-from sitemap_ops.stage.result import ExtensionResult, StageResult
+from sitemap_ops.stage.result import ExtensionResult, StageResult, TableVersion
 from tests.helpers import NOW, site_config
 
 
@@ -37,6 +37,9 @@ def test_the_stage_result_survives_a_trip_through_json_between_tasks() -> None:
     with_extensions = StageResult(10, 8, 1, extensions=found)
     assert json.loads(json.dumps(with_extensions.to_dict()))["extensions"]["images"] == 3
     assert StageResult.from_dict(json.loads(json.dumps(with_extensions.to_dict()))) == with_extensions
+    # the lakehouse tables' versions, which the input split tasks read
+    with_tables = StageResult(10, 8, 1, tables=[TableVersion(1, "iceberg", "s3://lake/m.metadata.json", "57819")])
+    assert StageResult.from_dict(json.loads(json.dumps(with_tables.to_dict()))) == with_tables
 
 
 def test_a_dry_run_keeps_its_plan_and_report_but_not_its_snapshots(tmp_path: Path) -> None:
