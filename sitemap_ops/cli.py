@@ -19,7 +19,7 @@ from sitemap_ops import __version__
 from sitemap_ops.constants import CHANGE_KINDS, DEFAULT_PROFILE, PROFILES, VALIDATE_TIME_LIMIT_SECONDS
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS, redact
-from sitemap_ops.stage.result import ExtensionResult
+from sitemap_ops.stage.result import ExtensionResult, TableVersion
 
 if TYPE_CHECKING:
     from sitemap_ops.manifest import Manifest
@@ -371,6 +371,8 @@ def _inspect(args: argparse.Namespace) -> int:
         sections.setdefault(shard.section, []).append(shard.urls)
     for section, counts in sorted(sections.items()):
         print(f"  section {section}: {sum(counts):,} URLs in {len(counts)} shard(s)")
+    for table in manifest.stage.get("tables") or []:
+        print(f"  read the {TableVersion(**table).describe()}")
     _print_reasons("URLs rejected", manifest.stage.get("rejected") or {})
     _print_reasons("fields dropped", manifest.stage.get("fields_dropped") or {})
     if manifest.changes:

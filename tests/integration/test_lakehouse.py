@@ -133,7 +133,9 @@ def _commit_time(folder: Path, version: int) -> str:
     raise AssertionError(f"version {version} has no commitInfo")
 
 
-def test_a_delta_table_publishes_exactly_its_rows_at_the_version_built(tmp_path: Path) -> None:
+def test_a_delta_table_publishes_exactly_its_rows_at_the_version_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "pages"
     _write_delta_history(str(folder))
     newest = _delete_with_deletion_vector(folder, {f"{SITE}/p21", f"{SITE}/p24"})
@@ -151,6 +153,9 @@ def test_a_delta_table_publishes_exactly_its_rows_at_the_version_built(tmp_path:
     report = Path(summary.report)
     assert json.loads((report.parent / "report.json").read_text())["tables"] == [f"Delta table {folder} at version 5"]
     assert f"Read the Delta table {folder} at version 5." in report.read_text()
+
+    assert main(["inspect", str(tmp_path / "newest" / "public")]) == 0
+    assert f"read the Delta table {folder} at version 5" in capsys.readouterr().out
 
     _, at_one = build_sources(tmp_path / "v1", [{**source, "version": 1}])
     assert set(at_one) == _delta_rows(str(folder), 1) == {f"{SITE}/p{i}" for i in range(20)}
