@@ -282,7 +282,7 @@ def _split_stage(
             dataclasses.replace(split, kind=kinds[split.source])
             for split in list_splits(found, min(config.splits, max_splits))
         ]
-        if len(splits) == 1:
+        if len(splits) <= 1:  # (none: every source is files without a row, which one piece reads as empty)
             return None
         pages = [(index, kind) for index, kind in found if kinds[index] == "pages"]
         partitions = min(max_ranges, config.partitions)

@@ -892,3 +892,12 @@ def test_a_stage_that_rejects_every_row_stops_the_build_the_same_way_in_one_piec
     assert summary.stage.staged == 0 and sum(summary.stage.rejected.values()) == 3
     assert summary.plan is not None and summary.plan.total_urls == 0
     assert sorted(p.name for p in (tmp_path / "public").iterdir()) == ["manifest.json", "robots.txt"]
+
+
+def test_a_split_stage_of_sources_without_a_row_stops_the_build_as_one_piece_does(tmp_path: Path) -> None:
+    """Parquet files without a row cut into no input split: the stage reads them in one piece, and plan finds no
+    URL (it failed reading a staged snapshot of no file)."""
+    write_inventory(tmp_path / "empty.parquet", [])
+    config = sources_config(tmp_path, [{"path": str(tmp_path / "empty.parquet")}], duckdb={"stage_splits": 3})
+    with pytest.raises(CircuitBreakerError, match="no URL to publish"):
+        run_build(config, now=NOW)
