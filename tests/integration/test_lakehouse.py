@@ -308,6 +308,16 @@ def test_a_split_stage_reads_an_iceberg_tables_data_files_at_its_snapshot(tmp_pa
     assert set(pages) == _iceberg_rows(catalog)
 
 
+@pytest.mark.parametrize("splits", [1, 3])
+def test_an_iceberg_table_without_a_snapshot_has_no_rows(tmp_path: Path, splits: int) -> None:
+    catalog, url = _sqlite_catalog(tmp_path / "lake", f"file://{tmp_path / 'lake'}")
+    catalog.create_namespace("site")
+    catalog.create_table("site.pages", schema=_pages(0, 1).schema)
+    source = {"path": url, "format": "iceberg", "table": "site.pages"}
+    with pytest.raises(SitemapOpsError, match="no URL to publish"):
+        run_build(sources_config(tmp_path / "site", [source], duckdb={"stage_splits": splits}))
+
+
 @pytest.mark.service("postgres")
 def test_an_iceberg_table_in_a_postgresql_catalog(tmp_path: Path, postgres: Any) -> None:
     """A SQL catalog on a real PostgreSQL: pyiceberg writes the catalog's rows, the build reads them through
