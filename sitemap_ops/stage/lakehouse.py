@@ -117,14 +117,14 @@ def _reach(
     protocol = protocol_of(location)
     if protocol in ("file", "local"):
         return location.removeprefix("file://"), []
-    path = duckdb_path(con, location, storage)
-    if source.format == "iceberg":
-        return path, []
-    if protocol not in ("s3", "s3a"):
+    if source.format == "delta" and protocol not in ("s3", "s3a"):  # (before a file system of it is made)
         raise SourceError(
             f"source {source.label}: a Delta table is read from a local folder or from s3:// (S3 or an S3-compatible "
             f"store), not from {protocol}://"
         )
+    path = duckdb_path(con, location, storage)
+    if source.format == "iceberg":
+        return path, []
     return f"s3://{location.split('://', 1)[1]}", _s3_secret(con, storage, location, source.label)
 
 
