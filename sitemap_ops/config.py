@@ -121,6 +121,8 @@ class AirflowConfig:
     storage_pool: str = ""  # Airflow pool limiting render and publish tasks (storage load)
     # Per step: where and how long its task runs, e.g. [airflow.steps.stage] queue = "big-memory",
     # execution_timeout_minutes = 120, executor_config = {...}, pool = "..." (over source_pool/storage_pool).
+    # A site of one piece runs the stage and the plan as one task, stage_plan, with the stage's options; an
+    # entry for the plan or one of its steps makes the plan a task of its own.
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A local work folder or output with an executor that runs tasks on several machines is refused, unless
     # those machines share the file system (NFS, one volume): then say so here.

@@ -16,6 +16,7 @@ from sitemap_ops.pipeline.graph import BY_NAME, STEPS, Hosts, Step, steps_for, t
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted([*ROOT.glob("examples/*.toml"), *ROOT.glob("dags/sites/*.toml")])
 
+CHUNKS = "\n[duckdb]\nplan_chunks = 4\n"
 EVERY_OPTION = """
 name = "everything"
 base_url = "https://www.example.com"
@@ -94,9 +95,13 @@ def test_the_cli_and_the_dag_walk_the_same_steps_in_the_same_order(
             assert dag.get_task(task_id).doc_md == "; ".join(step.doc for step in run)
 
 
-def test_a_plain_site_has_six_tasks_and_a_site_with_every_option_all_its_steps(tmp_path: Path) -> None:
+def test_a_plain_site_has_five_tasks_and_a_site_with_every_option_all_its_steps(tmp_path: Path) -> None:
     example = load_config(ROOT / "dags" / "sites" / "example.toml")
-    assert [task_id for task_id, _ in tasks_for(example)] == ["stage", "plan", "render", "publish", "retire", "report"]
+    assert [task_id for task_id, _ in tasks_for(example)] == ["stage_plan", "render", "publish", "retire", "report"]
+    # a phase in parts keeps the other a task of its own
+    (tmp_path / "chunks.toml").write_text((ROOT / "dags" / "sites" / "example.toml").read_text() + CHUNKS)
+    chunked = [task_id for task_id, _ in tasks_for(load_config(tmp_path / "chunks.toml"))]
+    assert chunked[:6] == ["stage", "plan_prepare", "plan_chunk", "plan_place", "plan_write", "plan_name"]
     (tmp_path / "everything.toml").write_text(EVERY_OPTION)
     everything = load_config(tmp_path / "everything.toml")
     assert [task_id for task_id, _ in tasks_for(everything)] == [step.name for step in STEPS]

@@ -259,13 +259,21 @@ def run_task(task: Task, handed: dict[str, Any], earlier: list[Any], fans_to: St
     todo = [(i, run) for i, run in enumerate(runs) if run.config.site.host not in failed]
     index_of = {run.config.site.host: i for i, run in todo}
 
+    filled: dict[str, dict[str, Any]] = {}  # each host's slots so far
+
     def one(run: BuildRun) -> dict[str, Any]:
-        slots = _slots(task, run, index_of[run.config.site.host], handed)
+        slots = filled[run.config.site.host] = _slots(task, run, index_of[run.config.site.host], handed)
         walk(list(task.steps), run, slots, options, {})
         return slots
 
     started = time.monotonic()
-    done, new_failures = _each_host(task, [run for _, run in todo], one)
+    try:
+        done, new_failures = _each_host(task, [run for _, run in todo], one)
+    except BaseException:
+        # A later step of the task failed: what its earlier steps gave is still handed on, so that the report
+        # of a build the circuit breaker stopped in stage_plan counts the rows its stage read.
+        _push(task, ti, site, runs, filled, failed)
+        raise
     failed.update(new_failures)
     log.info("%s: done in %.1f s%s", task.task_id, time.monotonic() - started, f"; failed: {failed}" if failed else "")
     pushed = _push(task, ti, site, runs, done, failed)

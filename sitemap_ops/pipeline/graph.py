@@ -116,6 +116,18 @@ def spread_plan(config: SiteConfig) -> bool:
 # The phases whose steps a scheduler runs as one task (named after the phase) unless the config asks for them in
 # parts; every other step is a task of its own.
 SPREAD: dict[str, Callable[[SiteConfig], bool]] = {"stage": spread_stage, "plan": spread_plan}
+# Phases that always run back to back on one worker: one task (named after both) when the site is one piece.
+# Each task costs a process start (about a second of CPU) and a scheduler hop (about a second with no task running).
+JOINED = ("stage", "plan")
+
+
+def one_piece(config: SiteConfig) -> bool:
+    """The JOINED phases run as one task: one host, neither phase asked for in parts, and no [airflow.steps] entry
+    for the plan's phase or steps (the joined task takes the stage's: a queue or pool set for the plan alone
+    keeps the plan a task of its own)."""
+    later = {name for step in STEPS if step.phase in JOINED[1:] for name in (step.phase, step.function or step.name)}
+    spread = any(SPREAD[phase](config) for phase in JOINED)
+    return not config.hosts and not spread and not later & set(config.airflow.steps)
 
 
 @dataclass(frozen=True)
@@ -244,14 +256,17 @@ def steps_for(config: SiteConfig) -> list[Step]:
 
 def tasks_for(config: SiteConfig) -> list[tuple[str, list[Step]]]:
     """A scheduler's tasks for `config`, in order: (task id, the steps it runs). A phase the config does not ask
-    for in parts (SPREAD) is one task named after it; every other step is a task of its own."""
+    for in parts (SPREAD) is one task named after it, the JOINED phases one task on a site of one piece; every
+    other step is a task of its own."""
+    joined = "_".join(JOINED) if one_piece(config) else ""
     tasks: list[tuple[str, list[Step]]] = []
     for step in steps_for(config):
         spread = SPREAD.get(step.phase)
+        task_id = joined if joined and step.phase in JOINED else step.phase
         if spread is None or spread(config):
             tasks.append((step.name, [step]))
-        elif tasks and tasks[-1][0] == step.phase:
+        elif tasks and tasks[-1][0] == task_id:
             tasks[-1][1].append(step)
         else:
-            tasks.append((step.phase, [step]))
+            tasks.append((task_id, [step]))
     return tasks

@@ -67,18 +67,18 @@ def test_example_dag_is_built_as_specified() -> None:
         param = dag.params.get_param(name)
         assert param.schema["type"] == "boolean" and param.value is False and param.description
     # a plain site's DAG: no task that would only skip; the stage and the plan, which it does not ask for in
-    # parts, each one task
+    # parts, one task
     order = [t.task_id for t in dag.topological_sort()]
-    assert order == ["stage", "plan", "render", "publish", "retire", "report"]
+    assert order == ["stage_plan", "render", "publish", "retire", "report"]
     tasks = {t.task_id: t for t in dag.tasks}
     assert tasks["report"].is_teardown  # it runs after a failure too, and leaves the run's state alone
-    for name in ("stage", "plan", "render", "publish", "retire"):
+    for name in ("stage_plan", "render", "publish", "retire"):
         assert tasks[name].retries == 3
         assert tasks[name].retry_exponential_backoff
         assert tasks[name].owner == "sitemap-ops"
         assert tasks[name].doc_md
     assert [type(t).__name__ for t in dag.tasks if t.task_id == "render"] == ["DecoratedMappedOperator"]
-    assert "**stage** → **plan** → **render**[] → **publish** → **retire** → **report**" in dag.doc_md
+    assert "**stage_plan** → **render**[] → **publish** → **retire** → **report**" in dag.doc_md
     assert [o.name for o in tasks["publish"].outlets] == ["sitemaps_published_example"]
 
 
@@ -280,11 +280,16 @@ def test_each_step_takes_its_queue_pool_executor_config_and_timeout(tmp_path: Pa
         + 'executor_config = { pod_override = "large" }\n[airflow.steps.render]\npool = "render-pool"\n'
     )
     tasks = {t.task_id: t for t in dags_from_folder(tmp_path)["sitemaps_shop"].tasks}
-    assert tasks["stage"].queue == "big-memory"
-    assert tasks["stage"].execution_timeout.total_seconds() == 90 * 60
-    assert tasks["stage"].executor_config == {"pod_override": "large"}
+    # the stage's options are the joined task's: the plan runs where the stage ran
+    assert tasks["stage_plan"].queue == "big-memory"
+    assert tasks["stage_plan"].execution_timeout.total_seconds() == 90 * 60
+    assert tasks["stage_plan"].executor_config == {"pod_override": "large"}
     assert tasks["render"].pool == "render-pool" and tasks["publish"].pool == "uploads"
-    assert tasks["plan"].queue != "big-memory" and tasks["plan"].execution_timeout is None
+    # options of the plan's own keep it a task of its own, and the stage's are not its
+    path.write_text(path.read_text() + '[airflow.steps.plan_place]\nqueue = "placement"\n')
+    tasks = {t.task_id: t for t in dags_from_folder(tmp_path)["sitemaps_shop"].tasks}
+    assert tasks["stage"].queue == "big-memory" and tasks["plan"].queue != "big-memory"
+    assert tasks["plan"].execution_timeout is None
     path.write_text(path.read_text() + '[airflow.steps.rendr]\nqueue = "x"\n')
     invalid = dags_from_folder(tmp_path)["sitemaps_invalid_shop"]
     assert "airflow.steps.rendr: no such step" in invalid.doc_md

@@ -168,7 +168,7 @@ def test_a_run_the_circuit_breaker_stops_still_writes_its_report_marked_failed(s
     run = _run(folder)
     assert run.state == "failed"
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-    assert states["plan"] == "failed" and states["report"] == "success", states
+    assert states["stage_plan"] == "failed" and states["report"] == "success", states
     reports = sorted((folder / "work").rglob("report.json"), key=lambda p: json.loads(p.read_text())["created_at"])
     failed = json.loads(reports[-1].read_text())
     assert failed["failed"].startswith("CircuitBreakerError: the build would publish 11 URLs, 11% of the last")
@@ -191,7 +191,7 @@ def test_dry_run_publishes_nothing(site) -> None:
     run = _run(folder, dry_rnu=True)
     assert run.state == "failed"
     assert _objects(s3, "dry") == {}
-    stage = [ti for ti in run.get_task_instances() if ti.task_id == "stage"]
+    stage = [ti for ti in run.get_task_instances() if ti.task_id == "stage_plan"]
     assert stage[0].state == "failed" and stage[0].try_number == 1  # not retried
 
 
@@ -529,7 +529,7 @@ def test_a_sitemap_build_task_group_runs_inside_a_dag_of_ones_own(site) -> None:
     assert run.state == "success"
     states = {ti.task_id: ti.state for ti in run.get_task_instances() if ti.map_index < 1}
     assert states["export_catalog"] == "success"
-    assert all(states[f"sitemaps.{step}"] == "success" for step in ("stage", "plan", "render", "publish", "report"))
+    assert all(states[f"sitemaps.{step}"] == "success" for step in ("stage_plan", "render", "publish", "report"))
     objects = _objects(s3, "group")
     assert "sitemap.xml" in objects and len([n for n in objects if n.startswith("sitemap-pages-")]) == 3
 
