@@ -196,6 +196,9 @@ render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to s
         for worker in WORKERS:
             log = logs / f"{worker}.log"
             wait_for(f"{worker} to be ready", lambda log=log: b"ready" in log.read_bytes(), 180, log)
+        # the compose file's Celery config: each worker loaded DuckDB before forking, so its tasks need not
+        for proc in procs[-len(WORKERS) :]:
+            assert "/_duckdb." in Path(f"/proc/{proc.pid}/maps").read_text(), "preloaded"
         token = wait_for(
             "the api-server",
             lambda: api_call(base, "POST", "/auth/token", {"username": "admin", "password": passwords["admin"]})[
