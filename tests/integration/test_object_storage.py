@@ -203,6 +203,32 @@ def test_a_work_file_rewritten_during_a_duckdb_session_is_never_read_as_a_mix_of
     assert fresh.execute(f"SELECT sum(i) FROM '{again}'").fetchone() == (10,)
 
 
+def test_a_later_session_reads_a_version_from_the_blocks_an_earlier_one_read(s3) -> None:
+    """The steps of one process each open a session: a file's version read by one is not read again by the next,
+    which asks only its info; a version written since is read anew."""
+    work = Storage.open(s3.url("work"), StorageConfig(**s3.storage()))
+    first = duck.connect()
+    path = duckdb_path(first, work.url_of("kept.parquet"), work.config)
+    first.execute(f"COPY (SELECT range AS i FROM range(1000)) TO '{path}'")
+    assert first.execute(f"SELECT sum(i) FROM '{path}'").fetchone() == (499500,)
+
+    def requests() -> list[str]:
+        return [method for method, name in s3.app.requests if name.endswith("/kept.parquet")]
+
+    before = len(requests())
+    second = duck.connect()
+    assert second.execute(
+        f"SELECT sum(i) FROM '{duckdb_path(second, work.url_of('kept.parquet'), work.config)}'"
+    ).fetchone() == (499500,)
+    assert requests()[before:] == ["HEAD"]
+    with work.fs.open(work.path("kept.parquet"), "wb") as fh:  # another process rewrites it
+        pq.write_table(pa.table({"i": list(range(5))}), fh)
+    third = duck.connect()
+    assert third.execute(
+        f"SELECT sum(i) FROM '{duckdb_path(third, work.url_of('kept.parquet'), work.config)}'"
+    ).fetchone() == (10,)
+
+
 # The index (its conditional write) and robots.txt (after the switch) on S3; every step's failure is tested on a
 # local folder (tests/publish/test_failures.py), and failures at random writes on S3 in test_random_faults_s3.py.
 @pytest.mark.parametrize(
