@@ -1,6 +1,7 @@
 """Object storage against local disk: the same realistic inventory built by the CLI with its output and work folder
 on a local disk, then both on S3 (moto's server in its own process, over HTTP), alternating; each build's wall and
-CPU time and, on S3, its requests by kind (HEAD, GET, LIST, PUT, POST, DELETE).
+CPU time and, on S3, its requests by kind (HEAD, GET, LIST, PUT, POST, DELETE) and the bytes it wrote to the store and
+read from it (request bodies, GET response bodies), in all and by kind of file.
 
 Run from the repository root with the project and its dev extras installed: `python benchmarks/s3.py`
 (`--sizes 1000000,10000000 --repeat 3` by default). Each build runs in its own process; the S3 server counts the
@@ -13,6 +14,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,18 +46,43 @@ def serve(port: int) -> None:
     from tests.servers import RecordingApp
 
     recording = RecordingApp(DomainDispatcherApplication(create_backend_app))
+    # bytes by direction (written: request bodies; read: GET response bodies) and kind of file (_file_kind)
+    traffic = {"written": collections.Counter[str](), "read": collections.Counter[str]()}
 
     def app(environ: dict[str, Any], start_response: Any) -> Any:
         if environ.get("PATH_INFO") == COUNTS_PATH:
             with recording.lock:
                 served, recording.requests[:] = list(recording.requests), []
-            kinds = collections.Counter(_kind(method, path) for method, path in served)
+                moved = {way: dict(found) for way, found in traffic.items()}
+                for found in traffic.values():
+                    found.clear()
+            kinds: dict[str, Any] = collections.Counter(_kind(method, path) for method, path in served)
+            for way, found in moved.items():
+                kinds[f"bytes_{way}"] = sum(found.values())
+                kinds[f"{way}_by_file"] = dict(sorted(found.items(), key=lambda item: -item[1]))
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(kinds).encode()]
-        return recording(environ, start_response)
+        method, kind = environ["REQUEST_METHOD"], _file_kind(environ.get("PATH_INFO", ""))
+        if method in ("PUT", "POST"):
+            with recording.lock:
+                traffic["written"][kind] += int(environ.get("CONTENT_LENGTH") or 0)
+
+        def counted(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            if method == "GET":
+                size = next((int(v) for k, v in headers if k.lower() == "content-length"), 0)
+                with recording.lock:
+                    traffic["read"][kind] += size
+            return start_response(status, headers, *rest)
+
+        return recording(environ, counted)
 
     WSGIRequestHandler.log_request = lambda *args, **kwargs: None  # type: ignore[method-assign]
     make_server("127.0.0.1", port, app, threaded=True).serve_forever()
+
+
+def _file_kind(path: str) -> str:
+    """What a request's file is, for the bytes by kind: its name with digests as H and numbers as N."""
+    return re.sub(r"\d+", "N", re.sub(r"[0-9a-f]{12,}", "H", path.rsplit("/", 1)[-1]))
 
 
 def _kind(method: str, path: str) -> str:
@@ -78,7 +105,7 @@ def _cpu_seconds(pid: int) -> float:
 def build(inventory: Path, work: Path, target: str, endpoint: str, bucket: str, server: int) -> dict[str, Any]:
     """One CLI build of `inventory`: output and work folder on local disk (target "local") or on S3 (served by
     process `server`, whose CPU time during the build is reported: on a small machine it competes with the
-    build's, where a real store's would not)."""
+    build's, where a real store's would not), and the bytes written to and read from the store."""
     import boto3
 
     shutil.rmtree(work, ignore_errors=True)
@@ -95,7 +122,11 @@ def build(inventory: Path, work: Path, target: str, endpoint: str, bucket: str, 
     ]  # fmt: skip
     server_cpu = _cpu_seconds(server)
     child = peak_rss_of(cmd, work)
-    result: dict[str, Any] = {"seconds": round(child.seconds, 2), "cpu_seconds": round(child.cpu, 2)}
+    result: dict[str, Any] = {
+        "seconds": round(child.seconds, 2),
+        "cpu_seconds": round(child.cpu, 2),
+        "peak_rss_mb": round(child.peak / 2**20),
+    }
     if target == "s3":
         result["server_cpu_seconds"] = round(_cpu_seconds(server) - server_cpu, 2)
         result["requests"] = _requests(endpoint)
@@ -142,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 target: {
                     "seconds": statistics.median(r["seconds"] for r in done),
                     "cpu_seconds": statistics.median(r["cpu_seconds"] for r in done),
+                    "peak_rss_mb": max(r["peak_rss_mb"] for r in done),
                 }
                 for target, done in runs.items()
             }
