@@ -46,12 +46,18 @@ def work_root(config: SiteConfig) -> Storage:
     return Storage.open(root, config.storage)
 
 
+# The work folders whose marker this process wrote or found: each step opens its build's folder, and on object
+# storage each look is a request (7 per build). Only pruning deletes a marker, and never a kept build's.
+_MARKED: set[str] = set()
+
+
 def open_work(config: SiteConfig, build_id: str) -> Storage:
     """The build's work folder, created with the marker that lets pruning know it is this project's."""
     work = work_root(config).child(build_id)
     work.makedirs()
-    if not work.exists(WORK_MARKER_NAME):
+    if work.url not in _MARKED and not work.exists(WORK_MARKER_NAME):
         work.write_bytes(WORK_MARKER_NAME, f"sitemap-ops work folder of build {build_id}\n".encode())
+    _MARKED.add(work.url)
     return work
 
 

@@ -5,8 +5,11 @@ block cache on its own; the requests on S3: tests/integration/test_object_storag
 from __future__ import annotations
 
 import random
+import threading
+import time
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -133,6 +136,46 @@ def test_blocks_answer_any_range_as_the_file_would_and_read_each_block_once(monk
     covered = sorted(n for a, b in fetched for n in range(a // 10, (b - 1) // 10 + 1))
     assert covered == sorted(set(covered)), "a block was read twice"
     assert all(a % 10 == 0 for a, _ in fetched), "reads start at a block"
+
+
+def test_threads_reading_one_block_at_once_read_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB's threads read a file at once: a block one of them is reading is waited for, not read again; a
+    read that fails leaves the others to read it themselves."""
+    monkeypatch.setattr(session_fs, "BLOCK_BYTES", 10)
+    data = bytes(range(200))
+    blocks, fetched, lock = Blocks(), [], threading.Lock()
+    started = threading.Barrier(8)
+    failed_once: list[tuple[int, int]] = []
+
+    def fetch(start: int, stop: int) -> bytes:
+        with lock:
+            fetched.append((start, stop))
+            if not failed_once and start <= 100 < stop:  # the first read of block 10 fails
+                failed_once.append((start, stop))
+                raise OSError("connection reset")
+        time.sleep(0.01)  # (a request's time: the other threads ask for the same blocks meanwhile)
+        return data[start:stop]
+
+    def reader(offset: int) -> bytes | str:
+        started.wait()
+        cache = SessionBlockCache(0, fetch, len(data), blocks=blocks, file=("/f", "v1"))
+        try:
+            return bytes(cache._fetch(offset, offset + 120))
+        except OSError as exc:
+            return str(exc)
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(reader, [0, 40, 0, 80, 40, 0, 80, 40]))
+    failures = [a for a in answers if isinstance(a, str)]
+    assert len(failures) <= 1 and all(a == data[o : o + 120] for a, o in zip(answers, [0, 40, 0, 80, 40, 0, 80, 40])
+                                      if not isinstance(a, str))  # fmt: skip
+
+    def numbers(start: int, stop: int) -> list[int]:
+        return list(range(start // 10, (stop - 1) // 10 + 1))
+
+    covered = [n for a, b in fetched for n in numbers(a, b)]
+    # every block read once, and the blocks of the read that failed once more
+    assert sorted(covered) == sorted([*range(20), *numbers(*failed_once[0])]), fetched
 
 
 def test_a_new_version_of_a_file_is_read_anew_and_the_budget_drops_the_oldest_blocks(
