@@ -133,7 +133,7 @@ register_cache(SessionBlockCache, clobber=True)
 # The blocks of files that carry a store's version (an S3 ETag, a GCS generation), kept for the process: the steps
 # of one process (the CLI's build, a task of several steps) each open a session, and each read the staged snapshot
 # again (7 times in a 1M build: 211 MB read of a 29 MB file). The version names the bytes (a rewrite gets a new
-# generation; an ETag is the content's digest), and each session asks a file's version anew, so a session never
+# generation, or an ETag of its own content), and each session asks a file's version anew, so a session never
 # reads a block of a version it did not see. Files without such a version keep their blocks for their session.
 VERSIONED = Blocks()
 
