@@ -345,40 +345,51 @@ SPLIT_SAMPLE_WINDOW = 10_000
 # The folder of a build's work folder where a ranged stage hands its ranges over (each range's rows, checked
 # extensions and news entries), so that each range may be deduplicated by a task of its own on any machine
 # (into its file of the staged snapshot); emptied once the snapshot is indexed. Only files whose names match
-# STAGE_RANGE_FILE are ever deleted from it.
+# STAGE_RANGE_FILE (in it) and STAGE_SENT_FILE (in a range's folder) are ever deleted from it.
 STAGE_RANGES_NAME = "stage-ranges"
-# (<kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet and rejects-<split>.csv from input splits)
-# A split stage's extension sources' rows go to the range of their page (src_<kind>-<range>-<split>-<n>.parquet),
-# its exclusion sources' URLs to the range of the URL (excl-<range>-<split>-<n>.parquet), and a stage_canonicals
-# step per range sends the rows of the canonicals its excluded pages name to the canonical's range
-# (canon-<to>-<from>-<n>.parquet, with their counts per range in canon-counts-<from>.parquet).
+# Every file sent to URL range <to> is in the range's own folder, <to> (five digits), so that a range's step
+# lists only what it reads, and object storage spreads the ranges' requests over their prefixes:
+# <to>/<kind>-<from>-<token>-<n>.parquet. <from> is the sender (an input split, or a range), <token> its
+# attempt's (sitemap_ops.stage.partitions.sender_tag): a receiver reads the files of the tags the senders
+# name, in their results (input splits) or in their counts files (<kind>-counts-<from>.parquet, in the ranges
+# folder, with the rows sent to each range), never an earlier attempt's, so no sender lists other ranges'
+# folders to delete its earlier attempt's files.
+# The kinds: an input split's valid rows (rows), checked extensions and news entries (page_ext, news_ext;
+# a stage that writes its ranges itself sends them as sender 00000), and rejects-<split>.csv in the ranges
+# folder; a split stage's extension sources' rows go to the range of their page (src_<kind>), its exclusion
+# sources' URLs to the range of the URL (excl), and a stage_canonicals step per range sends the rows of the
+# canonicals its excluded pages name to the canonical's range (canon, with canon-counts-<from>.parquet).
 # A split stage whose ranges check their pages' extensions or exclusions also hands over the splits' rejects
 # joined (STAGE_SPLIT_REJECTS_NAME) and, from each range, its own rejects and counts (ext-rejects-<range>.csv,
 # ext-counts-<range>.json) and its hreflang report and problems
 # (ext-hreflang-<range>.csv, ext-issues-<range>.json), which stage_merge gathers. With hreflang alternates,
-# each range writes its links by the range of the URL each points at (alt_edges-<to>-<from>-<n>.parquet),
-# its links as hashes and its pages without a link to themselves (alt-links-<range>.parquet,
-# alt-self-<range>.parquet), and a stage_hreflang step per range then writes its report and problems.
+# each range sends its links to the range of the URL each points at (alt_edges, alt_edges-counts-<from>),
+# and writes its links as hashes and its pages without a link to themselves (alt-links-<range>.parquet,
+# alt-self-<range>.parquet); a stage_hreflang step per range then writes its report and problems.
 # Completing hreflang clusters (sitemap_ops.stage.completion), each range writes its file of the snapshot with
-# the sets as found (alt-staged-<range>.parquet), its pages' links (alt-own-<range>.parquet) and the cluster
-# graph's links by the range of each end (alt_adj-<to>-<from>-<n>.parquet, alt_adj-counts-<from>.parquet); the
-# labels' rounds write each range's labels (alt-labels-<range>-<round>.parquet) and the changed labels by the
-# range of each neighbour (alt_msg<round>-<to>-<from>-<n>.parquet, alt_msg<round>-counts-<from>.parquet); each
-# range then sends its links and pages to the range that completes their cluster, by a hash of its label
-# (alt_mem-...), where the completed sets go to the range of each page (alt_done-...), each with its counts
-# (alt_mem-counts-<from>.parquet, alt_done-counts-<from>.parquet); each range then sends its completed links
-# for the keyed pass as the found ones (alt_cedges-..., alt-clinks-<range>.parquet, alt-cself-<range>.parquet).
+# the sets as found (alt-staged-<range>.parquet), its pages' links (alt-own-<range>.parquet) and sends the
+# cluster graph's links to the range of each end (alt_adj); the labels' rounds write each range's labels in
+# its folder (<range>/alt-labels-<round>.parquet) and send the changed labels to the range of each neighbour
+# (alt_msg<round>), and the round they settled in goes to alt-rounds.json; each range then sends its links
+# and pages to the range that completes their cluster, by a hash of its label (alt_mem), where the completed
+# sets go to the range of each page (alt_done); each range then sends its completed links for the keyed pass
+# as the found ones (alt_cedges, alt-clinks-<range>.parquet, alt-cself-<range>.parquet). Each of these kinds
+# has its counts files.
 STAGE_SPLIT_REJECTS_NAME = "rejects-splits.csv"
 # The rounds of the hreflang clusters' labels that the DAG maps over the URL ranges (stage_alt_round_<n>, a
 # task per range; a round after the labels settled does nothing); stage_alt_labels runs any further round,
 # range by range. Most sites' clusters settle in two (sitemap_ops.stage.completion).
 ALT_MAPPED_ROUNDS = 3
+_SENT_KINDS = (
+    r"rows|page_ext|news_ext|src_(?:images|alternates|videos|news)|excl|canon"
+    r"|alt_(?:edges|cedges|adj|msg\d{2}|mem|done)"
+)
+STAGE_SENT_FILE = rf"(?:{_SENT_KINDS})-\d{{5}}-[0-9a-f]{{8}}-\d+\.parquet|alt-labels-\d{{2}}\.parquet"
 STAGE_RANGE_FILE = (
-    r"(rows|page_ext|news_ext|src_(images|alternates|videos|news)|excl|canon"
-    r"|alt_(edges|cedges|adj|msg\d{2}|mem|done))-\d{5}(-\d{5})?-\d+\.parquet"
-    r"|rejects-(\d{5}|splits)\.csv|(canon|alt_adj|alt_msg\d{2}|alt_mem|alt_done)-counts-\d{5}\.parquet"
+    r"rejects-(\d{5}|splits)\.csv"
+    r"|(canon|alt_edges|alt_cedges|alt_adj|alt_msg\d{2}|alt_mem|alt_done)-counts-\d{5}\.parquet"
     r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json"
-    r"|alt-(links|self|clinks|cself|own|staged)-\d{5}\.parquet|alt-labels-\d{5}-\d{2}\.parquet"
+    r"|alt-(links|self|clinks|cself|own|staged)-\d{5}\.parquet|alt-rounds\.json"
 )
 
 # `validate` over HTTP: seconds for all of it, every file it follows included, so that a slow or trickling

@@ -6,6 +6,7 @@ import datetime as dt
 import gzip
 import http.server
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,32 @@ def read_staged(url: str) -> pa.Table:
     files = [pq.read_table(folder / name) for name in index["files"]]
     blocks = [files[file].slice(start, rows) for file, _, start, rows in index["pieces"]]
     return pa.concat_tables(blocks) if blocks else files[0].slice(0, 0)
+
+
+def crawl_export(folder: Path, rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """An exclusion source over the pages (a crawl export, CSV): redirects and errors, noindex pages, and
+    canonicals (another page, likely in another input split; a URL not in the inventory; an excluded page;
+    one out of scope), some spelled otherwise than the inventory; the [[sources]] table."""
+    rng = random.Random(seed)
+    locs = sorted({r["loc"] for r in rows if r["loc"].startswith("https://www.example.com/")})
+    picked = rng.sample(locs, 300)
+    lines = ["Address,Status Code,Canonical Link Element 1,Indexability"]
+    for n, loc in enumerate(picked):
+        spelled = loc.replace("https://www.example.com", "HTTPS://WWW.EXAMPLE.COM") if n % 7 == 0 else loc
+        kind = n % 6
+        if kind == 0:
+            lines.append(f"{spelled},{rng.choice([301, 404, 503])},,")
+        elif kind == 1:
+            lines.append(f"{spelled},200,,noindex")
+        elif kind == 2:
+            lines.append(f"{spelled},200,{rng.choice(locs)},")
+        elif kind == 3:
+            lines.append(f"{spelled},200,https://www.example.com/canonical/{n % 40},")
+        elif kind == 4:
+            lines.append(f"{spelled},200,{picked[n - 4]},")  # a page excluded for its status
+        else:
+            lines.append(f"{spelled},200,{'https://partner.example.org/p' if n % 2 else loc},")
+    (folder / "crawl.csv").write_text("\n".join(lines) + "\n")
+    columns = {"loc": "Address", "status": "Status Code", "canonical": "Canonical Link Element 1",
+               "noindex": "Indexability"}  # fmt: skip
+    return {"path": str(folder / "crawl.csv"), "kind": "exclude", "columns": columns}

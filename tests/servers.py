@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -147,6 +147,7 @@ class RecordingApp:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.requests: list[tuple[str, str]] = []
+        self.listed: list[str] = []  # the prefix of each listing (a GET of the bucket), in order
         self.faults: list[dict[str, Any]] = []  # {"method", "suffix", "times" (None: always), "status"}
         self.lock = threading.Lock()
 
@@ -154,6 +155,7 @@ class RecordingApp:
         """Forget the requests served and the faults armed (the server is shared by the tests of a run)."""
         with self.lock:
             self.requests.clear()
+            self.listed.clear()
             self.faults.clear()
 
     def fail(self, method: str, suffix: str, times: int | None = None, status: int = 503) -> None:
@@ -169,6 +171,9 @@ class RecordingApp:
         method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
         with self.lock:
             self.requests.append((method, path))
+            if method == "GET" and path.strip("/").count("/") == 0:
+                query = parse_qs(environ.get("QUERY_STRING", ""))
+                self.listed.extend(query.get("prefix", [""])[:1])
             for fault in self.faults:
                 if fault["method"] == method and fnmatch(path, "*" + fault["suffix"]) and fault["times"] != 0:
                     if fault["times"] is not None:

@@ -20,7 +20,7 @@ runs any further one range by range, as the CLI runs them all), each holding one
 
 from __future__ import annotations
 
-import re
+import json
 
 import duckdb
 
@@ -30,10 +30,11 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.hreflang import COMPLETED, check_range_links, files_view, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
-    delete_matching,
+    range_folder,
     ranges_of,
     received,
-    sent_counts_name,
+    sent_counts,
+    start_sending,
     use_bounds,
     write_by_range,
     write_sent_counts,
@@ -47,63 +48,64 @@ AS_FOUND_STAGED = "alt-staged-{index:05d}.parquet"
 # The range's pages' links as checked (with the source's order), and its nodes' labels after a round (written
 # by the rounds that changed one; the next round and the members read the latest).
 _OWN = "alt-own-{index:05d}.parquet"
-_LABELS = "alt-labels-{index:05d}-{round:02d}.parquet"
-# The labels a round sends (a file kind: alt_msg<round>-<to>-<from>-<n>.parquet, alt_msg<round>-counts-<from>)
+_LABELS = "alt-labels-{round:02d}.parquet"  # (in the range's own folder, which its steps list)
+# The round the labels settled in (run_labels; JSON: {"rounds": n}), whose labels the members read.
+_SETTLED = "alt-rounds.json"
+# The labels a round sends (a file kind, with alt_msg<round>-counts-<from>)
 _MSG = "alt_msg{round:02d}"
-# (what the rounds write: the round's number is group 1 or group 2)
-_ROUND_FILE = r"alt_msg(\d{2})-(?:\d{5}-\d{5}-\d+|counts-\d{5})\.parquet|alt-labels-\d{5}-(\d{2})\.parquet"
 # The most rounds before the labels must have settled (as sitemap_ops.stage.extensions's one-piece steps).
 MAX_ROUNDS = 64
 
-_EMPTY_OWN = "NULL::VARCHAR AS page, NULL::VARCHAR AS hreflang, NULL::VARCHAR AS href, NULL::BIGINT AS ord"
 _EMPTY_DONE = "NULL::VARCHAR AS loc, NULL::VARCHAR AS hreflang, NULL::VARCHAR AS href"
 
 
-def write_range_nodes(
-    con: duckdb.DuckDBPyConnection, work: Storage, part: int, bounds: list[str], names: list[str]
-) -> None:
+def write_range_nodes(con: duckdb.DuckDBPyConnection, work: Storage, part: int, bounds: list[str]) -> None:
     """In URL range `part`'s stage_range, once its extensions are checked (ext_alt_edges): its pages' links as
-    checked (_OWN), and every link of the cluster graph to the range of each end (alt_adj-<to>-<from>-<n>, with
+    checked (_OWN), and every link of the cluster graph to the range of each end (alt_adj, with
     alt_adj-counts-<from>)."""
     ranges = ranges_of(work)
-    delete_matching(ranges, names, rf"alt_adj-\d{{5}}-{part:05d}-\d+\.parquet")
+    tag = start_sending(ranges, "alt_adj", part)
     con.execute(read_sql("stage_alt_nodes"))
     con.table("alt_range_own_edges").write_parquet(storage_path(con, ranges, _OWN.format(index=part)))
     query = read_sql("stage_partition_table").format(part=use_bounds(con, bounds), table="alt_range_adjacency")
-    sent = write_by_range(con, [("alt_adj", query)], len(bounds) + 1, ranges, f"-{part:05d}")["alt_adj"]
-    write_sent_counts(ranges, "alt_adj", part, sent)
+    sent = write_by_range(con, [("alt_adj", query)], len(bounds) + 1, ranges, tag)["alt_adj"]
+    write_sent_counts(ranges, "alt_adj", part, sent, tag)
 
 
 def run_round(con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, number: int, part: int) -> None:
-    """Round `number` of the label propagation in range `part`: its nodes' labels (alt-labels-<range>-<round>,
-    written when they changed) and the changed ones sent to the neighbours' ranges (alt_msg<round>-<to>-<from>-<n>,
-    with alt_msg<round>-counts-<from>). Round 1 labels every node from its links; a later round reads what the
-    round before sent the range (nothing: nothing to do). Run again, it gives the same files."""
+    """Round `number` of the label propagation in range `part`: its nodes' labels (alt-labels-<round> in its
+    folder, written when they changed) and the changed ones sent to the neighbours' ranges (alt_msg<round>, with
+    alt_msg<round>-counts-<from>). Round 1 labels every node from its links; a later round reads what the
+    round before sent the range (nothing: nothing to do). Run again, it gives the same files: an earlier
+    attempt's labels of this round go first, so the latest labels before any round are this attempt's."""
     folder = ranges_of(work)
-    names = sorted(folder.list_details())
     kind = _MSG.format(round=number)
-    delete_matching(folder, names, rf"{kind}-\d{{5}}-{part:05d}-\d+\.parquet|{re.escape(_labels(part, number))}")
+    tag = start_sending(folder, kind, part)
+    own = range_folder(folder, part)
+    own.delete(_labels(number))
+    mine = sorted(own.list_details())
     parts = ranges.completion_parts()
     sent = [0] * len(ranges.rows)
-    adj = received(con, folder, names, "alt_adj", part, parts, "stage_range")
+    adj = received(con, folder, mine, "alt_adj", part, parts, "stage_range")
     inbox: list[str] = []
     if number > 1:
         before = _MSG.format(round=number - 1)
-        inbox = received(con, folder, names, before, part, parts, f"round {number - 1} of stage_alt_labels")
+        inbox = received(con, folder, mine, before, part, parts, f"round {number - 1} of stage_alt_labels")
     if adj and (number == 1 or inbox):
         files_view(con, "alt_adj", adj, "")
         if number == 1:
             con.execute(read_sql("stage_alt_labels_first"))
         else:
-            old = storage_path(con, folder, _latest_labels(names, part, number))
+            old = storage_path(con, own, _latest_labels(mine, part, number))
             con.read_parquet(old).create_view("alt_labels_old", replace=True)
             files_view(con, "alt_msg", inbox, "")
             con.execute(read_sql("stage_alt_labels_step"))
-        con.table("alt_labels_new").write_parquet(storage_path(con, folder, _labels(part, number)))
+        own.makedirs()  # (a range sent no link yet has no folder on a local disk)
+        con.table("alt_labels_new").write_parquet(storage_path(con, own, _labels(number)))
         con.execute(read_sql("stage_alt_sends"))
         query = read_sql("stage_partition_table").format(part=use_bounds(con, ranges.bounds), table="alt_sends")
-        sent = write_by_range(con, [(kind, query)], len(ranges.rows), folder, f"-{part:05d}")[kind]
-    write_sent_counts(folder, kind, part, sent)
+        sent = write_by_range(con, [(kind, query)], len(ranges.rows), folder, tag)[kind]
+    write_sent_counts(folder, kind, part, sent, tag)
 
 
 def run_labels(
@@ -115,11 +117,10 @@ def run_labels(
 ) -> int:
     """The rounds of the label propagation after the first `done` (which ran already, each range in a task of
     its own), range by range, until a round sends no label; the rounds it took in all. StageError when the
-    labels do not settle in MAX_ROUNDS."""
+    labels do not settle in MAX_ROUNDS. The round they settled in goes to the ranges folder (_SETTLED): the members
+    read the labels of that round or before, never those of an earlier attempt that ran further."""
     folder = ranges_of(work)
     parts = ranges.completion_parts()
-    if not done:  # (an earlier attempt's rounds: a round reads the latest labels a range wrote)
-        delete_matching(folder, folder.list_details(), _ROUND_FILE)
     number = done
     while number == 0 or not _settled(con, folder, parts, number):
         if number == MAX_ROUNDS:
@@ -129,50 +130,51 @@ def run_labels(
             progress.step(f"stage: hreflang clusters, round {number} of label propagation")
         for part in parts:
             run_round(con, work, ranges, number, part)
-    # (the rounds past the last of an earlier attempt that went further: the members read the latest labels)
-    rounds = re.compile(_ROUND_FILE)
-    later = [n for n in folder.list_details() if (m := rounds.fullmatch(n)) and int(m[1] or m[2]) > number]
-    folder.delete_many(later)
+    folder.write_bytes(_SETTLED, json.dumps({"rounds": number}).encode())
     return number
 
 
 def _settled(con: duckdb.DuckDBPyConnection, folder: Storage, parts: list[int], number: int) -> bool:
     """Whether round `number` sent no label (every range's counts; StageError when one wrote none)."""
-    names = sorted(folder.list_details())
-    kind = _MSG.format(round=number)
-    if missing := [part for part in parts if sent_counts_name(kind, part) not in names]:
-        raise StageError(f"URL range {missing[0]} of this build did not run round {number} of the hreflang "
-                         f"clusters' labels in {folder.url}: run stage_alt_labels again")  # fmt: skip
-    paths = [storage_path(con, folder, sent_counts_name(kind, part)) for part in parts]
-    ((sent,),) = con.read_parquet(paths).aggregate("coalesce(sum(list_sum(sent)), 0)").fetchall()
+
+    def missing(part: int) -> str:
+        return (f"URL range {part} of this build did not run round {number} of the hreflang clusters' labels in "
+                f"{folder.url}: run stage_alt_labels again")  # fmt: skip
+
+    sent, _ = sent_counts(con, folder, _MSG.format(round=number), parts, None, missing)
     return not sent
 
 
-def _labels(part: int, number: int) -> str:
-    """Range `part`'s labels as round `number` left them."""
-    return _LABELS.format(index=part, round=number)
+def _labels(number: int) -> str:
+    """A range's labels as round `number` left them, in the range's folder."""
+    return _LABELS.format(round=number)
 
 
 def _latest_labels(names: list[str], part: int, before: int) -> str:
     """The labels file range `part` wrote last before round `before` (a round writes one only when a label
-    changed)."""
-    rounds = [n for n in range(before - 1, 0, -1) if _labels(part, n) in names]
+    changed), of `names` in the range's folder."""
+    rounds = [n for n in range(before - 1, 0, -1) if _labels(n) in names]
     if not rounds:
         raise StageError(f"URL range {part} of this build has no hreflang labels before round {before}: "
                          "run stage_alt_labels again")  # fmt: skip
-    return _labels(part, rounds[0])
+    return _labels(rounds[0])
 
 
 def send_members(con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int) -> None:
     """Once the labels settled: range `part`'s pages' links and site pages, to the range that completes their
-    cluster, by a hash of its label (sql/stage_alt_members.sql; alt_mem-<to>-<from>-<n>, with
-    alt_mem-counts-<from>)."""
+    cluster, by a hash of its label (sql/stage_alt_members.sql; alt_mem, with alt_mem-counts-<from>)."""
     folder = ranges_of(work)
-    names = sorted(folder.list_details())
-    delete_matching(folder, names, rf"alt_mem-\d{{5}}-{part:05d}-\d+\.parquet")
+    tag = start_sending(folder, "alt_mem", part)
+    settled = folder.read_bytes(_SETTLED)
+    if settled is None:
+        raise StageError(f"the hreflang clusters' labels of this build did not settle in {folder.url}: "
+                         "run stage_alt_labels again")  # fmt: skip
+    rounds = int(json.loads(settled)["rounds"])
+    own = range_folder(folder, part)
+    names = sorted(own.list_details())
     sent = [0] * len(ranges.rows)
-    if any(_labels(part, n) in names for n in range(1, MAX_ROUNDS + 1)):
-        latest = storage_path(con, folder, _latest_labels(names, part, MAX_ROUNDS + 1))
+    if any(_labels(n) in names for n in range(1, rounds + 1)):
+        latest = storage_path(con, own, _latest_labels(names, part, rounds + 1))
         con.read_parquet(latest).create_view("alt_labels", replace=True)
         con.read_parquet(storage_path(con, folder, _OWN.format(index=part))).create_view("alt_own", replace=True)
         staged = storage_path(con, folder, AS_FOUND_STAGED.format(index=part))
@@ -183,24 +185,24 @@ def send_members(con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRan
         parts = ranges.completion_parts()
         home = f"[{', '.join(str(p) for p in parts)}][CAST(hash(loc) % {len(parts)} AS BIGINT) + 1]"
         query = read_sql("stage_partition_table").format(part=home, table="alt_members_out")
-        sent = write_by_range(con, [("alt_mem", query)], len(ranges.rows), folder, f"-{part:05d}")["alt_mem"]
-    write_sent_counts(folder, "alt_mem", part, sent)
+        sent = write_by_range(con, [("alt_mem", query)], len(ranges.rows), folder, tag)["alt_mem"]
+    write_sent_counts(folder, "alt_mem", part, sent, tag)
 
 
 def complete_range(con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int) -> None:
     """Complete the clusters sent to range `part` (sql/stage_alt_complete.sql) and send each site page its set, to
-    the page's range (alt_done-<to>-<from>-<n>, with alt_done-counts-<from>)."""
+    the page's range (alt_done, with alt_done-counts-<from>)."""
     folder = ranges_of(work)
-    names = sorted(folder.list_details())
-    delete_matching(folder, names, rf"alt_done-\d{{5}}-{part:05d}-\d+\.parquet")
-    files = received(con, folder, names, "alt_mem", part, ranges.completion_parts(), "stage_alt_labels")
+    tag = start_sending(folder, "alt_done", part)
+    mine = sorted(range_folder(folder, part).list_details())
+    files = received(con, folder, mine, "alt_mem", part, ranges.completion_parts(), "stage_alt_labels")
     sent = [0] * len(ranges.rows)
     if files:
         files_view(con, "alt_mem", files, "")
         con.execute(read_sql("stage_alt_complete"))
         query = read_sql("stage_partition_table").format(part=use_bounds(con, ranges.bounds), table="alt_done_out")
-        sent = write_by_range(con, [("alt_done", query)], len(ranges.rows), folder, f"-{part:05d}")["alt_done"]
-    write_sent_counts(folder, "alt_done", part, sent)
+        sent = write_by_range(con, [("alt_done", query)], len(ranges.rows), folder, tag)["alt_done"]
+    write_sent_counts(folder, "alt_done", part, sent, tag)
 
 
 def render_range(
@@ -209,8 +211,7 @@ def render_range(
     """Range `part`'s file of the staged snapshot with its pages' sets as completed (sql/stage_alt_render.sql),
     and its completed links sent for hreflang's keyed pass (hreflang.COMPLETED)."""
     folder = ranges_of(work)
-    names = sorted(folder.list_details())
-    _final_edges(con, folder, names, ranges, part)
+    _final_edges(con, folder, sorted(range_folder(folder, part).list_details()), ranges, part)
     con.read_parquet(storage_path(con, folder, AS_FOUND_STAGED.format(index=part))).create_view(
         "alt_staged", replace=True
     )
@@ -221,18 +222,23 @@ def render_range(
     con.execute("CREATE OR REPLACE TEMP VIEW ext_alt_edges AS SELECT * FROM alt_final_edges")
     con.execute("CREATE OR REPLACE TEMP VIEW alt_fast_pages AS SELECT NULL::VARCHAR AS loc, "
                 "NULL::VARCHAR AS alternates_j WHERE false")  # fmt: skip
-    write_range_links(con, work, part, ranges.bounds, names, COMPLETED)
+    write_range_links(con, work, part, ranges.bounds, COMPLETED)
 
 
 def completed_report(
-    con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, part: int, staged_file: str, present: list[str]
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    ranges: StageRanges,
+    part: int,
+    staged_file: str,
+    mine: list[str],
 ) -> tuple[dict[str, int], int]:
     """Range `part`'s part of the report once its sets are completed (the table alt_report_completed,
     sql/stage_alt_report.sql), from the problems found in the sets as given (the table alt_found); the problems
-    left by kind and the links completion added to the range's pages."""
+    left by kind and the links completion added to the range's pages. `mine`: the files of the range's folder."""
     folder = ranges_of(work)
-    _final_edges(con, folder, present, ranges, part)
-    check_range_links(con, work, part, staged_file, present, COMPLETED)
+    _final_edges(con, folder, mine, ranges, part)
+    check_range_links(con, work, part, staged_file, mine, ranges.completion_parts(), COMPLETED)
     con.execute(read_sql("stage_alt_report"))
     ((added,),) = con.execute(
         "SELECT (SELECT count(*) FROM alt_final_edges) - (SELECT count(*) FROM alt_own)"
@@ -241,12 +247,17 @@ def completed_report(
 
 
 def _final_edges(
-    con: duckdb.DuckDBPyConnection, folder: Storage, names: list[str], ranges: StageRanges, part: int
+    con: duckdb.DuckDBPyConnection,
+    folder: Storage,
+    mine: list[str],
+    ranges: StageRanges,
+    part: int,
 ) -> None:
     """The views alt_done (the sets sent to range `part`) and alt_own, and the table alt_final_edges: its pages'
-    links as published (sql/stage_alt_final.sql)."""
-    done = received(con, folder, names, "alt_done", part, ranges.completion_parts(), "stage_alt_complete")
+    links as published (sql/stage_alt_final.sql). `mine`: the files of the range's folder in the ranges folder
+    `folder`."""
+    done = received(con, folder, mine, "alt_done", part, ranges.completion_parts(), "stage_alt_complete")
     files_view(con, "alt_done", done, _EMPTY_DONE)
-    own = [storage_path(con, folder, n) for n in names if n == _OWN.format(index=part)]
-    files_view(con, "alt_own", own, _EMPTY_OWN)
+    # (every range that completes writes its links as checked in its stage_range: read by name, never listed)
+    con.read_parquet(storage_path(con, folder, _OWN.format(index=part))).create_view("alt_own", replace=True)
     con.execute(read_sql("stage_alt_final"))

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 import duckdb
 
 from sitemap_ops.duck import read_sql, set_variables, storage_path
-from sitemap_ops.stage.partitions import delete_matching, ranges_of, use_bounds, write_by_range
+from sitemap_ops.stage.partitions import (
+    ranges_of,
+    received,
+    start_sending,
+    use_bounds,
+    write_by_range,
+    write_sent_counts,
+)
 from sitemap_ops.storage import Storage
 
 # The report's part of each range in the ranges folder, which stage_merge joins into hreflang.csv.
@@ -17,18 +24,21 @@ HREFLANG_PART = "ext-hreflang-{index:05d}.csv"
 
 @dataclass(frozen=True)
 class LinkFiles:
-    """What a range's first half writes for the second halves (constants.STAGE_RANGE_FILE): its links to other
-    URLs, by the range of the URL (<edges>-<target range>-<range>-<n>.parquet), its pages' links as hashes
+    """What a range's first half (in its step `step`) writes for the second halves (constants.STAGE_RANGE_FILE):
+    its links to other URLs, sent to the range of the URL (file kind `edges`), its pages' links as hashes
     and its pages that list no link to themselves. Once for the sets as found, and once more for the sets as
     completed (sitemap_ops.stage.completion)."""
 
     edges: str
     links: str
     own_self: str
+    step: str
 
 
-AS_FOUND = LinkFiles("alt_edges", "alt-links-{index:05d}.parquet", "alt-self-{index:05d}.parquet")
-COMPLETED = LinkFiles("alt_cedges", "alt-clinks-{index:05d}.parquet", "alt-cself-{index:05d}.parquet")
+AS_FOUND = LinkFiles("alt_edges", "alt-links-{index:05d}.parquet", "alt-self-{index:05d}.parquet", "stage_range")
+COMPLETED = LinkFiles(
+    "alt_cedges", "alt-clinks-{index:05d}.parquet", "alt-cself-{index:05d}.parquet", "stage_alt_render"
+)
 
 
 def write_range_links(
@@ -36,18 +46,18 @@ def write_range_links(
     work: Storage,
     part: int,
     bounds: list[str],
-    names: list[str],
     files: LinkFiles = AS_FOUND,
 ) -> None:
     """The first half, in URL range `part`'s stage_range once its extensions are checked (ext_alt_edges and
     alt_fast_pages, sitemap_ops.stage.extensions): its pages' links, each to the range of the URL it points at
-    (`bounds`: the ranges' lower bounds), and what the range's own second half needs, as `files`. `names`: the
-    files of the ranges folder, as the range listed them."""
+    (`bounds`: the ranges' lower bounds), with their counts, and what the range's own second half needs, as
+    `files`."""
     ranges = ranges_of(work)
-    delete_matching(ranges, names, rf"{files.edges}-\d{{5}}-{part:05d}-\d+\.parquet")  # (an earlier attempt's)
+    tag = start_sending(ranges, files.edges, part)
     con.execute(read_sql("stage_range_alt_links"))
     query = read_sql("stage_range_alt_edges").format(part=use_bounds(con, bounds))
-    write_by_range(con, [(files.edges, query)], len(bounds) + 1, ranges, f"-{part:05d}")
+    sent = write_by_range(con, [(files.edges, query)], len(bounds) + 1, ranges, tag)[files.edges]
+    write_sent_counts(ranges, files.edges, part, sent, tag)
     con.table("alt_range_hashes").write_parquet(storage_path(con, ranges, files.links.format(index=part)))
     con.table("alt_range_self").write_parquet(storage_path(con, ranges, files.own_self.format(index=part)))
 
@@ -57,29 +67,30 @@ def check_range_links(
     work: Storage,
     part: int,
     staged_file: str | None,
-    present: list[str],
+    mine: list[str],
+    senders: list[int],
     files: LinkFiles = AS_FOUND,
 ) -> None:
-    """The second half, once every range wrote its links (`files`; `present`: the ranges folder's files): the
-    table `alt_report`, range `part`'s part of the hreflang report (sql/stage_range_alt_check.sql), over the
-    links that point into it and its file of the staged snapshot (`staged_file`, a path DuckDB reads; None: the
-    range is empty)."""
+    """The second half, once the ranges `senders` (none: a site without alternates) wrote their links (`files`;
+    `mine`: the files of the range's folder): the table `alt_report`, range `part`'s part of the hreflang report
+    (sql/stage_range_alt_check.sql), over the links that point into it, its own links and its file of the staged
+    snapshot (`staged_file`, a path DuckDB reads; None: the range is empty)."""
     ranges = ranges_of(work)
+    incoming = received(con, ranges, mine, files.edges, part, senders, files.step)
+    # (the range's own, which its first half wrote: read by name, never listed)
+    own = part in senders
 
-    def view(name: str, found: list[str], empty: str) -> None:
-        files_view(con, name, [storage_path(con, ranges, f) for f in found], empty)
+    def view(name: str, file: str, empty: str) -> None:
+        files_view(con, name, [storage_path(con, ranges, file.format(index=part))] if own else [], empty)
 
-    view(
+    files_view(
+        con,
         "alt_incoming",
-        [n for n in present if n.startswith(f"{files.edges}-{part:05d}-")],
+        incoming,
         "NULL::UBIGINT AS hh, NULL::UBIGINT AS hp, NULL::VARCHAR AS page, NULL::VARCHAR AS hreflang",
     )
-    view(
-        "alt_links",
-        [n for n in present if n == files.links.format(index=part)],
-        "NULL::UBIGINT AS hp, NULL::UBIGINT AS hh",
-    )
-    view("alt_self", [n for n in present if n == files.own_self.format(index=part)], "NULL::VARCHAR AS page")
+    view("alt_links", files.links, "NULL::UBIGINT AS hp, NULL::UBIGINT AS hh")
+    view("alt_self", files.own_self, "NULL::VARCHAR AS page")
     if staged_file:
         con.read_parquet(staged_file).select("loc").create_view("range_pages", replace=True)
     else:

@@ -3,7 +3,8 @@
 DuckDB 1.5 cannot hash-join, aggregate and sort 100M URLs within a 2 GB limit in one statement (it runs out of
 memory rather than spilling), but it does each step well on a few million rows. So the valid rows are written
 once, one group of files per range of URLs (boundaries from a sample), into the work folder's
-STAGE_RANGES_NAME folder with each range's checked extensions and news entries (`write_ranges`). Each range
+STAGE_RANGES_NAME folder with each range's checked extensions and news entries (`write_ranges`), each range's in a
+folder of its own (`range_folder`: a step lists only the folder of the range it reads). Each range
 is then deduplicated and sorted by (section, URL) on its own into its file of the staged snapshot
 (`dedupe_range`: in the same process, or in a task of its own on any machine), and the snapshot's index lists
 each range's block of each section (`index_ranges`, sitemap_ops.snapshot): read section by section, range
@@ -16,8 +17,10 @@ import contextlib
 import math
 import os
 import re
+import secrets
 import shutil
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import duckdb
 import pyarrow as pa
@@ -30,6 +33,7 @@ from sitemap_ops.constants import (
     STAGE_RANGE_FILE,
     STAGE_RANGES_NAME,
     STAGE_ROW_OVERHEAD,
+    STAGE_SENT_FILE,
     STAGED_NAME,
     STAGED_PART_NAME,
 )
@@ -84,10 +88,38 @@ def ranges_of(work: Storage) -> Storage:
     return work.child(STAGE_RANGES_NAME)
 
 
+def range_folder(ranges: Storage, part: int) -> Storage:
+    """The folder of URL range `part` in the ranges folder `ranges`: the files sent to it (<kind>-<tag>-<n>.parquet,
+    write_by_range), which a step of the range lists, and no step of another range."""
+    return ranges.child(f"{part:05d}")
+
+
+def sender_tag(number: int) -> str:
+    """The tag of the files one attempt of step `number` (an input split, or a range sending to other ranges)
+    sends: its number and a token of the attempt. A receiver reads only the files whose tag the sender's
+    result or counts name, so an earlier attempt's files, which no step could find without listing every
+    range's folder, are never read; they go when the ranges folder is cleared."""
+    return f"{number:05d}-{secrets.token_hex(4)}"
+
+
 def clear_ranges(work: Storage) -> None:
-    """Delete what a ranged stage wrote into `work` (only files named as it names them), and the folder when
-    it is then empty: before a stage (an earlier attempt's ranges) and once the snapshot is indexed."""
+    """Delete what a ranged stage wrote into `work` (only files named as it names them), and the folders when
+    they are then empty: before a stage (an earlier attempt's ranges) and once the snapshot is indexed."""
     ranges = ranges_of(work)
+    folders = [ranges.child(name) for name in ranges.list_dirs() if re.fullmatch(r"\d{5}", name)]
+
+    def clear(folder: Storage) -> None:
+        delete_matching(folder, folder.list_details(), STAGE_SENT_FILE)
+        if folder.is_local:
+            with contextlib.suppress(OSError):  # something else lives there, and stays
+                os.rmdir(folder.root)
+
+    if ranges.is_local:
+        for folder in folders:
+            clear(folder)
+    else:  # (a listing and a delete per range: side by side, as the ranges' steps ran)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(clear, folders))
     delete_matching(ranges, ranges.list_details(), STAGE_RANGE_FILE)
     if ranges.is_local:
         with contextlib.suppress(OSError):  # absent, or something else lives there, and stays
@@ -109,23 +141,22 @@ def range_bounds(sample: list[str], parts: int) -> list[str]:
 
 
 def write_ranges(
-    con: duckdb.DuckDBPyConnection, parts: int, work: Storage, progress: Progress, bounds: list[str] | None = None,
-    split: int | None = None, unchecked: bool = False,
+    con: duckdb.DuckDBPyConnection, parts: int, work: Storage, progress: Progress, tag: str,
+    bounds: list[str] | None = None, unchecked: bool = False,
 ) -> list[int]:  # fmt: skip
     """Write the valid rows of the temp table `normalized`, and the temp tables page_ext and news_ext, in about
     `parts` URL ranges (or in the ranges `bounds` gives) into the ranges folder of `work`; each range's row
     count, in range order. With `unchecked`, the rows keep every column (their extensions as they came, and
     what the rejects file shows, which each range checks and writes: sql/stage_partition_raw.sql).
 
-    Flat files (write_by_range): <kind>-<range>-<n>.parquet, or <kind>-<range>-<split>-<n>.parquet for input
-    split `split` (sitemap_ops.stage.splits)."""
+    The files (write_by_range) carry `tag` (sender_tag: of the stage, or of its input split,
+    sitemap_ops.stage.splits), which the ranges' steps read them by (StageRanges.senders)."""
     if bounds is None:
         bounds = range_bounds([loc for (loc,) in con.execute(read_sql("stage_part_sample")).fetchall()], parts)
     expression = use_bounds(con, bounds)
     rows_sql = "stage_partition_raw" if unchecked else "stage_partition"
     queries = [(kind, read_sql(rows_sql if kind == "rows" else sql).format(part=expression, table=kind))
                for kind, sql in _RANGE_KINDS]  # fmt: skip
-    tag = "" if split is None else f"-{split:05d}"
     with progress.working(f"stage: writing the rows in {len(bounds) + 1} URL ranges", con.query_progress):
         rows = write_by_range(con, queries, len(bounds) + 1, ranges_of(work), tag)["rows"]
     if not rows[0]:
@@ -133,7 +164,7 @@ def write_ranges(
         # whose every range is empty (every row rejected), which plan then reports as such
         path = os.path.join(scratch_folder(con), f"{STAGE_RANGES_NAME}-empty.parquet")
         con.sql(queries[0][1]).limit(0).project("* EXCLUDE (part)").write_parquet(path)
-        ranges_of(work).move_in(path, f"rows-00000{tag}-0.parquet")
+        range_folder(ranges_of(work), 0).move_in(path, f"rows-{tag}-0.parquet")
     return rows
 
 
@@ -145,10 +176,11 @@ def use_bounds(con: duckdb.DuckDBPyConnection, bounds: list[str]) -> str:
 
 
 def write_by_range(
-    con: duckdb.DuckDBPyConnection, queries: list[tuple[str, str]], parts: int, ranges: Storage, tag: str = ""
+    con: duckdb.DuckDBPyConnection, queries: list[tuple[str, str]], parts: int, ranges: Storage, tag: str
 ) -> dict[str, list[int]]:
     """Write each (kind, query) of `queries` (its rows with their range in a column `part`, use_bounds) into the
-    ranges folder `ranges`, range by range: <kind>-<range><tag>-<n>.parquet; each kind's rows per range.
+    ranges folder `ranges`, range by range, each into its range's folder (range_folder): <kind>-<tag>-<n>.parquet,
+    `tag` the sender's (sender_tag); each kind's rows per range.
 
     DuckDB writes them partitioned into its spill folder (the build's local scratch space); they then move
     into the ranges folder (a rename when that is local)."""
@@ -166,7 +198,7 @@ def write_by_range(
                 for index, name in enumerate(sorted(os.listdir(os.path.join(folder, entry)))):
                     path = os.path.join(folder, entry, name)
                     counts[kind][part] += pq.read_metadata(path).num_rows
-                    ranges.move_in(path, f"{kind}-{part:05d}{tag}-{index}.parquet")
+                    range_folder(ranges, part).move_in(path, f"{kind}-{tag}-{index}.parquet")
     finally:
         shutil.rmtree(local, ignore_errors=True)
     return counts
@@ -177,26 +209,27 @@ def dedupe_range(
     work: Storage,
     part: int,
     rows: int,
+    senders: list[str],
     check: Callable[[list[str]], None] | None = None,
     out: tuple[Storage, str] | None = None,
 ) -> None:
-    """Deduplicate and sort range `part` (of `rows` valid rows) from the ranges folder of `work` into its file
-    of the staged snapshot in `work` (STAGED_PART_NAME; or `out`, a folder and a name). With `check`, the
-    range's rows (the view range_rows) carry every column, unchecked: `check`, given the names of the ranges
-    folder's files (listed once: a LIST costs a request on object storage), makes the view dedupe_rows and the
-    tables page_ext and news_ext from them."""
+    """Deduplicate and sort range `part` (of `rows` valid rows, sent by the steps tagged `senders`) from its folder
+    in the ranges folder of `work` into its file of the staged snapshot in `work` (STAGED_PART_NAME; or `out`, a
+    folder and a name). With `check`, the range's rows (the view range_rows) carry every column, unchecked:
+    `check`, given the names of the range's folder's files (listed once: a LIST costs a request on object
+    storage), makes the view dedupe_rows and the tables page_ext and news_ext from them."""
     if not rows and part:  # an empty range has no file of the snapshot
         return
-    ranges = ranges_of(work)
-    names = sorted(ranges.list_details())
+    folder = range_folder(ranges_of(work), part)
+    names = sorted(folder.list_details())
     # (checked, the range's rows are the checks' view `range_rows`: they make the view dedupe_rows)
-    open_range_rows(con, ranges, names, part, rows, "dedupe_rows" if check is None else "range_rows")
+    open_range_rows(con, folder, names, part, rows, senders, "dedupe_rows" if check is None else "range_rows")
     if check is None:
         con.execute(read_sql("stage_ext_empty"))  # the ranges without extensions or news read these
     else:
         check(names)
     for kind in ("page_ext", "news_ext"):
-        if found := range_files(con, ranges, names, kind, part):
+        if found := range_files(con, folder, names, kind, senders):
             create_parquet_view(con, f"dedupe_{kind}", found)
         else:
             con.table(kind).create_view(f"dedupe_{kind}", replace=True)
@@ -208,18 +241,27 @@ def dedupe_range(
         con.execute("DROP TABLE IF EXISTS part_dups")
 
 
-def range_files(con: duckdb.DuckDBPyConnection, ranges: Storage, names: list[str], kind: str, part: int) -> list[str]:
-    """The files of `kind` of range `part` among `names` in the ranges folder `ranges` (<kind>-<range>-...), as
-    paths DuckDB reads."""
-    return [storage_path(con, ranges, n) for n in names if n.startswith(f"{kind}-{part:05d}-")]
+def range_files(
+    con: duckdb.DuckDBPyConnection, folder: Storage, names: list[str], kind: str, senders: list[str]
+) -> list[str]:
+    """The files of `kind` that the steps tagged `senders` (sender_tag) sent among `names` in a range's folder
+    `folder` (<kind>-<tag>-<n>.parquet), as paths DuckDB reads."""
+    mine = tuple(f"{kind}-{tag}-" for tag in senders)
+    return [storage_path(con, folder, n) for n in names if n.startswith(mine)]
 
 
 def open_range_rows(
-    con: duckdb.DuckDBPyConnection, ranges: Storage, names: list[str], part: int, rows: int, view: str
+    con: duckdb.DuckDBPyConnection,
+    folder: Storage,
+    names: list[str],
+    part: int,
+    rows: int,
+    senders: list[str],
+    view: str,
 ) -> None:
-    """The view `view` over the rows files of range `part` in the ranges folder `ranges` (whose files are
-    `names`); StageError unless they hold the `rows` rows the stage wrote."""
-    found = range_files(con, ranges, names, "rows", part)
+    """The view `view` over the rows files of range `part` in its folder `folder` (whose files are `names`), sent
+    by the steps tagged `senders`; StageError unless they hold the `rows` rows the stage wrote."""
+    found = range_files(con, folder, names, "rows", senders)
     if found:
         create_parquet_view(con, view, found)
         ((read,),) = con.table(view).aggregate("count(*)").fetchall()
@@ -227,24 +269,30 @@ def open_range_rows(
         read = 0
     if read != rows or not found:
         raise StageError(
-            f"URL range {part} of this build has {read:,} row(s) in {ranges.url}, not the {rows:,} stage wrote: "
+            f"URL range {part} of this build has {read:,} row(s) in {folder.url}, not the {rows:,} stage wrote: "
             "its files were changed or removed; run the stage again"
         )
 
 
 def routed_files(
-    con: duckdb.DuckDBPyConnection, ranges: Storage, names: list[str], kind: str, part: int, rows: int
+    con: duckdb.DuckDBPyConnection,
+    folder: Storage,
+    names: list[str],
+    kind: str,
+    part: int,
+    rows: int,
+    senders: list[str],
 ) -> list[str]:
-    """The files of `kind` that other steps sent range `part` (<kind>-<range>-<from>-<n>.parquet, of `names` in
-    the ranges folder `ranges`: an extension source's rows, exclusions, canonicals); StageError unless they hold
-    the `rows` rows those steps wrote."""
-    found = range_files(con, ranges, names, kind, part)
+    """The files of `kind` that the steps tagged `senders` sent range `part` (of `names` in its folder `folder`:
+    an extension source's rows, exclusions, canonicals); StageError unless they hold the `rows` rows those
+    steps wrote."""
+    found = range_files(con, folder, names, kind, senders)
     read = 0
     if found:
         ((read,),) = con.read_parquet(found).aggregate("count(*)").fetchall()
     if read != rows:
         raise StageError(
-            f"URL range {part} of this build has {read:,} {kind} row(s) in {ranges.url}, not the {rows:,} sent to "
+            f"URL range {part} of this build has {read:,} {kind} row(s) in {folder.url}, not the {rows:,} sent to "
             "it: their files were changed or removed; run the stage again"
         )
     return found
@@ -252,15 +300,23 @@ def routed_files(
 
 def sent_counts_name(kind: str, part: int) -> str:
     """The file of how many rows of file kind `kind` range `part`'s step sent each range (Parquet, one row:
-    `sent`, the rows to range 0, range 1, ...)."""
+    `sent`, the rows to range 0, range 1, ...; `tag`, the tag of the files it sent them in)."""
     return f"{kind}-counts-{part:05d}.parquet"
 
 
-def write_sent_counts(ranges: Storage, kind: str, part: int, sent: list[int]) -> None:
-    """Write how many rows of `kind` range `part`'s step sent each range (`sent`), which each range checks
-    (received)."""
+def start_sending(ranges: Storage, kind: str, part: int) -> str:
+    """The tag of the files of `kind` that this attempt of range `part`'s step sends to other ranges, once an
+    earlier attempt's counts are gone from the ranges folder `ranges`: until this attempt writes its own, a
+    receiver finds none and stops, and never reads an earlier attempt's files beside this one's."""
+    ranges.delete(sent_counts_name(kind, part))
+    return sender_tag(part)
+
+
+def write_sent_counts(ranges: Storage, kind: str, part: int, sent: list[int], tag: str) -> None:
+    """Write how many rows of `kind` range `part`'s step sent each range (`sent`), in files tagged `tag`, which
+    each range reads and checks (received)."""
     counts = pa.BufferOutputStream()
-    pq.write_table(pa.table({"sent": [sent]}), counts)
+    pq.write_table(pa.table({"sent": [sent], "tag": [tag]}), counts)
     ranges.write_bytes(sent_counts_name(kind, part), counts.getvalue().to_pybytes())
 
 
@@ -273,19 +329,41 @@ def received(
     senders: list[int],
     step: str,
 ) -> list[str]:
-    """The files of `kind` the steps (`step`) of the ranges `senders` sent range `part` (of `names` in the ranges
-    folder `ranges`), as paths DuckDB reads; StageError when a sender wrote no counts, or the files do not hold
-    the rows the counts say (routed_files)."""
-    if missing := [sender for sender in senders if sent_counts_name(kind, sender) not in names]:
-        what = "canonicals" if kind == "canon" else f"{kind} rows"
-        raise StageError(f"URL range {missing[0]} of this build sent no {what} in {ranges.url}: "
-                         f"run its {step} step again")  # fmt: skip
-    sent = 0
-    if senders:
-        paths = [storage_path(con, ranges, sent_counts_name(kind, sender)) for sender in senders]
-        set_variables(con, {"sent_part": part + 1, "sent_counts": paths})
-        ((sent,),) = con.execute(read_sql("stage_range_sent")).fetchall()
-    return routed_files(con, ranges, names, kind, part, int(sent))
+    """The files of `kind` the steps (`step`) of the ranges `senders` sent range `part` (of `names` in its folder
+    in the ranges folder `ranges`), as paths DuckDB reads; StageError when a sender wrote no counts, or the files
+    do not hold the rows the counts say (routed_files)."""
+    what = "canonicals" if kind == "canon" else f"{kind} rows"
+
+    def missing(sender: int) -> str:
+        return f"URL range {sender} of this build sent no {what} in {ranges.url}: run its {step} step again"
+
+    sent, tags = sent_counts(con, ranges, kind, senders, part, missing)
+    return routed_files(con, range_folder(ranges, part), names, kind, part, sent, tags)
+
+
+def sent_counts(
+    con: duckdb.DuckDBPyConnection,
+    ranges: Storage,
+    kind: str,
+    senders: list[int],
+    part: int | None,
+    missing: Callable[[int], str],
+) -> tuple[int, list[str]]:
+    """How many rows of `kind` the steps of the ranges `senders` sent range `part` (None: all ranges), and the
+    tags of their files, from their counts files in the ranges folder `ranges`, read by name with no listing;
+    StageError(`missing(sender)`) when a sender wrote none."""
+    if not senders:
+        return 0, []
+    paths = [storage_path(con, ranges, sent_counts_name(kind, sender)) for sender in senders]
+    set_variables(con, {"sent_part": None if part is None else part + 1, "sent_counts": paths})
+    try:
+        ((sent, tags),) = con.execute(read_sql("stage_range_sent")).fetchall()
+    except (duckdb.Error, OSError):  # (a counts file missing: which one says which step to run again)
+        gone = [sender for sender in senders if not ranges.exists(sent_counts_name(kind, sender))]
+        if not gone:
+            raise
+        raise StageError(missing(gone[0])) from None
+    return int(sent), list(tags)
 
 
 def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int]) -> Snapshot:

@@ -72,6 +72,9 @@ class StageRanges:
     # a split stage that completes hreflang clusters (extensions.complete_alternates): the ranges complete them
     # together (sitemap_ops.stage.completion) before hreflang's keyed pass
     complete: bool = False
+    # the tags of the files the stage, or each of its input splits, wrote into the ranges (partitions.sender_tag):
+    # a range reads those, never an earlier attempt's
+    senders: list[str] = field(default_factory=list)
 
     @property
     def checked(self) -> bool:
@@ -171,6 +174,7 @@ class SplitResult:
     ranges: list[int] = field(default_factory=list)
     host_counts: list[dict[str, int]] = field(default_factory=list)
     routed: dict[str, list[int]] = field(default_factory=dict)
+    tag: str = ""  # of the files it wrote into the ranges (partitions.sender_tag)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -33,7 +33,7 @@ from sitemap_ops.constants import (
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables
 from sitemap_ops.stage.config import LAKEHOUSE_FORMATS, SourceConfig
 from sitemap_ops.stage.lakehouse import data_files, reach
-from sitemap_ops.stage.partitions import delete_matching, part_count, range_bounds, ranges_of
+from sitemap_ops.stage.partitions import part_count, range_bounds
 from sitemap_ops.stage.result import InputSplit
 from sitemap_ops.stage.sources import EXTENSION_VIEWS, Inventory, create_url_inventory_view, key_range, piece_sql
 from sitemap_ops.storage import Storage, StorageConfig
@@ -252,15 +252,6 @@ def _extension_bytes(
 def split_rejects_name(split: int) -> str:
     """The rejects file of input split `split`, in the ranges folder until the splits are gathered."""
     return f"rejects-{split:05d}.csv"
-
-
-def clear_split(work: Storage, split: int) -> None:
-    """Delete what an earlier attempt of input split `split` wrote (its range files and rejects file)."""
-    ranges = ranges_of(work)
-    kinds = "|".join(["rows", "page_ext", "news_ext", "excl", *(f"src_{kind}" for kind in EXTENSION_VIEWS)])
-    delete_matching(
-        ranges, ranges.list_details(), rf"({kinds})-\d{{5}}-{split:05d}-\d+\.parquet|{split_rejects_name(split)}"
-    )
 
 
 def join_csv(folder: Storage, names: list[str], out: Storage, name: str) -> None:

@@ -49,13 +49,15 @@ from sitemap_ops.stage.hosts import host_counts, split_hosts
 from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
     dedupe_range,
-    delete_matching,
     index_ranges,
     open_range_rows,
     part_count,
+    range_folder,
     ranges_of,
     received,
     routed_files,
+    sender_tag,
+    start_sending,
     use_bounds,
     write_by_range,
     write_ranges,
@@ -81,7 +83,6 @@ from sitemap_ops.stage.sources import (
 )
 from sitemap_ops.stage.splits import (
     Survey,
-    clear_split,
     join_csv,
     list_splits,
     split_bounds,
@@ -219,7 +220,9 @@ def run_stage(
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         per_host = host_counts(con, config.sites) if host_works else []
         if parts > 1:
-            result.ranges = StageRanges(write_ranges(con, parts, work, progress), valid, per_host)
+            tag = sender_tag(0)
+            in_ranges = write_ranges(con, parts, work, progress, tag)
+            result.ranges = StageRanges(in_ranges, valid, per_host, senders=[tag])
             progress.step(f"stage: {valid:,} valid rows in {len(result.ranges.rows)} URL ranges")
             return result
         with progress.working("stage: deduplicating and sorting", con.query_progress):
@@ -310,15 +313,21 @@ def _split_stage(
 
 
 def _route_split(
-    con: duckdb.DuckDBPyConnection, work: Storage, bounds: list[str], kind: str, split: int, inventory: Inventory
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    bounds: list[str],
+    kind: str,
+    split: tuple[int, str],
+    inventory: Inventory,
 ) -> dict[str, list[int]]:
-    """The rows of input split `split` of an extension or exclusion source (of `kind`), each written to the
-    ranges folder in the URL range that checks it; its rows per range, by the kind of their files.
+    """The rows of input split `split` (its number, and the tag of its files) of an extension or exclusion
+    source (of `kind`), each written to the ranges folder in the URL range that checks it; its rows per range,
+    by the kind of their files.
 
-    An extension source's rows go to the range of their page (src_<kind>-<range>-<split>-<n>.parquet,
-    sql/stage_partition_src.sql), their page URLs normalized as the checks normalize them; an exclusion
-    source's to the range of their URL, as this split's part of the table `exclusions`
-    (excl-<range>-<split>-<n>.parquet, sql/stage_exclusions.sql), where the range picks among the splits'."""
+    An extension source's rows go to the range of their page (src_<kind>, sql/stage_partition_src.sql), their
+    page URLs normalized as the checks normalize them; an exclusion source's to the range of their URL, as this
+    split's part of the table `exclusions` (excl, sql/stage_exclusions.sql), where the range picks among the
+    splits'."""
     expression = use_bounds(con, bounds)
     try:
         if kind == "exclude":
@@ -335,11 +344,11 @@ def _route_split(
                 set_variables(con, {"check_scope": True, "keep_raw": False})
             file_kind = f"src_{kind}"
             query = read_sql("stage_partition_src").format(part=expression, view=EXTENSION_VIEWS[kind][0])
-        return write_by_range(con, [(file_kind, query)], len(bounds) + 1, ranges_of(work), f"-{split:05d}")
+        return write_by_range(con, [(file_kind, query)], len(bounds) + 1, ranges_of(work), split[1])
     except duckdb.Error as exc:  # (written to the local scratch folder first: this is reading the source)
         raise SourceError(inventory.error(exc)) from None
     except OSError as exc:
-        message = f"cannot write the {kind} rows of input split {split} to {work.url}: {first_line(exc)}"
+        message = f"cannot write the {kind} rows of input split {split[0]} to {work.url}: {first_line(exc)}"
         raise StageError(message) from None
     finally:
         for table in ("ext_url_raw", "ext_url_map", "exclusions", "exclude_url_raw", "exclude_url_map"):
@@ -406,8 +415,9 @@ def run_stage_split(
     rejects and counts are those of the rows it rejected; each range counts and writes the rest."""
     assert staged.splits is not None
     progress = progress or Progress(enabled=False)
-    clear_split(work, number)  # an earlier attempt's
     ranges_of(work).makedirs()
+    # (an earlier attempt's files stay, unread: the ranges read the files of the tags the splits' results name)
+    tag = sender_tag(number)
     split = staged.splits.splits[number]
     bounds = staged.splits.bounds
     inventory = create_inventory_view(con, config.sources, config.storage, split, staged.tables)
@@ -415,11 +425,11 @@ def run_stage_split(
     if split.kind != "pages":
         try:
             with progress.working(f"stage: routing the rows of {split.kind} split {number}", con.query_progress):
-                routed = _route_split(con, work, bounds, split.kind, number, inventory)
+                routed = _route_split(con, work, bounds, split.kind, (number, tag), inventory)
             dropped = _split_exclusion_rejects(con, work, number, inventory) if split.kind == "exclude" else {}
         finally:
             con.execute("USE memory")
-        return SplitResult(0, 0, fields_dropped=dropped, ranges=[0] * (len(bounds) + 1), routed=routed)
+        return SplitResult(0, 0, fields_dropped=dropped, ranges=[0] * (len(bounds) + 1), routed=routed, tag=tag)
     checked = bool(staged.splits.extensions or staged.splits.exclusions)
     try:
         _create_normalized(con, bool(staged.splits.extensions))
@@ -438,10 +448,10 @@ def run_stage_split(
             lines, dropped = lines.filter("field IS NULL"), {}
         lines.write_csv(rejects, header=True)
         per_host = host_counts(con, config.sites) if len(config.sites) > 1 and not checked else []
-        in_ranges = write_ranges(con, 0, work, progress, bounds=bounds, split=number, unchecked=checked)
+        in_ranges = write_ranges(con, 0, work, progress, tag, bounds=bounds, unchecked=checked)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
-    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host)
+    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host, tag=tag)
 
 
 def run_stage_gather(
@@ -491,6 +501,7 @@ def run_stage_gather(
         exclusions=staged.splits.exclusions,
         routed=routed,
         complete=staged.splits.complete,
+        senders=[split.tag for split in splits],
     )
     return _read_result(
         work, rows_in, rejected, dropped, ranges=ranges, split_count=len(staged.splits.splits), tables=staged.tables
@@ -500,24 +511,25 @@ def run_stage_gather(
 def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
     """Send the canonicals of URL range `part`'s excluded pages to their own ranges, before any range is
     deduplicated (StageRanges.canonical_parts): a row for each canonical with its page's fields
-    (sql/stage_canonical_rows.sql), written to the range of the canonical's URL (canon-<to>-<part>-<n>.parquet),
-    whose run_stage_range publishes it unless the canonical is excluded itself (only that range knows); and how
-    many went to each range (canon-counts-<part>.parquet), which that range checks."""
+    (sql/stage_canonical_rows.sql), written to the range of the canonical's URL (canon), whose run_stage_range
+    publishes it unless the canonical is excluded itself (only that range knows); and how many went to each
+    range (canon-counts-<part>.parquet), which that range checks."""
     ranges = staged.ranges
     assert ranges is not None and ranges.exclusions
     folder = ranges_of(work)
-    names = sorted(folder.list_details())
-    delete_matching(folder, names, rf"canon-\d{{5}}-{part:05d}-\d+\.parquet")  # an earlier attempt's
+    tag = start_sending(folder, "canon", part)
     sent = [0] * len(ranges.rows)
     try:
         if ranges.rows[part]:
-            open_range_rows(con, folder, names, part, ranges.rows[part], "range_rows")
-            _range_exclusions(con, folder, names, part, ranges)
+            mine = range_folder(folder, part)
+            names = sorted(mine.list_details())
+            open_range_rows(con, mine, names, part, ranges.rows[part], ranges.senders, "range_rows")
+            _range_exclusions(con, mine, names, part, ranges)
             create_canonical_rows(con, "range_rows", _EXTENSION_COLUMNS)
             expression = use_bounds(con, ranges.bounds)
             query = read_sql("stage_partition_table").format(part=expression, table="canonical_rows")
-            sent = write_by_range(con, [("canon", query)], len(ranges.rows), folder, f"-{part:05d}")["canon"]
-        write_sent_counts(folder, "canon", part, sent)
+            sent = write_by_range(con, [("canon", query)], len(ranges.rows), folder, tag)["canon"]
+        write_sent_counts(folder, "canon", part, sent, tag)
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot send the canonicals of URL range {part} in {work.url}: {first_line(exc)}") from None
 
@@ -527,9 +539,9 @@ def _range_exclusions(
 ) -> None:
     """The table `exclusions` of URL range `part` (sql/stage_range_exclusions.sql), from what the exclusion
     sources' input splits sent it (all of it, or StageError; none without exclusion sources), and the empty view
-    `canonical_rows`."""
+    `canonical_rows`. `folder`: the range's folder, whose files are `names`."""
     con.execute(read_sql("stage_exclusions_empty"))
-    if files := routed_files(con, folder, names, "excl", part, ranges.sent("excl", part)):
+    if files := routed_files(con, folder, names, "excl", part, ranges.sent("excl", part), ranges.senders):
         create_parquet_view(con, "range_excl", files)
         con.execute(read_sql("stage_range_exclusions"))
 
@@ -564,7 +576,8 @@ def run_stage_range(
     out = ranges_of(work) if ranges.complete else work
     name = (AS_FOUND_STAGED if ranges.complete else STAGED_PART_NAME).format(index=part)
     try:
-        dedupe_range(con, work, part, ranges.rows[part], check if ranges.checked else None, (out, name))
+        checks = check if ranges.checked else None
+        dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name))
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot deduplicate URL range {part} in {work.url}: {first_line(exc)}") from None
 
@@ -583,11 +596,11 @@ def _check_range(
     extensions checked (the tables page_ext and news_ext), and in the ranges folder its rejects (as rows of the
     rejects file: the exclusions' and dropped fields', and the extension values'), its counts and, with
     alternates, its links by the range of the URL each points at (`ranges.bounds`: the ranges' lower bounds).
-    `names`: the files of the ranges folder."""
+    `names`: the files of the range's folder."""
     folder = ranges_of(work)
     set_variables(con, normalize_variables(config, build_time))
     set_variables(con, {"source_labels": [source.label for source in config.sources]})
-    _range_exclusions(con, folder, names, part, ranges)  # (none without exclusion sources)
+    _range_exclusions(con, range_folder(folder, part), names, part, ranges)  # (none without exclusion sources)
     if ranges.exclusions:
         senders = ranges.canonical_parts()
         if files := received(con, folder, names, "canon", part, senders, "stage_canonicals"):
@@ -629,11 +642,13 @@ def _check_range_extensions(
     names: list[str],
 ) -> ExtensionResult:
     """The extension checks of one URL range's pages (the table normalized_rows): the tables page_ext, news_ext
-    and ext_rejects and, with alternates, the range's links by the range of the URL each points at."""
+    and ext_rejects and, with alternates, the range's links by the range of the URL each points at. `names`: the
+    files of the range's folder."""
     folder = ranges_of(work)
+    mine = range_folder(folder, part)
     # the extension sources' rows whose page is in this range (their input splits routed them: _route_split)
     files = {
-        kind: routed_files(con, folder, names, f"src_{kind}", part, ranges.sent(f"src_{kind}", part))
+        kind: routed_files(con, mine, names, f"src_{kind}", part, ranges.sent(f"src_{kind}", part), ranges.senders)
         for kind in EXTENSION_VIEWS
     }
     create_extension_views(con, files=files)
@@ -646,11 +661,11 @@ def _check_range_extensions(
         # (hreflang's checks look across ranges: their keyed pass, write_range_links and check_range_links)
         result = _stage_extensions(config, con, build_time, kinds, folder, None)
         if "alternates" in kinds:
-            write_range_links(con, work, part, ranges.bounds, names)
+            write_range_links(con, work, part, ranges.bounds)
             if ranges.complete:
-                write_range_nodes(con, work, part, ranges.bounds, names)
+                write_range_nodes(con, work, part, ranges.bounds)
         else:  # (no link: the range's report is empty)
-            _hreflang_report(con, work, part, None)
+            _hreflang_report(con, work, part, None, [])
     except SourceError as exc:
         raise StageError(f"URL range {part}: {exc}") from None
     return result
@@ -669,7 +684,8 @@ def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: St
     assert staged.ranges is not None
     try:
         staged_file = storage_path(con, work, STAGED_PART_NAME.format(index=part))
-        _hreflang_report(con, work, part, staged_file, staged.ranges if staged.ranges.complete else None)
+        completing = staged.ranges if staged.ranges.complete else None
+        _hreflang_report(con, work, part, staged_file, staged.ranges.hreflang_parts(), completing)
     except (duckdb.Error, OSError) as exc:
         raise StageError(
             f"cannot check the hreflang links of URL range {part} in {work.url}: {first_line(exc)}"
@@ -681,18 +697,20 @@ def _hreflang_report(
     work: Storage,
     part: int,
     staged_file: str | None,
+    senders: list[int],
     completing: StageRanges | None = None,
 ) -> None:
     """Range `part`'s part of the hreflang report and its problems by kind (ext-issues-<range>.json: as found,
-    and left after completion, with the links it added, when `completing`'s ranges completed the clusters)."""
+    and left after completion, with the links it added, when `completing`'s ranges completed the clusters), from
+    the links the ranges `senders` sent it."""
     folder = ranges_of(work)
-    present = sorted(folder.list_details())
-    check_range_links(con, work, part, staged_file, present)
+    mine = sorted(range_folder(folder, part).list_details()) if senders else []
+    check_range_links(con, work, part, staged_file, mine, senders)
     issues: dict[str, Any] = {"found": issue_counts(con, "alt_report"), "left": {}, "added": 0}
     report = "alt_report"
     if completing is not None and staged_file is not None:
         con.execute("CREATE OR REPLACE TEMP TABLE alt_found AS FROM alt_report")
-        issues["left"], issues["added"] = completed_report(con, work, completing, part, staged_file, present)
+        issues["left"], issues["added"] = completed_report(con, work, completing, part, staged_file, mine)
         report = "alt_report_completed"
     con.table(report).write_csv(storage_path(con, folder, HREFLANG_PART.format(index=part)), header=True)
     folder.write_bytes(_range_file("issues", part), json.dumps(issues).encode())

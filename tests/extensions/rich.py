@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.helpers import NOW
+
 SITE = "https://www.example.com"
 VIDEO = pa.struct(
     [
@@ -73,3 +75,21 @@ def video(**fields: Any) -> dict[str, Any]:
 
 def recent(now: dt.datetime, hours: float) -> dt.datetime:
     return now - dt.timedelta(hours=hours)
+
+
+CHAIN_LANGS = ("de", "en", "es", "fr", "it", "nl", "pl", "pt", "sv")
+
+
+def chain_rows(count: int) -> list[dict[str, Any]]:
+    """hreflang clusters that are chains across the URL ranges: page i of chain k (/<lang i>/chain-k) lists
+    itself and page i + 1 only, so a cluster's smallest URL reaches its last page after several rounds; the
+    last page lists nothing (completion gives it the whole set)."""
+    rows: list[dict[str, Any]] = []
+    for k in range(count):
+        langs = CHAIN_LANGS[k % 3 :] + CHAIN_LANGS[: k % 3]
+        for i, lang in enumerate(langs):
+            links = [{"hreflang": lang, "href": f"{SITE}/{lang}/chain-{k}"}]
+            if i + 1 < len(langs):
+                links.append({"hreflang": langs[i + 1], "href": f"{SITE}/{langs[i + 1]}/chain-{k}"})
+            rows.append({"loc": f"{SITE}/{lang}/chain-{k}", "lastmod": NOW, "alternates": links if i < 8 else None})
+    return rows

@@ -11,6 +11,7 @@ import sys
 import threading
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import duckdb
 import pyarrow as pa
@@ -28,6 +29,7 @@ from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
 from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.validate import validate
+from tests.extensions.rich import chain_rows, write_rich
 from tests.helpers import NOW, write_inventory
 
 pytestmark = pytest.mark.service("s3 (moto server) and gcs (emulator)")
@@ -397,11 +399,69 @@ def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: 
     summary = run_build(config, now=NOW)
     assert summary.stage.staged == 900 and summary.stage.duplicates == 90
     if hasattr(store, "app"):  # (moto records the requests it served)
-        assert len(store.app.puts("/stage-ranges/rows-0000[0-3]-0.parquet")) == 4
+        # (each range's rows in its own folder; the stage wrote them all, as sender 00000)
+        assert len(store.app.puts("/stage-ranges/0000[0-3]/rows-00000-*-0.parquet")) == 4
         assert len(store.app.puts("/staged-0000[0-3].parquet")) == 4 and len(store.app.puts("/staged.json")) == 1
     assert Storage.open(summary.work_dir, config.storage).child("stage-ranges").list_details() == {}
     assert summary.shards_written == 9
     assert validate(store.url("site/robots.txt"), now=NOW).urls == 900
+
+
+def _ranges_listed(s3, summary) -> Counter[str]:
+    """How many times the build listed its ranges folder ("") and each range's folder ("<range>/")."""
+    folder = urlsplit(summary.work_dir).path.strip("/") + "/stage-ranges/"
+    return Counter(prefix.removeprefix(folder) for prefix in s3.app.listed if prefix.startswith(folder))
+
+
+@pytest.mark.parametrize("ranges", [2, 4])
+def test_a_range_step_lists_only_the_folder_of_its_range(tmp_path: Path, s3, ranges: int) -> None:
+    """On object storage, the steps of a split stage with exclusion sources (input splits, canonicals sent between
+    ranges, ranges) list the ranges folder only to clear it, and each range's folder, where the files sent to
+    the range are, only in that range's own steps: whatever the number of ranges and splits, no step lists the
+    files every range shares."""
+    rows = _rows(900)
+    write_inventory(tmp_path / "inventory.parquet", rows[:600], row_group_size=100)
+    write_inventory(tmp_path / "more.parquet", rows[600:], row_group_size=100)
+    crawl = tmp_path / "crawl.csv"
+    crawl.write_text("loc,status,canonical\n" + "".join(
+        f"{row['loc']},200,{rows[(i * 7) % 900]['loc']}\n" for i, row in enumerate(rows[::9])
+    ))  # fmt: skip
+    sources = [{"path": str(tmp_path / "*.parquet")}, {"path": str(crawl), "kind": "exclude"}]
+    config = _config(tmp_path, s3, sources=sources, duckdb={"stage_splits": 4, "stage_partitions": ranges})
+    s3.app.reset()
+    summary = run_build(config, now=NOW)
+    assert summary.stage.canonicals > 0 and summary.stage.range_count == ranges
+    listed = _ranges_listed(s3, summary)
+    # the ranges folder: its sub-folders and its files, before the stage and once the snapshot is indexed
+    assert listed.pop("") == 4
+    # each range's folder: by its stage_canonicals, by its stage_range, and once more to clear it
+    assert listed == {f"{part:05d}/": 3 for part in range(ranges)}
+    folder = urlsplit(summary.work_dir).path.strip("/") + "/stage-ranges/"
+    assert "Contents" not in s3.client.list_objects_v2(Bucket=s3.bucket, Prefix=folder)  # (cleared, every folder)
+    assert validate(s3.url("site/robots.txt"), now=NOW).urls == summary.stage.staged
+
+
+def test_hreflang_completion_across_ranges_lists_only_the_ranges_own_folders(tmp_path: Path, s3) -> None:
+    """hreflang's keyed pass and the completion of its clusters in rounds send links, labels, members and sets
+    between the ranges; their steps too list only their range's folder, and the ranges folder only to clear it."""
+    rows = chain_rows(12)
+    (tmp_path / "pages").mkdir()
+    for number in range(2):
+        write_rich(tmp_path / "pages" / f"part-{number}.parquet", rows[number::2])
+    config = _config(
+        tmp_path,
+        s3,
+        sources=[{"path": str(tmp_path / "pages" / "*.parquet")}],
+        duckdb={"stage_splits": 2, "stage_partitions": 3},
+        extensions={"complete_alternates": True},
+    )
+    s3.app.reset()
+    summary = run_build(config, now=NOW)
+    assert summary.stage.range_count == 3 and summary.stage.extensions is not None
+    assert summary.stage.extensions.hreflang_links_added == 12 * (9 * 9 - 8 * 2)
+    listed = _ranges_listed(s3, summary)
+    assert listed.pop("") == 4
+    assert set(listed) == {f"{part:05d}/" for part in range(3)}
 
 
 def test_an_inventory_on_object_storage_is_read_in_input_splits_through_the_work_folder(tmp_path: Path, store) -> None:
@@ -424,8 +484,8 @@ def test_an_inventory_on_object_storage_is_read_in_input_splits_through_the_work
     assert summary.stage.rejected == {"not_absolute": 1}
     if hasattr(store, "app"):  # (moto records the requests it served)
         # every split wrote its rows into the ranges they fall in (a split of neighbouring URLs may fill one)
-        written = store.app.puts("/stage-ranges/rows-0000[0-1]-0000[0-2]-0.parquet")
-        assert {name.rsplit("-", 2)[1] for name in written} == {"00000", "00001", "00002"}
+        written = store.app.puts("/stage-ranges/0000[0-1]/rows-0000[0-2]-*-0.parquet")
+        assert {name.rsplit("-", 3)[1] for name in written} == {"00000", "00001", "00002"}
         assert len(store.app.puts("/stage-ranges/rejects-0000[0-2].csv")) == 3
     assert Storage.open(summary.work_dir, config.storage).child("stage-ranges").list_details() == {}
     rejects = Storage.open(summary.work_dir, config.storage).read_bytes("rejects.csv")

@@ -32,10 +32,11 @@ from sitemap_ops.stage.result import InputSplit, SplitResult, StageResult
 from sitemap_ops.stage.sources import Inventory, create_inventory_view
 from sitemap_ops.stage.splits import list_splits, sample_pieces, split_bounds, survey
 from sitemap_ops.stage.stage import normalize_variables
-from tests.extensions.rich import SCHEMA, SITE, alternates, video, write_rich
+from tests.extensions.rich import CHAIN_LANGS, SCHEMA, SITE, alternates, chain_rows, video, write_rich
 from tests.helpers import (
     NOW,
     assert_schema_valid,
+    crawl_export,
     read_assignment,
     read_file,
     read_staged,
@@ -208,19 +209,20 @@ def test_a_range_whose_files_changed_or_were_not_deduplicated_stops_the_stage(tm
     run = pipeline.BuildRun.new(site_config(tmp_path, source, duckdb={"stage_partitions": 3}), NOW)
     staged = pipeline.stage_rows(run)
     ranges = Path(run.work.root) / "stage-ranges"
-    foreign = ranges / "notes.txt"
-    foreign.write_text("someone else's")
+    foreign, foreign_in_range = ranges / "notes.txt", ranges / "00001" / "notes.txt"
+    for path in (foreign, foreign_in_range):
+        path.write_text("someone else's")
     pipeline.stage_range(run, staged, 0)
     with pytest.raises(StageError, match=r"URL range\(s\) 1, 2 of this build were not deduplicated"):
         pipeline.stage_merge(run, staged)
-    next(ranges.glob("rows-00001-*.parquet")).unlink()
+    next((ranges / "00001").glob("rows-*.parquet")).unlink()
     with pytest.raises(StageError, match=r"URL range 1 of this build has 0 row\(s\) in .*, not the \d+ stage wrote"):
         pipeline.stage_range(run, staged, 1)
     assert not (Path(run.work.root) / "staged.json").exists()
     # a new attempt of the stage starts over, and leaves the file it did not write
     staged = pipeline.stage(run)
-    assert staged.staged > 0 and foreign.read_text() == "someone else's"
-    assert sorted(p.name for p in ranges.iterdir()) == ["notes.txt"]
+    assert staged.staged > 0 and foreign.read_text() == foreign_in_range.read_text() == "someone else's"
+    assert sorted(str(p.relative_to(ranges)) for p in ranges.rglob("*")) == ["00001", "00001/notes.txt", "notes.txt"]
 
 
 def test_the_range_count_follows_the_memory_limit() -> None:
@@ -318,7 +320,10 @@ def test_input_splits_may_be_read_apart_in_any_order_and_merge_into_the_one_piec
     foreign.parent.mkdir()
     foreign.write_text("someone else's")
     read = {n: pipeline.stage_split(run, staged, n).to_dict() for n in reversed(numbers)}
-    read[1] = pipeline.stage_split(run, staged, 1).to_dict()  # a retried task rewrites its split
+    read[1] = pipeline.stage_split(run, staged, 1).to_dict()  # a retried task writes its split again
+    # (the earlier attempt's files stay, under another tag: the ranges read the files of the tags the results name)
+    tags = {p.name.split("-")[2] for p in (Path(run.work.root) / "stage-ranges").rglob("rows-00001-*.parquet")}
+    assert len(tags) == 2 and read[1]["tag"].split("-")[1] in tags
     results = [SplitResult.from_dict(json.loads(json.dumps(read[n]))) for n in numbers]
     with pytest.raises(StageError, match=f"{len(numbers) - 1} of this build's {len(numbers)} input splits were read"):
         pipeline.stage_gather(run, staged, results[:-1])
@@ -337,44 +342,15 @@ def test_input_splits_may_be_read_apart_in_any_order_and_merge_into_the_one_piec
     assert sorted(p.name for p in foreign.parent.iterdir()) == ["notes.txt"]
 
 
-def _crawl(folder: Path, rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-    """An exclusion source over the pages (a crawl export, CSV): redirects and errors, noindex pages, and
-    canonicals (another page, likely in another input split; a URL not in the inventory; an excluded page;
-    one out of scope), some spelled otherwise than the inventory; the [[sources]] table."""
-    rng = random.Random(seed)
-    locs = sorted({r["loc"] for r in rows if r["loc"].startswith("https://www.example.com/")})
-    picked = rng.sample(locs, 300)
-    lines = ["Address,Status Code,Canonical Link Element 1,Indexability"]
-    for n, loc in enumerate(picked):
-        spelled = loc.replace("https://www.example.com", "HTTPS://WWW.EXAMPLE.COM") if n % 7 == 0 else loc
-        kind = n % 6
-        if kind == 0:
-            lines.append(f"{spelled},{rng.choice([301, 404, 503])},,")
-        elif kind == 1:
-            lines.append(f"{spelled},200,,noindex")
-        elif kind == 2:
-            lines.append(f"{spelled},200,{rng.choice(locs)},")
-        elif kind == 3:
-            lines.append(f"{spelled},200,https://www.example.com/canonical/{n % 40},")
-        elif kind == 4:
-            lines.append(f"{spelled},200,{picked[n - 4]},")  # a page excluded for its status
-        else:
-            lines.append(f"{spelled},200,{'https://partner.example.org/p' if n % 2 else loc},")
-    (folder / "crawl.csv").write_text("\n".join(lines) + "\n")
-    columns = {"loc": "Address", "status": "Status Code", "canonical": "Canonical Link Element 1",
-               "noindex": "Indexability"}  # fmt: skip
-    return {"path": str(folder / "crawl.csv"), "kind": "exclude", "columns": columns}
-
-
 def test_input_splits_apply_exclusion_sources_as_one_piece_does(tmp_path: Path) -> None:
     """The exclusion sources are cut in splits too (a CSV crawl whole, a Parquet one by row groups, some URLs in
     both with other reasons), each routing its URLs to their ranges; the canonicals of each range's excluded
     pages go to their own ranges (stage_canonicals), where a canonical that is excluded itself is dropped."""
     rows = _plain_rows(24, 2400)
     sources = _split_inventory(tmp_path / "inventory", rows)
-    sources.append(_crawl(tmp_path / "inventory", rows, 24))
+    sources.append(crawl_export(tmp_path / "inventory", rows, 24))
     (tmp_path / "crawl").mkdir()
-    second = _crawl(tmp_path / "crawl", rows, 25)
+    second = crawl_export(tmp_path / "crawl", rows, 25)
     crawl = pa.csv.read_csv(second["path"], convert_options=pa.csv.ConvertOptions(strings_can_be_null=True))
     pq.write_table(crawl, tmp_path / "crawl.parquet", row_group_size=50)
     sources.append({**second, "path": str(tmp_path / "crawl.parquet")})
@@ -414,7 +390,7 @@ def test_input_splits_apply_exclusion_sources_as_one_piece_does(tmp_path: Path) 
         path.write_bytes(kept)
 
     # a range finds every row sent to it, or stops: an exclusions file gone, a range's canonicals not sent
-    excl = sorted(ranges_folder.glob("excl-00001-*"))[0]
+    excl = sorted((ranges_folder / "00001").glob("excl-*"))[0]
     stops_without(excl, 1, r"URL range 1 of this build has \d+ excl row\(s\) in .*, not the \d+ sent to it")
     counts = ranges_folder / "canon-counts-00002.parquet"
     stops_without(counts, 0, r"URL range 2 of this build sent no canonicals .*run its stage_canonicals step")
@@ -644,11 +620,13 @@ def test_input_splits_route_extension_sources_to_their_pages_ranges_as_one_piece
     kinds = [split.kind for split in staged.splits.splits]
     assert kinds == ["pages"] * 3 + ["images"] * 2 + ["videos", "news", "alternates"]
     assert [(s.first_row, s.end_row) for s in staged.splits.splits if s.kind == "images"] == [(0, 400), (400, 603)]
-    assert not list((Path(run.work.root) / "stage-ranges").glob("src_*"))
+    assert not list((Path(run.work.root) / "stage-ranges").rglob("src_*"))
     first = pipeline.stage_split(run, staged, 3)  # (the first image split: rows in every range, none of its own)
     assert (first.rows_in, first.ranges, sum(first.routed["src_images"])) == (0, [0, 0, 0], 400)
-    routed = sorted(p.name for p in (Path(run.work.root) / "stage-ranges").glob("src_*"))
-    assert routed and all(re.fullmatch(r"src_images-0000[0-2]-00003-\d+\.parquet", name) for name in routed)
+    ranges = Path(run.work.root) / "stage-ranges"
+    routed = sorted(str(p.relative_to(ranges)) for p in ranges.rglob("src_*"))
+    tag = re.escape(first.tag)
+    assert routed and all(re.fullmatch(rf"0000[0-2]/src_images-{tag}-\d+\.parquet", name) for name in routed)
     pair, found = _whole_and_split(
         [sources_config(tmp_path / f"s{s['stage_splits']}", sources, duckdb=s) for s in settings]
     )
@@ -755,32 +733,14 @@ def test_a_split_stage_sizes_its_url_ranges_by_the_extensions_they_will_check_to
     assert counts[3] == counts[2], counts
 
 
-_CHAIN_LANGS = ("de", "en", "es", "fr", "it", "nl", "pl", "pt", "sv")
-
-
-def _chain_rows(count: int) -> list[dict[str, Any]]:
-    """hreflang clusters that are chains across the URL ranges: page i of chain k (/<lang i>/chain-k) lists
-    itself and page i + 1 only, so a cluster's smallest URL reaches its last page after several rounds; the
-    last page lists nothing (completion gives it the whole set)."""
-    rows: list[dict[str, Any]] = []
-    for k in range(count):
-        langs = _CHAIN_LANGS[k % 3 :] + _CHAIN_LANGS[: k % 3]
-        for i, lang in enumerate(langs):
-            links = [{"hreflang": lang, "href": f"{SITE}/{lang}/chain-{k}"}]
-            if i + 1 < len(langs):
-                links.append({"hreflang": langs[i + 1], "href": f"{SITE}/{langs[i + 1]}/chain-{k}"})
-            rows.append({"loc": f"{SITE}/{lang}/chain-{k}", "lastmod": NOW, "alternates": links if i < 8 else None})
-    return rows
-
-
 def test_input_splits_complete_hreflang_clusters_across_url_ranges(tmp_path: Path) -> None:
     """extensions.complete_alternates in a split stage: the clusters are labelled in rounds across the URL ranges
     (chains of nine pages, in nine sections, need several), completed in the range of their label and written
     back in each page's range: the same sitemaps, report (row for row: found, fixed, conflicts), counts and
     added links as the one piece's."""
-    rows = _hreflang_rows(200) + _chain_rows(40)
+    rows = _hreflang_rows(200) + chain_rows(40)
     random.Random(7).shuffle(rows)
-    sections = [{"name": lang, "prefix": f"/{lang}/"} for lang in _CHAIN_LANGS]
+    sections = [{"name": lang, "prefix": f"/{lang}/"} for lang in CHAIN_LANGS]
     shards = {"max_urls": 150, "sections": sections}
     table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in SCHEMA} for r in rows], SCHEMA)
     (tmp_path / "pages").mkdir()
@@ -808,7 +768,7 @@ def test_input_splits_complete_hreflang_clusters_across_url_ranges(tmp_path: Pat
     for path in sitemap_files(pair[1][1]):
         for url in etree.fromstring(read_file(path)).iter(f"{{{SITEMAP_NS}}}url"):
             links[url.findtext(f"{{{SITEMAP_NS}}}loc")] = len(url.findall(f"{{{XHTML_NS}}}link"))
-    chains = [links[f"{SITE}/{lang}/chain-{k}"] for k in range(40) for lang in _CHAIN_LANGS]
+    chains = [links[f"{SITE}/{lang}/chain-{k}"] for k in range(40) for lang in CHAIN_LANGS]
     assert chains == [9] * len(chains)
 
 
@@ -817,7 +777,7 @@ def test_hreflang_completion_steps_can_be_retried_and_stop_when_a_range_sent_not
     a task per range, as the DAG maps them, then stage_alt_labels finishing the rest (nine-page chains take
     more); a range whose completed sets are gone stops the step that needs them, naming the step to run
     again."""
-    rows = _chain_rows(12)
+    rows = chain_rows(12)
     (tmp_path / "pages").mkdir()
     for number in range(2):
         write_rich(tmp_path / "pages" / f"part-{number}.parquet", rows[number::2])
