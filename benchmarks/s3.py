@@ -81,8 +81,10 @@ def serve(port: int) -> None:
 
 
 def _file_kind(path: str) -> str:
-    """What a request's file is, for the bytes by kind: its name with digests as H and numbers as N."""
-    return re.sub(r"\d+", "N", re.sub(r"[0-9a-f]{12,}", "H", path.rsplit("/", 1)[-1]))
+    """What a request's file is, for the bytes by kind: its name with digests as H, the tags of the files sent
+    between a stage's steps (<from>-<token>) as T, and numbers as N."""
+    name = re.sub(r"\d{5}-[0-9a-f]{8}-", "T-", path.rsplit("/", 1)[-1])
+    return re.sub(r"\d+", "N", re.sub(r"[0-9a-f]{12,}", "H", name))
 
 
 def _kind(method: str, path: str) -> str:

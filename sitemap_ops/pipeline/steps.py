@@ -54,9 +54,7 @@ from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
 from sitemap_ops.report.report import change_samples, config_digest, gather, write_report, write_site_report
 from sitemap_ops.stage.partitions import clear_ranges
-from sitemap_ops.stage.result import SplitResult, StageResult
-from sitemap_ops.stage.stage import (
-    run_stage,
+from sitemap_ops.stage.ranged import (
     run_stage_alt_complete,
     run_stage_alt_labels,
     run_stage_alt_members,
@@ -69,6 +67,8 @@ from sitemap_ops.stage.stage import (
     run_stage_range,
     run_stage_split,
 )
+from sitemap_ops.stage.result import SplitResult, StageResult
+from sitemap_ops.stage.stage import run_stage
 from sitemap_ops.storage import Storage
 from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, prune_work, work_root
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
-from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import duckdb
@@ -23,70 +21,41 @@ from sitemap_ops.constants import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     REJECTS_NAME,
-    STAGE_SPLIT_REJECTS_NAME,
     STAGED_NAME,
     STAGED_PART_NAME,
 )
-from sitemap_ops.duck import connect, create_parquet_view, read_sql, set_variables, storage_path
+from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
-from sitemap_ops.stage.completion import (
-    AS_FOUND_STAGED,
-    complete_range,
-    completed_report,
-    render_range,
-    run_labels,
-    run_round,
-    send_members,
-    write_range_nodes,
-)
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import SourceError, StageError
-from sitemap_ops.stage.exclusions import apply_exclusions, create_canonical_rows, create_exclusions
+from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
-from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
-    dedupe_range,
-    index_ranges,
-    open_range_rows,
     part_count,
-    range_folder,
-    ranges_of,
-    received,
-    routed_files,
     sender_tag,
-    start_sending,
-    use_bounds,
-    write_by_range,
     write_ranges,
-    write_sent_counts,
 )
 from sitemap_ops.stage.result import (
     ExtensionResult,
-    SplitResult,
     StageRanges,
     StageResult,
     StageSplits,
-    add_counts,
-    add_host_counts,
 )
 from sitemap_ops.stage.sources import (
     EXTENSION_VIEWS,
     INLINE_EXTENSIONS,
     Inventory,
-    create_extension_views,
     create_inventory_view,
     create_url_inventory_view,
     quote_identifier,
 )
 from sitemap_ops.stage.splits import (
     Survey,
-    join_csv,
     list_splits,
     split_bounds,
-    split_rejects_name,
     survey,
 )
 from sitemap_ops.storage import Storage
@@ -194,20 +163,20 @@ def run_stage(
         con.execute(read_sql("stage_duplicates"))
     extensions = None
     if inventory.extensions:
-        extensions = _stage_extensions(config, con, build_time, inventory.extensions, work, progress=progress)
+        extensions = stage_extensions(config, con, build_time, inventory.extensions, work, progress=progress)
     else:
         con.execute(read_sql("stage_ext_empty"))
     if inventory.exclusions:  # (their rows with a rule value that means nothing count as dropped fields)
         con.execute("INSERT INTO ext_rejects SELECT * FROM exclusion_rejects")
     else:
         con.execute(read_sql("stage_exclusions_empty"))
-    rows, valid, rejected, dropped = _counts(con)
+    rows, valid, rejected, dropped = stage_counts(con)
     rows_in = rows - canonicals  # a canonical published in place of a page is a row of its own, not an input row
     first = STAGED_PART_NAME.format(index=0)  # (the one file of a snapshot staged in one pass)
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
     # the rejects file names each row's source by its label (database URLs with *** for the password)
     set_variables(con, {"source_labels": inventory.labels})
-    result = _read_result(
+    result = read_result(
         work,
         rows_in,
         rejected,
@@ -236,7 +205,7 @@ def run_stage(
             con.execute(f"DROP VIEW IF EXISTS {view}")
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
-    return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
+    return finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
 def _say_tables(config: StageSettings, inventory: Inventory, progress: Progress) -> None:
@@ -251,10 +220,10 @@ def _normalize_inventory(con: duckdb.DuckDBPyConnection, inventory: Inventory, p
     canonicals = 0
     try:
         with progress.working("stage: reading and normalizing", con.query_progress):
-            _create_normalized(con, bool(inventory.extensions))
+            create_normalized(con, bool(inventory.extensions))
         if inventory.exclusions:
             with progress.working("stage: applying the exclusion sources", con.query_progress):
-                canonicals = apply_exclusions(con, _EXTENSION_COLUMNS)
+                canonicals = apply_exclusions(con, EXTENSION_COLUMNS)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
@@ -305,74 +274,14 @@ def _split_stage(
         handed = StageSplits(
             splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions), complete=complete
         )
-        return _read_result(work, 0, {}, {}, splits=handed, tables=list(inventory.tables.values()))
+        return read_result(work, 0, {}, {}, splits=handed, tables=list(inventory.tables.values()))
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute(f"USE {quote_identifier(catalog)}")
 
 
-def _route_split(
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    bounds: list[str],
-    kind: str,
-    split: tuple[int, str],
-    inventory: Inventory,
-) -> dict[str, list[int]]:
-    """The rows of input split `split` (its number, and the tag of its files) of an extension or exclusion
-    source (of `kind`), each written to the ranges folder in the URL range that checks it; its rows per range,
-    by the kind of their files.
-
-    An extension source's rows go to the range of their page (src_<kind>, sql/stage_partition_src.sql), their
-    page URLs normalized as the checks normalize them; an exclusion source's to the range of their URL, as this
-    split's part of the table `exclusions` (excl, sql/stage_exclusions.sql), where the range picks among the
-    splits'."""
-    expression = use_bounds(con, bounds)
-    try:
-        if kind == "exclude":
-            create_exclusions(con)
-            file_kind, query = "excl", read_sql("stage_partition_table").format(part=expression, table="exclusions")
-        else:
-            con.execute(read_sql("stage_ext_src_pages"))
-            create_url_inventory_view(con, "ext_url_raw")
-            con.execute(read_sql("stage_normalize"))
-            set_variables(con, {"check_scope": False, "keep_raw": True})
-            try:
-                con.execute(read_sql("stage_ext_url_map"))
-            finally:
-                set_variables(con, {"check_scope": True, "keep_raw": False})
-            file_kind = f"src_{kind}"
-            query = read_sql("stage_partition_src").format(part=expression, view=EXTENSION_VIEWS[kind][0])
-        return write_by_range(con, [(file_kind, query)], len(bounds) + 1, ranges_of(work), split[1])
-    except duckdb.Error as exc:  # (written to the local scratch folder first: this is reading the source)
-        raise SourceError(inventory.error(exc)) from None
-    except OSError as exc:
-        message = f"cannot write the {kind} rows of input split {split[0]} to {work.url}: {first_line(exc)}"
-        raise StageError(message) from None
-    finally:
-        for table in ("ext_url_raw", "ext_url_map", "exclusions", "exclude_url_raw", "exclude_url_map"):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
-
-
-def _split_exclusion_rejects(
-    con: duckdb.DuckDBPyConnection, work: Storage, number: int, inventory: Inventory
-) -> dict[str, int]:
-    """An exclusion source's input split's rows whose rule value means nothing: its rejects file (joined with the
-    page splits' by stage_gather) and their count by reason."""
-    set_variables(con, {"source_labels": inventory.labels})
-    try:
-        lines = con.sql(read_sql("stage_split_exclusion_rejects"))
-        lines.write_csv(storage_path(con, ranges_of(work), split_rejects_name(number)), header=True)
-        counts = con.execute("SELECT field || '_' || issue, count(*) FROM exclusion_rejects GROUP BY ALL").fetchall()
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot write input split {number}'s rejects to {work.url}: {first_line(exc)}") from None
-    finally:
-        con.execute("DROP TABLE IF EXISTS exclusion_rejects")
-    return {str(reason): int(n) for reason, n in counts}
-
-
-def _read_result(
+def read_result(
     work: Storage, rows_in: int, rejected: dict[str, int], dropped: dict[str, int], **more: Any
 ) -> StageResult:
     """A stage's result as far as reading goes: its input counts (the staged ones come with the snapshot)."""
@@ -387,7 +296,7 @@ def _read_result(
     )
 
 
-def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, dict[str, int], dict[str, int]]:
+def stage_counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, dict[str, int], dict[str, int]]:
     """The normalized rows, the valid ones, the rejected by reason and the dropped fields by reason
     (sql/stage_counts.sql)."""
     counts = con.execute(read_sql("stage_counts")).fetchall()
@@ -398,468 +307,7 @@ def _counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, dict[str, int], d
     return rows, valid, rejected, dropped
 
 
-def run_stage_split(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    build_time: dt.datetime,
-    staged: StageResult,
-    number: int,
-    progress: Progress | None = None,
-) -> SplitResult:
-    """Read and normalize input split `number` of a split stage (`staged.splits`): its rejects file and its
-    valid rows in the URL ranges, in the work storage's ranges folder. The split of an extension or exclusion
-    source writes each of its rows into the range that checks it instead (no row of its own: _route_split).
-
-    When the ranges check their rows (extensions or exclusions: each range applies its own URLs'), the split's
-    rejects and counts are those of the rows it rejected; each range counts and writes the rest."""
-    assert staged.splits is not None
-    progress = progress or Progress(enabled=False)
-    ranges_of(work).makedirs()
-    # (an earlier attempt's files stay, unread: the ranges read the files of the tags the splits' results name)
-    tag = sender_tag(number)
-    split = staged.splits.splits[number]
-    bounds = staged.splits.bounds
-    inventory = create_inventory_view(con, config.sources, config.storage, split, staged.tables)
-    set_variables(con, normalize_variables(config, build_time))
-    if split.kind != "pages":
-        try:
-            with progress.working(f"stage: routing the rows of {split.kind} split {number}", con.query_progress):
-                routed = _route_split(con, work, bounds, split.kind, (number, tag), inventory)
-            dropped = _split_exclusion_rejects(con, work, number, inventory) if split.kind == "exclude" else {}
-        finally:
-            con.execute("USE memory")
-        return SplitResult(0, 0, fields_dropped=dropped, ranges=[0] * (len(bounds) + 1), routed=routed, tag=tag)
-    checked = bool(staged.splits.extensions or staged.splits.exclusions)
-    try:
-        _create_normalized(con, bool(staged.splits.extensions))
-    except duckdb.Error as exc:
-        raise SourceError(inventory.error(exc)) from None
-    finally:
-        con.execute("USE memory")
-    con.execute(read_sql("stage_exclusions_empty"))
-    con.execute(read_sql("stage_ext_empty"))
-    rows, valid, rejected, dropped = _counts(con)
-    set_variables(con, {"source_labels": inventory.labels})
-    try:
-        rejects = storage_path(con, ranges_of(work), split_rejects_name(number))
-        lines = con.sql(read_sql("stage_rejects"))
-        if checked:  # (the rejected rows' lines: a valid row's dropped fields count only if no exclusion rejects it)
-            lines, dropped = lines.filter("field IS NULL"), {}
-        lines.write_csv(rejects, header=True)
-        per_host = host_counts(con, config.sites) if len(config.sites) > 1 and not checked else []
-        in_ranges = write_ranges(con, 0, work, progress, tag, bounds=bounds, unchecked=checked)
-    except (duckdb.Error, OSError, pa.ArrowException) as exc:
-        raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
-    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host, tag=tag)
-
-
-def run_stage_gather(
-    work: Storage, staged: StageResult, splits: list[SplitResult], progress: Progress | None = None
-) -> StageResult:
-    """A split stage's result once every input split is read: their counts summed, their rejects files in one,
-    and their rows in the URL ranges handed to run_stage_range and run_stage_merge (`ranges`)."""
-    assert staged.splits is not None
-    progress = progress or Progress(enabled=False)
-    if len(splits) != len(staged.splits.splits):
-        raise StageError(f"{len(splits)} of this build's {len(staged.splits.splits)} input splits were read")
-    # (the ranges' own rejects join the splits' in stage_merge)
-    checked = bool(staged.splits.extensions or staged.splits.exclusions)
-    try:
-        # (the splits of extension sources reject nothing: the ranges check their rows)
-        # (an exclusion source's split writes the rows whose rule value means nothing)
-        kinds = ("pages", "exclude")
-        names = [split_rejects_name(n) for n, split in enumerate(staged.splits.splits) if split.kind in kinds]
-        if checked:
-            join_csv(ranges_of(work), names, ranges_of(work), STAGE_SPLIT_REJECTS_NAME)
-        else:
-            join_csv(ranges_of(work), names, work, REJECTS_NAME)
-    except OSError as exc:
-        raise StageError(f"cannot gather the input splits' rejects in {work.url}: {first_line(exc)}") from None
-    rejected: dict[str, int] = {}
-    dropped: dict[str, int] = {}
-    per_host: list[dict[str, int]] = []
-    for split in splits:
-        add_counts(rejected, split.rejected)
-        add_counts(dropped, split.fields_dropped)
-        add_host_counts(per_host, split.host_counts)
-    rows = [sum(column) for column in zip(*(split.ranges for split in splits), strict=True)]
-    routed: dict[str, list[int]] = {}
-    for split in splits:
-        for kind, sent in split.routed.items():
-            routed[kind] = [a + b for a, b in zip(routed.get(kind, [0] * len(rows)), sent, strict=True)]
-    valid = sum(split.valid for split in splits)
-    rows_in = sum(split.rows_in for split in splits)
-    progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; {valid:,} valid rows in "
-                  f"{len(rows)} URL ranges")  # fmt: skip
-    ranges = StageRanges(
-        rows,
-        valid,
-        per_host,
-        extensions=staged.splits.extensions,
-        bounds=staged.splits.bounds if checked else [],
-        exclusions=staged.splits.exclusions,
-        routed=routed,
-        complete=staged.splits.complete,
-        senders=[split.tag for split in splits],
-    )
-    return _read_result(
-        work, rows_in, rejected, dropped, ranges=ranges, split_count=len(staged.splits.splits), tables=staged.tables
-    )
-
-
-def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
-    """Send the canonicals of URL range `part`'s excluded pages to their own ranges, before any range is
-    deduplicated (StageRanges.canonical_parts): a row for each canonical with its page's fields
-    (sql/stage_canonical_rows.sql), written to the range of the canonical's URL (canon), whose run_stage_range
-    publishes it unless the canonical is excluded itself (only that range knows); and how many went to each
-    range (canon-counts-<part>.parquet), which that range checks."""
-    ranges = staged.ranges
-    assert ranges is not None and ranges.exclusions
-    folder = ranges_of(work)
-    tag = start_sending(folder, "canon", part)
-    sent = [0] * len(ranges.rows)
-    try:
-        if ranges.rows[part]:
-            mine = range_folder(folder, part)
-            names = sorted(mine.list_details())
-            open_range_rows(con, mine, names, part, ranges.rows[part], ranges.senders, "range_rows")
-            _range_exclusions(con, mine, names, part, ranges)
-            create_canonical_rows(con, "range_rows", _EXTENSION_COLUMNS)
-            expression = use_bounds(con, ranges.bounds)
-            query = read_sql("stage_partition_table").format(part=expression, table="canonical_rows")
-            sent = write_by_range(con, [("canon", query)], len(ranges.rows), folder, tag)["canon"]
-        write_sent_counts(folder, "canon", part, sent, tag)
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot send the canonicals of URL range {part} in {work.url}: {first_line(exc)}") from None
-
-
-def _range_exclusions(
-    con: duckdb.DuckDBPyConnection, folder: Storage, names: list[str], part: int, ranges: StageRanges
-) -> None:
-    """The table `exclusions` of URL range `part` (sql/stage_range_exclusions.sql), from what the exclusion
-    sources' input splits sent it (all of it, or StageError; none without exclusion sources), and the empty view
-    `canonical_rows`. `folder`: the range's folder, whose files are `names`."""
-    con.execute(read_sql("stage_exclusions_empty"))
-    if files := routed_files(con, folder, names, "excl", part, ranges.sent("excl", part), ranges.senders):
-        create_parquet_view(con, "range_excl", files)
-        con.execute(read_sql("stage_range_exclusions"))
-
-
-def run_stage_range(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    staged: StageResult,
-    part: int,
-    build_time: dt.datetime | None = None,
-) -> None:
-    """Deduplicate and sort URL range `part` of a ranged stage (`staged.ranges`) in the work storage. A split
-    stage's range whose rows carry their extensions unchecked, or whose URLs its exclusion sources name,
-    checks them first (its pages are all here), as of `build_time`: it applies its exclusions and publishes
-    the canonicals sent to it (run_stage_canonicals), checks its pages' extensions, and writes its rejects,
-    hreflang report and counts to the ranges folder, where run_stage_merge gathers them."""
-    ranges = staged.ranges
-    assert ranges is not None
-    set_variables(con, {"news_section": config.extensions.news_section})  # (sql/stage_dedupe.sql's one variable)
-    if part and not ranges.rows[part] and (sent := sum(ranges.sent(kind, part) for kind in ranges.routed)):
-        # (every range's lowest URL is one of the inventory's: none is empty unless the sources changed)
-        raise StageError(
-            f"URL range {part} of this build has no page but {sent:,} row(s) of extension or exclusion sources: "
-            "the sources changed while the stage read them; run the stage again"
-        )
-
-    def check(names: list[str]) -> None:
-        _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), ranges, names)
-
-    # (completing hreflang clusters, the range's file with the sets as found, from which stage_alt_render writes it)
-    out = ranges_of(work) if ranges.complete else work
-    name = (AS_FOUND_STAGED if ranges.complete else STAGED_PART_NAME).format(index=part)
-    try:
-        checks = check if ranges.checked else None
-        dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name))
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot deduplicate URL range {part} in {work.url}: {first_line(exc)}") from None
-
-
-def _check_range(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    part: int,
-    build_time: dt.datetime,
-    ranges: StageRanges,
-    names: list[str],
-) -> None:
-    """The checks of one URL range's rows (the view dedupe_rows: every spelling of each of its URLs, from all
-    input splits) as one piece makes them: its exclusions applied (the rows of its canonicals added), its pages'
-    extensions checked (the tables page_ext and news_ext), and in the ranges folder its rejects (as rows of the
-    rejects file: the exclusions' and dropped fields', and the extension values'), its counts and, with
-    alternates, its links by the range of the URL each points at (`ranges.bounds`: the ranges' lower bounds).
-    `names`: the files of the range's folder."""
-    folder = ranges_of(work)
-    set_variables(con, normalize_variables(config, build_time))
-    set_variables(con, {"source_labels": [source.label for source in config.sources]})
-    _range_exclusions(con, range_folder(folder, part), names, part, ranges)  # (none without exclusion sources)
-    if ranges.exclusions:
-        senders = ranges.canonical_parts()
-        if files := received(con, folder, names, "canon", part, senders, "stage_canonicals"):
-            create_parquet_view(con, "range_canon", files)
-            con.execute(read_sql("stage_range_canonicals"))
-    # the range's rows with its exclusions applied, read from its files as they are needed, or stored once for the
-    # extension checks
-    con.execute(read_sql("stage_range_excluded"))
-    extensions = None
-    if ranges.extensions:
-        con.execute(read_sql("stage_range_stored"))
-        con.execute(read_sql("stage_range_normalized").format(rows="normalized_rows"))
-        extensions = _check_range_extensions(config, con, work, part, build_time, ranges, names)
-    else:
-        con.execute(read_sql("stage_range_normalized").format(rows="range_normalized"))
-        con.execute(read_sql("stage_ext_empty"))
-    rows, valid, rejected, dropped = _counts(con)
-    canonicals = rows - ranges.rows[part]  # (the range's own rows are all there: open_range_rows counted them)
-    per_host = host_counts(con, config.sites) if len(config.sites) > 1 else []
-    con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, folder, _range_file("rejects", part)), header=True)
-    counts_of = {
-        "extensions": dataclasses.asdict(extensions) if extensions else None,
-        "rejected": rejected,
-        "dropped": dropped,
-        "valid": valid,
-        "canonicals": canonicals,
-        "hosts": per_host,
-    }
-    folder.write_bytes(_range_file("counts", part), json.dumps(counts_of).encode())
-
-
-def _check_range_extensions(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    part: int,
-    build_time: dt.datetime,
-    ranges: StageRanges,
-    names: list[str],
-) -> ExtensionResult:
-    """The extension checks of one URL range's pages (the table normalized_rows): the tables page_ext, news_ext
-    and ext_rejects and, with alternates, the range's links by the range of the URL each points at. `names`: the
-    files of the range's folder."""
-    folder = ranges_of(work)
-    mine = range_folder(folder, part)
-    # the extension sources' rows whose page is in this range (their input splits routed them: _route_split)
-    files = {
-        kind: routed_files(con, mine, names, f"src_{kind}", part, ranges.sent(f"src_{kind}", part), ranges.senders)
-        for kind in EXTENSION_VIEWS
-    }
-    create_extension_views(con, files=files)
-    # the view normalized_urls, which normalizes the extension URLs (run_extensions points `inventory` at them)
-    create_url_inventory_view(con, "normalized_rows")
-    con.execute(read_sql("stage_normalize"))
-    con.execute(read_sql("stage_duplicates"))
-    kinds = set(ranges.extensions)
-    try:
-        # (hreflang's checks look across ranges: their keyed pass, write_range_links and check_range_links)
-        result = _stage_extensions(config, con, build_time, kinds, folder, None)
-        if "alternates" in kinds:
-            write_range_links(con, work, part, ranges.bounds)
-            if ranges.complete:
-                write_range_nodes(con, work, part, ranges.bounds)
-        else:  # (no link: the range's report is empty)
-            _hreflang_report(con, work, part, None, [])
-    except SourceError as exc:
-        raise StageError(f"URL range {part}: {exc}") from None
-    return result
-
-
-def _range_file(kind: str, part: int) -> str:
-    """A range's file of its extension checks in the ranges folder (constants.STAGE_RANGE_FILE): its rejects,
-    counts, or hreflang problems by kind (its hreflang report: hreflang.HREFLANG_PART)."""
-    return f"ext-{kind}-{part:05d}." + ("csv" if kind == "rejects" else "json")
-
-
-def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
-    """hreflang's keyed pass over URL range `part` (StageRanges.hreflang_parts), once every range wrote its
-    links (and, completing clusters, once every range wrote its completed sets): its part of the hreflang
-    report and its problems by kind, in the ranges folder (sitemap_ops.stage.hreflang)."""
-    assert staged.ranges is not None
-    try:
-        staged_file = storage_path(con, work, STAGED_PART_NAME.format(index=part))
-        completing = staged.ranges if staged.ranges.complete else None
-        _hreflang_report(con, work, part, staged_file, staged.ranges.hreflang_parts(), completing)
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(
-            f"cannot check the hreflang links of URL range {part} in {work.url}: {first_line(exc)}"
-        ) from None
-
-
-def _hreflang_report(
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    part: int,
-    staged_file: str | None,
-    senders: list[int],
-    completing: StageRanges | None = None,
-) -> None:
-    """Range `part`'s part of the hreflang report and its problems by kind (ext-issues-<range>.json: as found,
-    and left after completion, with the links it added, when `completing`'s ranges completed the clusters), from
-    the links the ranges `senders` sent it."""
-    folder = ranges_of(work)
-    mine = sorted(range_folder(folder, part).list_details()) if senders else []
-    check_range_links(con, work, part, staged_file, mine, senders)
-    issues: dict[str, Any] = {"found": issue_counts(con, "alt_report"), "left": {}, "added": 0}
-    report = "alt_report"
-    if completing is not None and staged_file is not None:
-        con.execute("CREATE OR REPLACE TEMP TABLE alt_found AS FROM alt_report")
-        issues["left"], issues["added"] = completed_report(con, work, completing, part, staged_file, mine)
-        report = "alt_report_completed"
-    con.table(report).write_csv(storage_path(con, folder, HREFLANG_PART.format(index=part)), header=True)
-    folder.write_bytes(_range_file("issues", part), json.dumps(issues).encode())
-
-
-def run_stage_alt_round(
-    con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, number: int, part: int
-) -> None:
-    """Round `number` of hreflang completion's label propagation in URL range `part`, once every range is
-    deduplicated (and ran the round before): a scheduler's mapped task (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    what = f"label the hreflang clusters of URL range {part} (round {number})"
-    _completing(work, what, lambda: run_round(con, work, ranges, number, part))
-
-
-def run_stage_alt_labels(
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    staged: StageResult,
-    done: int = 0,
-    progress: Progress | None = None,
-) -> None:
-    """hreflang completion's label propagation over every URL range (StageRanges.completion_parts), once every
-    range is deduplicated: the rounds after the first `done` (run as tasks of their own), range by range,
-    until no label changes (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    rounds = _completing(work, "label the hreflang clusters", lambda: run_labels(con, work, ranges, done, progress))
-    if progress is not None:
-        progress.step(f"stage: hreflang clusters labelled in {rounds} round(s)")
-
-
-def run_stage_alt_members(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
-    """Once hreflang completion's labels settled: URL range `part`'s links and pages, to the range that completes
-    their cluster (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    what = f"send the hreflang clusters' links of URL range {part}"
-    _completing(work, what, lambda: send_members(con, work, ranges, part))
-
-
-def run_stage_alt_complete(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
-    """Complete the hreflang clusters sent to URL range `part` (by a hash of their label), once every range sent
-    its links: each site page's set goes to the page's range (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    _completing(
-        work, f"complete the hreflang clusters of URL range {part}", lambda: complete_range(con, work, ranges, part)
-    )
-
-
-def run_stage_alt_render(
-    config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int
-) -> None:
-    """URL range `part`'s file of the staged snapshot with its pages' hreflang sets as completed, once every
-    cluster is completed, and its completed links for hreflang's keyed pass (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    what = f"write the completed hreflang sets of URL range {part}"
-    _completing(work, what, lambda: render_range(con, work, ranges, part, config.extensions.news_section))
-
-
-def _completing(work: Storage, what: str, step: Callable[[], T]) -> T:
-    """Run a step of hreflang completion (its result); a DuckDB or storage error as StageError("cannot `what` in
-    `work`: ...")."""
-    try:
-        return step()
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot {what} in {work.url}: {first_line(exc)}") from None
-
-
-def run_stage_merge(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    staged: StageResult,
-    progress: Progress | None = None,
-    host_works: list[Storage] | None = None,
-) -> StageResult:
-    """The staged snapshot's index over a ranged stage's deduplicated ranges; the finished result (as
-    run_stage's)."""
-    progress = progress or Progress(enabled=False)
-    ranges = staged.ranges
-    assert ranges is not None
-    try:
-        with progress.working("stage: indexing the snapshot's URL ranges", con.query_progress):
-            snapshot = index_ranges(con, work, ranges.rows)
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot index the staged snapshot in {work.url}: {first_line(exc)}") from None
-    result = dataclasses.replace(staged, ranges=None, range_count=len(ranges.rows))
-    valid, per_host = ranges.valid, ranges.host_counts
-    if ranges.checked:
-        valid, per_host = _gather_range_checks(work, result, ranges)
-    return _finish(config, con, work, result, snapshot, valid, per_host, progress, host_works)
-
-
-def _gather_range_checks(work: Storage, result: StageResult, checked: StageRanges) -> tuple[int, list[dict[str, int]]]:
-    """A split stage's checks, made by its URL ranges (run_stage_range, and run_stage_hreflang with alternates):
-    their counts added to `result`, their rejects after the splits' in the rejects file, their hreflang reports
-    in one; the valid rows and each host's counts, which the ranges counted."""
-    ranges = ranges_of(work)
-    alternates = "alternates" in checked.extensions
-    extensions = ExtensionResult()
-    dropped = dict(result.fields_dropped)
-    rejected = dict(result.rejected)
-    valid = 0
-    per_host: list[dict[str, int]] = []
-
-    def read(kind: str, part: int) -> Any:
-        data = ranges.read_bytes(_range_file(kind, part))
-        if data is None:
-            step = "stage_hreflang" if kind == "issues" and alternates else "stage_range"
-            raise StageError(
-                f"URL range {part} of this build has no {kind} of its checks in {ranges.url}: run its {step} step again"
-            )
-        return json.loads(data)
-
-    parts = checked.written()
-    try:
-        for part in parts:
-            counts = read("counts", part)
-            if checked.extensions:
-                issues = read("issues", part)
-                extensions.add(ExtensionResult(**{
-                    **counts["extensions"],
-                    "hreflang_issues": issues["found"],
-                    "hreflang_issues_left": issues["left"],
-                    "hreflang_links_added": issues["added"],
-                }))  # fmt: skip
-            add_counts(dropped, counts["dropped"])
-            add_counts(rejected, counts["rejected"])
-            add_host_counts(per_host, counts["hosts"])
-            valid += counts["valid"]
-            result.canonicals += counts["canonicals"]
-        rejects = [STAGE_SPLIT_REJECTS_NAME, *(_range_file("rejects", part) for part in parts)]
-        join_csv(ranges, rejects, work, REJECTS_NAME)
-        if checked.extensions:
-            join_csv(ranges, [HREFLANG_PART.format(index=part) for part in parts], work, HREFLANG_NAME)
-    except OSError as exc:
-        raise StageError(f"cannot gather the URL ranges' checks in {work.url}: {first_line(exc)}") from None
-    if checked.extensions:
-        extensions.hreflang_path = work.url_of(HREFLANG_NAME)
-        result.extensions = extensions
-    result.fields_dropped, result.rejected = dict(sorted(dropped.items())), dict(sorted(rejected.items()))
-    return valid, per_host
-
-
-def _finish(
+def finish_stage(
     config: StageSettings,
     con: duckdb.DuckDBPyConnection,
     work: Storage,
@@ -899,7 +347,7 @@ def _finish(
 
 
 # The columns of sql/stage_normalize.sql that only extensions use, and their types.
-_EXTENSION_COLUMNS = {
+EXTENSION_COLUMNS = {
     **dict(INLINE_EXTENSIONS),
     # computed by sql/stage_normalize.sql for the extension checks
     "host": "VARCHAR",
@@ -912,15 +360,15 @@ _EXTENSION_COLUMNS = {
 }
 
 
-def _create_normalized(con: duckdb.DuckDBPyConnection, extensions: bool) -> None:
+def create_normalized(con: duckdb.DuckDBPyConnection, extensions: bool) -> None:
     """The table `normalized_rows` and the view `normalized` the later SQL reads. Without extensions their
     columns are not stored (about 15 NULL columns of every row) but typed NULLs in the view."""
     con.execute(read_sql("stage_normalize"))
     if extensions:
         con.execute(read_sql("stage_normalized"))
         return
-    excluded = ", ".join(_EXTENSION_COLUMNS)
-    nulls = ", ".join(f"NULL::{sql_type} AS {name}" for name, sql_type in _EXTENSION_COLUMNS.items())
+    excluded = ", ".join(EXTENSION_COLUMNS)
+    nulls = ", ".join(f"NULL::{sql_type} AS {name}" for name, sql_type in EXTENSION_COLUMNS.items())
     con.execute(read_sql("stage_normalized_pages").format(excluded=excluded, nulls=nulls))
 
 
@@ -933,7 +381,7 @@ def _refuse_text_format(config: StageSettings, kinds: set[str]) -> None:
         )
 
 
-def _stage_extensions(
+def stage_extensions(
     config: StageSettings,
     con: duckdb.DuckDBPyConnection,
     build_time: dt.datetime,
