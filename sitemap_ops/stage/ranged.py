@@ -324,11 +324,12 @@ def run_stage_range(
     # (completing hreflang clusters, the range's file with the sets as found, from which stage_alt_render writes it)
     out = ranges_of(work) if ranges.complete else work
     name = (AS_FOUND_STAGED if ranges.complete else STAGED_PART_NAME).format(index=part)
-    try:
-        checks = check if ranges.checked else None
-        dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name))
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot deduplicate URL range {part} in {work.url}: {first_line(exc)}") from None
+    checks = check if ranges.checked else None
+    _in_work(
+        work,
+        f"deduplicate URL range {part}",
+        lambda: dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name)),
+    )
 
 
 def _check_range(
@@ -430,15 +431,15 @@ def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: St
     """hreflang's keyed pass over URL range `part` (StageRanges.hreflang_parts), once every range wrote its
     links (and, completing clusters, once every range wrote its completed sets): its part of the hreflang
     report and its problems by kind, in the ranges folder (sitemap_ops.stage.hreflang)."""
-    assert staged.ranges is not None
-    try:
-        staged_file = storage_path(con, work, STAGED_PART_NAME.format(index=part))
-        completing = staged.ranges if staged.ranges.complete else None
-        _hreflang_report(con, work, part, staged_file, staged.ranges.hreflang_parts(), completing)
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(
-            f"cannot check the hreflang links of URL range {part} in {work.url}: {first_line(exc)}"
-        ) from None
+    ranges = staged.ranges
+    assert ranges is not None
+    staged_file = storage_path(con, work, STAGED_PART_NAME.format(index=part))
+    completing = ranges if ranges.complete else None
+    _in_work(
+        work,
+        f"check the hreflang links of URL range {part}",
+        lambda: _hreflang_report(con, work, part, staged_file, ranges.hreflang_parts(), completing),
+    )
 
 
 def _hreflang_report(
@@ -473,7 +474,7 @@ def run_stage_alt_round(
     ranges = staged.ranges
     assert ranges is not None
     what = f"label the hreflang clusters of URL range {part} (round {number})"
-    _completing(work, what, lambda: run_round(con, work, ranges, number, part))
+    _in_work(work, what, lambda: run_round(con, work, ranges, number, part))
 
 
 def run_stage_alt_labels(
@@ -488,7 +489,7 @@ def run_stage_alt_labels(
     until no label changes (sitemap_ops.stage.completion)."""
     ranges = staged.ranges
     assert ranges is not None
-    rounds = _completing(work, "label the hreflang clusters", lambda: run_labels(con, work, ranges, done, progress))
+    rounds = _in_work(work, "label the hreflang clusters", lambda: run_labels(con, work, ranges, done, progress))
     if progress is not None:
         progress.step(f"stage: hreflang clusters labelled in {rounds} round(s)")
 
@@ -499,7 +500,7 @@ def run_stage_alt_members(con: duckdb.DuckDBPyConnection, work: Storage, staged:
     ranges = staged.ranges
     assert ranges is not None
     what = f"send the hreflang clusters' links of URL range {part}"
-    _completing(work, what, lambda: send_members(con, work, ranges, part))
+    _in_work(work, what, lambda: send_members(con, work, ranges, part))
 
 
 def run_stage_alt_complete(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
@@ -507,7 +508,7 @@ def run_stage_alt_complete(con: duckdb.DuckDBPyConnection, work: Storage, staged
     its links: each site page's set goes to the page's range (sitemap_ops.stage.completion)."""
     ranges = staged.ranges
     assert ranges is not None
-    _completing(
+    _in_work(
         work, f"complete the hreflang clusters of URL range {part}", lambda: complete_range(con, work, ranges, part)
     )
 
@@ -520,12 +521,12 @@ def run_stage_alt_render(
     ranges = staged.ranges
     assert ranges is not None
     what = f"write the completed hreflang sets of URL range {part}"
-    _completing(work, what, lambda: render_range(con, work, ranges, part, config.extensions.news_section))
+    _in_work(work, what, lambda: render_range(con, work, ranges, part, config.extensions.news_section))
 
 
-def _completing(work: Storage, what: str, step: Callable[[], T]) -> T:
-    """Run a step of hreflang completion (its result); a DuckDB or storage error as StageError("cannot `what` in
-    `work`: ...")."""
+def _in_work(work: Storage, what: str, step: Callable[[], T]) -> T:
+    """Run a step's work in the work folder `work` (its result); a DuckDB or storage error as StageError("cannot
+    `what` in `work`: ...")."""
     try:
         return step()
     except (duckdb.Error, OSError) as exc:
@@ -545,11 +546,8 @@ def run_stage_merge(
     progress = progress or Progress(enabled=False)
     ranges = staged.ranges
     assert ranges is not None
-    try:
-        with progress.working("stage: indexing the snapshot's URL ranges", con.query_progress):
-            snapshot = index_ranges(con, work, ranges.rows)
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot index the staged snapshot in {work.url}: {first_line(exc)}") from None
+    with progress.working("stage: indexing the snapshot's URL ranges", con.query_progress):
+        snapshot = _in_work(work, "index the staged snapshot", lambda: index_ranges(con, work, ranges.rows))
     result = dataclasses.replace(staged, ranges=None, range_count=len(ranges.rows))
     valid, per_host = ranges.valid, ranges.host_counts
     if ranges.checked:
