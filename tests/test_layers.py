@@ -24,7 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("config",),  # the site's config: every stage's section, each stage handed only its own settings
     ("workspace",),  # a build's work folder and DuckDB session
     ("pipeline", "pipeline.*"),  # the steps, their graph and the in-process runner
-    ("cli", "__main__", "airflow", "airflow.*"),  # the two ways to run the pipeline
+    # the two ways to run the pipeline
+    ("cli", "commands", "summary", "__main__", "airflow", "airflow.*"),
 ]
 
 

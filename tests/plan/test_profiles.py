@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sitemap_ops.cli import summary_lines
 from sitemap_ops.config import load_config
 from sitemap_ops.constants import MAX_BYTES_PER_SITEMAP, PROFILES
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.summary import summary_lines
 from tests.helpers import build, live_names
 
 SITE = "https://www.example.com"

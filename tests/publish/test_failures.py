@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sitemap_ops.cli import summary_lines
 from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.plan.exceptions import CircuitBreakerError, StateError
 from sitemap_ops.storage import Storage
+from sitemap_ops.summary import summary_lines
 from sitemap_ops.validate import validate
 from tests.helpers import NOW, build, live_names, mtimes, published, write_inventory
 
