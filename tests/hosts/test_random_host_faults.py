@@ -19,7 +19,7 @@ from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
 from tests.helpers import NOW, write_inventory
-from tests.publish.faults import SITE, Inventory, _in_child, read_live
+from tests.publish.faults import SITE, Inventory, in_child, read_live
 
 HOSTS = ("www.example.com", "www.example.de", "shop.example.net")
 
@@ -96,7 +96,7 @@ def test_random_multi_host_builds_keep_each_hosts_live_set_exact(tmp_path: Path)
             finally:
                 del os.environ[FAULTS_VARIABLE]
         else:
-            status = _in_child(lambda: run_build(config, now=when, force=True), f"kill:{rng.randint(1, 40)}")
+            status = in_child(lambda: run_build(config, now=when, force=True), f"kill:{rng.randint(1, 40)}")
             assert status in (0, -9), f"step {step}: the build exited {status}"
             outcomes["killed"] += status == -9
             ok_hosts = set(HOSTS) if status == 0 else set()

@@ -98,7 +98,7 @@ class Inventory:
         )
 
 
-def _in_child(action: Callable[[], object], faults: str) -> int:
+def in_child(action: Callable[[], object], faults: str) -> int:
     """Run `action` in a forked child with the fault spec; its exit status (-9 when it was killed)."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -143,7 +143,7 @@ def run_sequence(
             finally:
                 del os.environ[FAULTS_VARIABLE]
         else:
-            status = _in_child(lambda: run_build(config, now=when), f"kill:{rng.randint(1, 20)}")
+            status = in_child(lambda: run_build(config, now=when), f"kill:{rng.randint(1, 20)}")
             assert status in (0, -9), f"step {step}: the build exited {status}"
             succeeded = status == 0
 

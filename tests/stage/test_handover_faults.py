@@ -25,7 +25,7 @@ from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import FAULTS_VARIABLE
 from tests.extensions.rich import SCHEMA, chain_rows
 from tests.helpers import NOW, crawl_export, read_staged, sources_config
-from tests.publish.faults import _in_child
+from tests.publish.faults import in_child
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class Attempts:
                 finally:
                     del os.environ[FAULTS_VARIABLE]
             else:
-                status = _in_child(step, f"kill:{number}")
+                status = in_child(step, f"kill:{number}")
                 assert status in (0, -9), f"an attempt exited {status}"
                 self.outcomes["killed" if status else "lost"] += 1
         return step()
