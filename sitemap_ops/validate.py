@@ -5,8 +5,8 @@ they cannot: size and count limits, loc syntax and length, scope, encoding, date
 untrusted: DTDs and entities are refused, every read and decompression is capped at the protocol's size
 limit, a file is read only inside the target's folder, nothing is fetched from the network unless the
 target itself is an http(s) URL, and then only from its own origin (scheme, host, port) unless the caller
-allows other hosts. Problems quote at most a short prefix of what a file holds, and at most
-MAX_PROBLEMS_PER_FILE problems per file.
+allows other hosts (sitemap_ops.fetch reads them). Problems quote at most a short prefix of what a file holds,
+and at most MAX_PROBLEMS_PER_FILE problems per file.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
-import os
-import posixpath
 import re
 import time
 import urllib.error
@@ -23,9 +21,8 @@ import urllib.request
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.client import HTTPMessage
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -34,7 +31,6 @@ from sitemap_ops.constants import (
     ALLOWED_SCHEMES,
     ATOM_NS,
     CHANGEFREQ_VALUES,
-    DEFAULT_PORTS,
     HREFLANG_DEFAULT,
     IMAGE_NS,
     ISO_639_1,
@@ -56,8 +52,16 @@ from sitemap_ops.constants import (
     VIDEO_NS,
     XHTML_NS,
 )
-from sitemap_ops.deadline import within
-from sitemap_ops.errors import ManifestError, SitemapOpsError, StorageError
+from sitemap_ops.errors import ManifestError, StorageError
+from sitemap_ops.fetch import (
+    READ_LIMIT,
+    Fetcher,
+    RefusedError,
+    excerpt,
+    inside,
+    origin,
+    read_target,
+)
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.storage import Storage, StorageConfig
@@ -68,25 +72,7 @@ _LASTMOD = re.compile(LASTMOD_PATTERN)
 # RFC 3986 characters only (no spaces, no raw non-ASCII), and well-formed percent-escapes.
 _URI_CHARS = re.compile(r"^[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*$")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_HTTP_TIMEOUT = 30
-# What a file may quote of itself in a problem (a foreign file's line could be anything: a secret, a page).
-_EXCERPT_CHARS = 60
 MAX_PROBLEMS_PER_FILE = 100
-# Read at most this much of any file: a sitemap over the protocol's limit is a problem whatever follows.
-_READ_LIMIT = MAX_BYTES_PER_SITEMAP + 1
-
-
-def excerpt(text: str) -> str:
-    """A short quoted prefix of `text` for a problem message."""
-    return repr(text[:_EXCERPT_CHARS]) + ("..." if len(text) > _EXCERPT_CHARS else "")
-
-
-# (scheme, host, port)
-SiteOrigin = tuple[str, str, int | None]
-
-
-class RefusedError(SitemapOpsError):
-    """validate will not read this file (outside the target's folder, or on another host)."""
 
 
 @dataclass(frozen=True)
@@ -183,110 +169,6 @@ def decompress(data: bytes, where: str, report: Report) -> bytes | None:
     return bytes(out)
 
 
-class Fetcher:
-    """Reads the files a sitemap names: over HTTP when validating a URL, else from the target's storage.
-
-    `prefix` is the public URL at which `root` is served; a URL under it maps to a file under root (never
-    outside it). Over HTTP only URLs of the `origins` (scheme, host, port) are fetched, redirects included,
-    unless `other_hosts`.
-    """
-
-    def __init__(
-        self,
-        root: Storage | None,
-        prefix: str | None,
-        network: bool,
-        origins: set[SiteOrigin],
-        other_hosts: bool,
-        deadline: float,
-    ) -> None:
-        self.root = root
-        self.prefix = prefix
-        self.network = network
-        self.origins = origins
-        self.other_hosts = other_hosts
-        self.deadline = deadline  # time.monotonic() by which every HTTP read has ended
-
-    def fetch(self, url: str, limit: int = _READ_LIMIT) -> bytes:
-        if self.root is not None and self.prefix and url.startswith(self.prefix):
-            name = url[len(self.prefix) :].split("?", 1)[0].split("#", 1)[0]
-            if not _inside(name):
-                raise RefusedError(f"names a file outside {self.root.url}; not read")
-            if self.root.is_local and not _really_inside(self.root.path(name), self.root.url):
-                raise RefusedError(f"is a link to a file outside {self.root.url}; not read")
-            data = self.root.read_bytes(name, limit)
-            if data is None:
-                raise FileNotFoundError(f"{url} (looked for {self.root.path(name)})")
-            return data
-        if self.network and urlsplit(url).scheme in ALLOWED_SCHEMES:
-            if not self.other_hosts and origin(url) not in self.origins:
-                raise RefusedError("on another host than the one validated; not fetched (--follow-other-hosts)")
-            return http_get(url, self.deadline, limit, None if self.other_hosts else self.origins)
-        raise FileNotFoundError(
-            f"{url} is not under {self.prefix or 'a known public URL'}; give --public-url to map it to a file"
-        )
-
-
-def _inside(name: str) -> bool:
-    """Whether a relative file name stays inside its folder (no "..", no absolute path, no backslash)."""
-    return bool(name) and not name.startswith("/") and "\\" not in name and ".." not in name.split("/")
-
-
-class _SameOrigin(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only to one of `origins` (a same-site URL must not lead to another host)."""
-
-    def __init__(self, origins: set[SiteOrigin]) -> None:
-        self.origins = origins
-
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: HTTPMessage,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        if origin(newurl) not in self.origins:
-            raise RefusedError(f"redirects to another host ({excerpt(newurl)}); not followed")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-def http_get(url: str, deadline: float, limit: int = _READ_LIMIT, origins: set[SiteOrigin] | None = None) -> bytes:
-    """GET an http(s) URL, at most `limit` bytes, ended by `deadline` (time.monotonic(); TimeoutError after
-    it); redirects only within `origins` (None: anywhere)."""
-    if urlsplit(url).scheme not in ALLOWED_SCHEMES:  # never file: or other schemes
-        raise ValueError(f"not an http(s) URL: {url}")
-    if time.monotonic() >= deadline:  # (no request started once the time is up)
-        raise TimeoutError("not fetched: validate's time limit ran out")
-    handlers = [_SameOrigin(origins)] if origins is not None else []
-    request = urllib.request.Request(url, headers={"User-Agent": "sitemap-ops-validate"})  # noqa: S310
-
-    def get() -> bytes:
-        with urllib.request.build_opener(*handlers).open(request, timeout=_HTTP_TIMEOUT) as response:
-            data: bytes = response.read(limit)
-            return data
-
-    return within(deadline, get, "the server's answer")
-
-
-def _really_inside(path: str, folder: str) -> bool:
-    """Whether a local file, its links followed, is inside `folder` (its links followed too)."""
-    return os.path.realpath(path).startswith(os.path.realpath(folder).rstrip(os.sep) + os.sep)
-
-
-def _read_target(target: str, config: StorageConfig | None, deadline: float) -> tuple[bytes, Storage | None, str]:
-    """(bytes, the storage folder holding the target or None for http(s), the target's file name)."""
-    if urlsplit(target).scheme in ALLOWED_SCHEMES:
-        return http_get(target, deadline, origins={origin(target)}), None, posixpath.basename(urlsplit(target).path)
-    folder, _, name = target.rstrip("/").rpartition("/")
-    storage = Storage.open(folder or ".", config)
-    data = storage.read_bytes(name, _READ_LIMIT)
-    if data is None:
-        raise FileNotFoundError(target)
-    return data, storage, name
-
-
 def _scope_folder(scope: str) -> str:
     """The path of the folder a sitemap URL (or a folder URL) is served from, ending in '/'."""
     path = urlsplit(scope).path
@@ -333,17 +215,6 @@ def check_loc(loc: str | None, where: str, report: Report, scope: str | None) ->
     for message in problems:
         report.add(where, f"{excerpt(loc)}: {message}")
     return not problems
-
-
-def origin(url: str) -> SiteOrigin:
-    """(scheme, host, port) of a URL, the port defaulted by scheme."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port or DEFAULT_PORTS.get(scheme)
-    except ValueError:
-        port = None
-    return scheme, (parts.hostname or "").lower(), port
 
 
 def in_scope(url: str, scope: str) -> bool:
@@ -633,7 +504,7 @@ def _infer_prefix(data: bytes, storage: Storage, name: str) -> str | None:
         segments = path.split("/")
         for i in range(len(segments)):
             suffix = "/".join(segments[i:])
-            if _inside(suffix) and storage.exists(suffix):
+            if inside(suffix) and storage.exists(suffix):
                 return url[: len(url) - len(suffix)]
         return None
     return None
@@ -662,7 +533,7 @@ def validate(
     now = now or dt.datetime.now(dt.UTC)
     deadline = time.monotonic() + time_limit
     is_http = urlsplit(target).scheme in ALLOWED_SCHEMES
-    data, folder, name = _read_target(target, storage, deadline)
+    data, folder, name = read_target(target, storage, deadline)
     if public_url and not public_url.endswith("/"):
         public_url += "/"
     if is_http:
@@ -678,7 +549,7 @@ def validate(
     origins = {origin(u) for u in (target, base_url) if u and urlsplit(u).scheme in ALLOWED_SCHEMES}
     fetcher = Fetcher(folder, prefix, network=is_http, origins=origins, other_hosts=other_hosts, deadline=deadline)
     if fetch is not None:
-        fetcher.fetch = lambda url, limit=_READ_LIMIT: fetch(url)  # type: ignore[method-assign]
+        fetcher.fetch = lambda url, limit=READ_LIMIT: fetch(url)  # type: ignore[method-assign]
     validator = Validator(fetcher, base_url, now)
     if name.lower() == "robots.txt":
         validator.robots(data, target)

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("duck", "manifest", "snapshot", "pipeline.graph"),
     ("stage", "stage.*"),  # each stage with its own config, exceptions and results, in the order they run
     ("plan", "plan.*"),
-    ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*", "validate"),
+    ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*", "validate", "fetch"),
     ("config",),  # the site's config: every stage's section, each stage handed only its own settings
     ("workspace",),  # a build's work folder and DuckDB session
     ("pipeline", "pipeline.*"),  # the steps, their graph and the in-process runner
