@@ -89,6 +89,15 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="publish even if the circuit breaker trips")
     parser.add_argument("--full-rebuild", action="store_true", help="ignore the last build: reassign and rewrite all")
     parser.add_argument(
+        "--delta", action="store_const", const="try", default="",
+        help="read only the rows changed since the live build (its sources name key_column and changed_column); "
+        "a full build, saying why, when that is not possible",
+    )  # fmt: skip
+    parser.add_argument(
+        "--delta-only", dest="delta", action="store_const", const="only",
+        help="as --delta, but fail (changing nothing) when a delta build is not possible",
+    )  # fmt: skip
+    parser.add_argument(
         "--indexnow", action=argparse.BooleanOptionalAction, default=None,
         help="submit the build's changes to IndexNow (default: on when the config has an [indexnow] table)",
     )  # fmt: skip
@@ -162,6 +171,7 @@ def _build(args: argparse.Namespace, dry_run: bool) -> int:
         dry_run=dry_run,
         force=args.force,
         full_rebuild=args.full_rebuild,
+        delta=args.delta,
         progress=Progress(enabled=not args.quiet),
     )
     print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary_lines(summary)))

@@ -191,6 +191,9 @@ STAGED_NAME = "staged.json"
 STAGED_PART_NAME = "staged-{index:05d}.parquet"
 STAGED_PART_FILE = r"staged-\d{5}\.parquet"
 REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
+# stage of a change-aware site: every valid normalized row with its source and key, which a delta build merges
+# the changed rows into (sitemap_ops.stage.delta); kept with the staged snapshot while the build is live
+STATE_ROWS_NAME = "state-rows.parquet"
 HREFLANG_NAME = "hreflang.csv"  # stage: hreflang problems found in the alternates
 PLANNED_NAME = "planned.parquet"  # plan, earlier versions: every URL's shard in one file (read while live)
 # plan: every URL's shard (the assignment the next build keeps), in parts: one per plan chunk, each written by
@@ -218,7 +221,7 @@ REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later re
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
     LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, PLAN_PLACED_NAME, REPORT_NAME,
-    REPORT_DATA_NAME, *LEGACY_SNAPSHOT_NAMES,
+    REPORT_DATA_NAME, STATE_ROWS_NAME, *LEGACY_SNAPSHOT_NAMES,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts

@@ -3,6 +3,7 @@ URL -> shard assignment), read by the next build's plan, publish and retire."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -98,6 +99,21 @@ class Manifest:
         """The manifest in `storage` as written (not checked against the live index), or None."""
         data = storage.read_bytes(MANIFEST_NAME)
         return None if data is None else cls.from_json(data, storage.path(MANIFEST_NAME))
+
+
+def live_manifest(output: Storage, index_name: str) -> Manifest | None:
+    """The manifest that describes the live index `index_name` in `output`: the one written, or the switch it
+    records, whose digest of the index is the live index's; None when nothing matches (or is live)."""
+    index = output.read_bytes(index_name)
+    try:
+        written = Manifest.load(output)
+    except ManifestError:
+        return None
+    if index is None or written is None:
+        return None
+    sha = hashlib.sha256(index).hexdigest()
+    candidates = [m for m in (written, written.pending) if m is not None]
+    return next((m for m in candidates if m.index_sha256.get(index_name) == sha), None)
 
 
 def planned_part_name(index: int, parts: int) -> str:

@@ -70,6 +70,9 @@ def _build_lines(summary: BuildSummary) -> list[str]:
             + (f"; {st.canonicals:,} canonical URL(s) published in their place" if st.canonicals else ""),
         )
     out[2:2] = [f"  table read:         {table.describe()}" for table in st.tables]
+    if st.mode != "full":  # (a delta build, or one asked for that ran in full: why)
+        mode = "delta: the rows changed since the live build" if st.mode == "delta" else st.mode
+        out.insert(1, f"  build:              {mode}")
     return out + _outcome_lines(summary)
 
 

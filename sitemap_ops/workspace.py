@@ -22,6 +22,7 @@ from sitemap_ops.constants import (
     RECOVERED_NAME,
     STAGED_NAME,
     STAGED_PART_FILE,
+    STATE_ROWS_NAME,
     WORK_FILES,
     WORK_MARKER_NAME,
 )
@@ -63,11 +64,18 @@ def open_work(config: SiteConfig, build_id: str) -> Storage:
 
 def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous: Manifest | None) -> None:
     """After a publish: drop this build's staged (and dated) snapshot and plan chunks, the previous live
-    assignment (superseded), and the work folders of all but the last KEEP_WORK_DIRS builds (only folders
-    holding the marker, only the files a build writes, never the live build's assignment)."""
-    clear_snapshots(work)
+    assignment and delta state (superseded), and the work folders of all but the last KEEP_WORK_DIRS builds
+    (only folders holding the marker, only the files a build writes, never the live build's assignment). A
+    build that kept a delta state keeps its staged snapshot: the next delta build starts from it."""
+    if manifest.stage.get("state"):
+        clear_snapshot(work, DATED_NAME, DATED_PART_FILE)
+    else:
+        clear_snapshots(work)
     clear_chunks(work)
     root = work_root(config)
+    state = previous.stage.get("state") if previous is not None else None
+    if state and previous is not None and previous.build_id != manifest.build_id:
+        _drop_state(config, root, state)
     if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
         files = [open_file(f, config.storage) for f in assignment_files(previous.assignment)]
         folder = files[0][0]
@@ -77,6 +85,15 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
             )
     live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
     prune_work(root, live_folder)
+
+
+def _drop_state(config: SiteConfig, root: Storage, state: dict[str, str]) -> None:
+    """Delete a superseded build's delta state (its rows and staged snapshot): only in a work folder of `root`,
+    only the names a build gives them."""
+    folder = open_file(str(state.get("rows", "")), config.storage)[0]
+    if folder.url.startswith(root.url.rstrip("/") + "/") and folder.exists(WORK_MARKER_NAME):
+        folder.delete(STATE_ROWS_NAME)
+        clear_snapshot(folder, STAGED_NAME, STAGED_PART_FILE)
 
 
 def prune_work(root: Storage, live_folder: str = "") -> None:
@@ -110,6 +127,7 @@ def drop_snapshots(work: Storage) -> None:
     after a dry run, whose plan is never published (its plan.json, rejects and report stay)."""
     clear_snapshots(work)
     work.delete(PLANNED_NAME)
+    work.delete(STATE_ROWS_NAME)
     clear_chunks(work)
     clear_assignment(work)
 

@@ -41,6 +41,7 @@ DUCKDB_SEMANTICS = (
     "tests/test_golden.py",
     "tests/test_roundtrip.py",
     "tests/test_pipeline_steps.py",
+    "tests/delta/",
 )
 
 

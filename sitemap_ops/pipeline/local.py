@@ -202,10 +202,12 @@ def run_build(
     dry_run: bool = False,
     force: bool = False,
     full_rebuild: bool = False,
+    delta: str = "",
     progress: Progress | None = None,
     now: dt.datetime | None = None,
 ) -> BuildSummary:
-    """Run every step of a build in this process. `dry_run` stops after the plan and writes nothing public.
+    """Run every step of a build in this process. `dry_run` stops after the plan and writes nothing public;
+    `delta` ("try" or "only") reads only what changed since the live build (sitemap_ops.pipeline.steps.stage_rows).
 
     A build that publishes holds the output's publish lease, renewed by a heartbeat, from before it reads
     what is live until it is done; a site of several hosts stages once, then builds each host under its own
@@ -216,6 +218,7 @@ def run_build(
         preflight(config)
     run = BuildRun.new(config, now)
     options: dict[str, Any] = {"dry_run": dry_run, "preview": dry_run, "force": force, "full_rebuild": full_rebuild}
+    options["delta"] = delta
     options["progress"] = progress
     steps = steps_for(config)
     site_steps = [s for s in steps if s.hosts is Hosts.SITE and not s.last]

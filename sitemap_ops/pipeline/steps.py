@@ -40,7 +40,7 @@ from sitemap_ops.constants import (
     REPORT_NAME,
 )
 from sitemap_ops.errors import SitemapOpsError, StorageError
-from sitemap_ops.manifest import Manifest
+from sitemap_ops.manifest import Manifest, live_manifest
 from sitemap_ops.notify.notify import NotifyResult, check_key_file, queue_status, run_notify
 from sitemap_ops.pipeline.graph import FanOut
 from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk, run_plan_write
@@ -53,6 +53,9 @@ from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
 from sitemap_ops.report.report import change_samples, config_digest, gather, write_report, write_site_report
+from sitemap_ops.stage.delta import run_delta_stage
+from sitemap_ops.stage.delta_state import refusal
+from sitemap_ops.stage.exceptions import DeltaImpossibleError, DeltaRefused
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.ranged import (
     run_stage_alt_complete,
@@ -67,7 +70,7 @@ from sitemap_ops.stage.ranged import (
     run_stage_range,
     run_stage_split,
 )
-from sitemap_ops.stage.result import SplitResult, StageResult
+from sitemap_ops.stage.result import DeltaState, SplitResult, StageResult
 from sitemap_ops.stage.stage import run_stage
 from sitemap_ops.storage import Storage
 from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_work, open_work, prune_work, work_root
@@ -140,6 +143,7 @@ def stage_rows(
     progress: Progress | None = None,
     max_ranges: int = MAX_STAGE_PARTITIONS,
     max_splits: int = MAX_STAGE_SPLITS,
+    delta: str = "",
 ) -> StageResult:
     """Read and normalize the inventory, write the rejects file, and either deduplicate it into the staged
     snapshot or, when it is too big for one query, hand it over in at most `max_ranges` URL ranges
@@ -148,13 +152,43 @@ def stage_rows(
     to stage_split, and stage_gather gives the ranged result.
 
     A multi-host site's stage also writes each host's staged snapshot to that host's work folder, and gives
-    each host's result in `StageResult.hosts` (in the order of `host_runs`)."""
+    each host's result in `StageResult.hosts` (in the order of `host_runs`).
+
+    With `delta` ("try" or "only") it reads only what changed since the live build (sitemap_ops.stage.delta);
+    when that is not possible it says why and stages in full ("try") or stops before anything is read ("only")."""
     work = open_work(run.config, run.build_id)
     clear_ranges(work)  # an earlier attempt's
+    progress = progress or Progress(enabled=False)
+    why = ""
+    if delta:
+        staged, why = _delta_stage(run, work, progress)
+        if staged is not None:
+            return staged
+        if delta == "only":
+            raise DeltaImpossibleError(f"a delta build is not possible: {why}")
+        progress.step(f"stage: a full build instead of a delta build: {why}")
     with duckdb_session(run.config, work) as con:
-        return run_stage(
+        staged = run_stage(
             run.config.stage_settings(), con, work, run.now, progress, _host_works(run), max_ranges, max_splits
         )
+    staged.mode = f"full: {why}" if why else "full"
+    return staged
+
+
+def _delta_stage(run: BuildRun, work: Storage, progress: Progress) -> tuple[StageResult | None, str]:
+    """The delta stage from the live build's state, or None and why it is not possible."""
+    settings = run.config.stage_settings()
+    live = live_manifest(run.output, run.config.publish.index_name)
+    recorded = (live.stage.get("state") if live else None) or None
+    why = refusal(settings, DeltaState(**recorded) if recorded else None)
+    if why:
+        return None, why
+    assert recorded is not None  # (refusal says why when there is none)
+    try:
+        with duckdb_session(run.config, work) as con:
+            return run_delta_stage(settings, con, work, run.now, DeltaState(**recorded), progress), ""
+    except DeltaRefused as exc:
+        return None, str(exc)
 
 
 def stage_split(run: BuildRun, staged: StageResult, number: int) -> SplitResult:

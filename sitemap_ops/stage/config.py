@@ -52,7 +52,13 @@ EXTENSION_COLUMNS: dict[str, tuple[str, ...]] = {
 # in its place when it is in the site's scope).
 EXCLUDE_COLUMNS = ("loc", "status", "canonical", "noindex")
 EXCLUDE_RULE_COLUMNS = EXCLUDE_COLUMNS[1:]
-SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS, "exclude")
+# A source of removed rows (`kind = "deleted"`): the keys of the page source's rows deleted since, each with when
+# (`key_column`, `changed_column`), for delta builds (sitemap_ops.stage.delta).
+DELETED_COLUMNS = ("key",)
+SOURCE_KINDS = ("pages", *EXTENSION_COLUMNS, "exclude", "deleted")
+# A delta build re-reads the rows changed up to this many seconds (or sequence numbers) before the last
+# build's high-water mark: rows of transactions that committed after a later row was read.
+DEFAULT_CHANGED_OVERLAP = 300
 # text: a plain list of URLs, one per line (no header, no quoting)
 SOURCE_FORMATS = ("parquet", "csv", "text", "duckdb", "postgres", "mysql", "sqlite", "delta", "iceberg")
 FILE_FORMATS = ("parquet", "csv", "text")
@@ -98,7 +104,8 @@ class SourceConfig:
     password_file: str = ""  # a file whose first line is the database password
     # pages: the URL inventory; images | alternates | videos | news: one extension kept apart from the
     # pages, joined on its `page` column (the page's URL, normalized like `loc`); exclude: URLs to leave out
-    # (redirects, noindex pages, crawl statuses, non-canonical URLs: EXCLUDE_COLUMNS).
+    # (redirects, noindex pages, crawl statuses, non-canonical URLs: EXCLUDE_COLUMNS); deleted: the keys of a
+    # page source's deleted rows, for delta builds (`key_column`, `changed_column`).
     kind: str = "pages"
     # CSV and text sources: whether the first line names the columns (without: column0, column1, ...; `loc`
     # is column0 unless `columns` maps it).
@@ -117,6 +124,16 @@ class SourceConfig:
     # An Iceberg table in a SQL catalog (`path` is the catalog's database URL, `table` namespace.name): the
     # catalog's name, when the database holds several catalogs with that table.
     catalog_name: str = ""
+    # A row's identity, unique in its source (a primary key). A page source that names it and `changed_column`
+    # can be read by delta builds (`build --delta`) from its last high-water mark on; a `kind = "deleted"`
+    # source names both too, its keys those of deleted rows.
+    key_column: str = ""
+    # when a row last changed: a timestamp, date or increasing integer, set on every row and moved by every change
+    changed_column: str = ""
+    deleted_column: str = ""  # a page source's soft-delete flag: a row where it is true is never published
+    # how far before the last high-water mark a delta build reads again: seconds for a timestamp, the number
+    # for an integer (rows of transactions that commit late)
+    changed_overlap: int = DEFAULT_CHANGED_OVERLAP
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -151,6 +168,31 @@ class SourceConfig:
                 f"for kind {self.kind}; known: {', '.join(known)}"
             )
         self._check_page_options()
+        self._check_change_options()
+
+    def _check_change_options(self) -> None:
+        """The delta build's columns: on page and deleted sources only, both or neither of the key and the change
+        column (a deleted source needs both), a soft-delete flag only beside them."""
+        given = [n for n in ("key_column", "changed_column", "deleted_column") if getattr(self, n)]
+        if given and self.kind not in ("pages", "deleted"):
+            raise ConfigError(f"source {self.label}: `{given[0]}` applies to page and deleted sources only")
+        if (self.kind == "deleted" or given) and not (self.key_column and self.changed_column):
+            raise ConfigError(
+                f"source {self.label}: a delta build's source names both `key_column` (a row's identity) and "
+                "`changed_column` (when it last changed)"
+            )
+        if self.deleted_column and self.kind != "pages":
+            raise ConfigError(f"source {self.label}: `deleted_column` applies to page sources only")
+        if self.kind == "deleted" and (self.split_key or self.section):
+            raise ConfigError(f"source {self.label}: a deleted source takes no `split_key` or `section`")
+        overlap = self.changed_overlap
+        if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 0:
+            raise ConfigError(f"source {self.label}: `changed_overlap` must be a count of 0 or more, not {overlap!r}")
+
+    @property
+    def change_aware(self) -> bool:
+        """A delta build can read this source from its last high-water mark on (a key and a change column)."""
+        return bool(self.key_column and self.changed_column)
 
     def _check_params(self) -> None:
         """Every :name the filter uses has a value in `params`, and every value there is used (a value given for a
@@ -230,6 +272,8 @@ class SourceConfig:
         """The columns `columns` may map for this source's kind."""
         if self.kind == "exclude":
             return EXCLUDE_COLUMNS
+        if self.kind == "deleted":
+            return DELETED_COLUMNS
         return INVENTORY_COLUMNS if self.kind == "pages" else EXTENSION_COLUMNS[self.kind]
 
     def placeholders(self) -> list[str]:

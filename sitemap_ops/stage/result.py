@@ -185,6 +185,19 @@ class SplitResult:
 
 
 @dataclass
+class DeltaState:
+    """What a delta build of a change-aware site starts from (sitemap_ops.stage.delta), recorded with the build
+    in the manifest: the files its stage kept, each source's high-water mark, and the config they came from."""
+
+    rows: str  # every valid normalized row with its source and key (constants.STATE_ROWS_NAME)
+    snapshot: str  # the staged snapshot's index (kept while the build is live)
+    # each change-aware source's (by position) highest change column as read before its rows: an integer, or a
+    # timestamp or date in ISO form; None: the source had no row
+    marks: dict[str, int | str | None]
+    digest: str  # of the stage's settings (sitemap_ops.stage.delta.settings_digest): another needs a full build
+
+
+@dataclass
 class StageResult:
     """What the stage step did; small and JSON-able (it travels in XCom and the manifest)."""
 
@@ -210,6 +223,10 @@ class StageResult:
     range_count: int = 0
     # the version of each lakehouse table source read (its files and splits read that version only)
     tables: list[TableVersion] = field(default_factory=list)
+    # a change-aware site's: what its next delta build starts from (None: delta builds are not possible, `mode`
+    # says why); and how this stage read its sources: "full", "delta", or "full: <why not a delta>"
+    state: DeltaState | None = None
+    mode: str = "full"
 
     @property
     def excluded(self) -> dict[str, int]:
@@ -240,4 +257,6 @@ class StageResult:
             )
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         fields["tables"] = [TableVersion(**table) for table in fields.get("tables") or []]
+        if fields.get("state") is not None:
+            fields["state"] = DeltaState(**fields["state"])
         return cls(**fields)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, cast
@@ -107,6 +108,21 @@ def read_failure(exc: BaseException) -> str:
 def _alias(index: int) -> str:
     """The name a database source is attached under (by its position in the sources)."""
     return f"src{index}" if index else "src"
+
+
+@contextlib.contextmanager
+def source_catalog(con: duckdb.DuckDBPyConnection, source: SourceConfig, index: int) -> Iterator[None]:
+    """Inside: a query source's database is the default catalog, as its query needs (create_inventory_view
+    attached it); the catalog before is the default again after."""
+    if not source.query:
+        yield
+        return
+    ((before,),) = con.execute("SELECT current_database()").fetchall()
+    con.execute(f"USE {_alias(index)}")
+    try:
+        yield
+    finally:
+        con.execute(f"USE {quote_identifier(before)}")
 
 
 def quote_identifier(name: str) -> str:
@@ -375,6 +391,11 @@ def _select_list(source: SourceConfig, index: int, types: Mapping[str, object]) 
         if content_hash
         else "NULL::VARCHAR AS content_hash"
     )
+    # a delta build's row identity and soft-delete flag (sitemap_ops.stage.delta); typed NULLs otherwise
+    key = _required(source, types, source.key_column) if source.key_column else None
+    items.append(f"CAST({quote_identifier(key)} AS VARCHAR) AS key" if key else "NULL::VARCHAR AS key")
+    flag = _required(source, types, source.deleted_column) if source.deleted_column else None
+    items.append(f"CAST({quote_identifier(flag)} AS BOOLEAN) AS removed" if flag else "NULL::BOOLEAN AS removed")
     section = col("section")
     if source.section:
         items.append(f"{quote_literal(source.section)} AS section")
@@ -396,6 +417,7 @@ def create_inventory_view(
     storage: StorageConfig | None = None,
     split: InputSplit | None = None,
     tables: Iterable[TableVersion] = (),
+    changed_since: Mapping[int, object] | None = None,
 ) -> Inventory:
     """Create the temp view `inventory` over all page sources (combined before dedupe), and one view per
     extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
@@ -406,7 +428,12 @@ def create_inventory_view(
     other row groups) or a key range. The split of an extension source has no view `inventory`.
 
     A lakehouse table source is read at its version in `tables` (what the build's stage step resolved), else at
-    the version its config names or its newest: `Inventory.tables` says which."""
+    the version its config names or its newest: `Inventory.tables` says which.
+
+    A page source's soft-deleted rows (`deleted_column` true) are left out, unless `changed_since` is given (a
+    delta build, sitemap_ops.stage.delta): then each change-aware page source gives only its rows changed
+    after its value there (all of them without one), soft-deleted ones included, flagged `removed`. A source of
+    deleted keys is read by the delta build alone (sitemap_ops.stage.delta.read_deleted)."""
     inventory = Inventory(labels=[s.label for s in sources])
     pinned = {table.source: table for table in tables}
     parts: list[str] = []
@@ -430,13 +457,9 @@ def create_inventory_view(
             raise SourceError(
                 scrub(f"cannot read source {source.label}: {read_failure(exc)}", inventory.secrets)
             ) from None
-        filters = []
-        if source.filter:
-            # Values are bound as variables (never formatted into SQL); DuckDB folds them into constants
-            # and pushes the condition down to the database server.
-            bind_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
-            filters.append(f"({source.filter_sql(alias)})")
+        filters = _filters(con, source, types, alias, delta=changed_since is not None)
         conditions = filters + _split_conditions(con, source, split)
+        conditions += _changed_after(con, source, types, index, changed_since)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         inventory.relations[index], inventory.filters[index] = relation, filters
         if source.kind == "pages":
@@ -449,7 +472,7 @@ def create_inventory_view(
         elif source.kind == "exclude":
             # (as above)
             exclude_parts.append(f"SELECT {_exclude_select(source, index, types)} FROM {relation}{where}")  # noqa: S608
-        else:
+        elif source.kind in EXTENSION_VIEWS:  # (a deleted source is read by a delta build alone)
             inventory.extensions.add(source.kind)
             extension_parts[source.kind].append(
                 f"SELECT {_extension_select(source, index, types)} FROM {relation}{where}"  # noqa: S608 (as above)
@@ -465,6 +488,42 @@ def create_inventory_view(
         _empty_view(con, _EXCLUDE_VIEW, _EXCLUDE_VIEW_COLUMNS)
     create_extension_views(con, extension_parts)
     return inventory
+
+
+def _filters(
+    con: duckdb.DuckDBPyConnection, source: SourceConfig, types: Mapping[str, object], alias: str, *, delta: bool
+) -> list[str]:
+    """The conditions on every read of a source: its filter, and (but in a delta build, which reads them as
+    removals) that a row is not soft-deleted."""
+    filters = []
+    if source.filter:
+        # Values are bound as variables (never formatted into SQL); DuckDB folds them into constants
+        # and pushes the condition down to the database server.
+        bind_variables(con, {f"{alias}_{name}": value for name, value in source.params.items()})
+        filters.append(f"({source.filter_sql(alias)})")
+    if source.deleted_column and not delta:
+        flag = quote_identifier(_required(source, types, source.deleted_column))
+        filters.append(f"NOT coalesce(CAST({flag} AS BOOLEAN), false)")
+    return filters
+
+
+def _changed_after(
+    con: duckdb.DuckDBPyConnection,
+    source: SourceConfig,
+    types: Mapping[str, object],
+    index: int,
+    changed_since: Mapping[int, object] | None,
+) -> list[str]:
+    """In a delta build (`changed_since`), the condition that keeps change-aware source `index`'s rows changed
+    after its value there (bound as a variable, so pushed down to a database server or to Parquet's row-group
+    statistics); none in a full build, for another source, or when its value is None (it had no row)."""
+    since = changed_since.get(index) if changed_since is not None and source.change_aware else None
+    if since is None:
+        return []
+    alias = _alias(index)
+    set_variables(con, {f"{alias}_changed_since": since})  # (a value of the build's: its mark)
+    column = quote_identifier(_required(source, types, source.changed_column))
+    return [f"{column} > getvariable('{alias}_changed_since')"]
 
 
 def create_extension_views(

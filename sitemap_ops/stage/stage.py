@@ -29,6 +29,7 @@ from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.config import StageSettings
+from sitemap_ops.stage.delta_state import keep_state, start_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
@@ -153,6 +154,8 @@ def run_stage(
     splitting = min(config.splits, max_splits) > 1
     if splitting and (split := _split_stage(config, con, work, inventory, progress, max_ranges, max_splits)):
         return split
+    # a change-aware site keeps what its next delta build starts from (its marks read before the rows)
+    marks, no_state = start_state(con, config, inventory)
     canonicals = _normalize_inventory(con, inventory, progress)
     (valid_rows, loc_bytes) = con.execute(read_sql("stage_valid_size")).fetchall()[0]
     # (with no valid row there is nothing to range: the one-pass query writes the empty snapshot)
@@ -189,6 +192,7 @@ def run_stage(
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         per_host = host_counts(con, config.sites) if host_works else []
         if parts > 1:
+            keep_state(con, config, work, None, marks, "the stage ran in URL ranges", progress)
             tag = sender_tag(0)
             in_ranges = write_ranges(con, parts, work, progress, tag)
             result.ranges = StageRanges(in_ranges, valid, per_host, senders=[tag])
@@ -198,6 +202,7 @@ def run_stage(
             con.execute(read_sql("stage_dedupe_inputs"))
             con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, first), compression="snappy")
             snapshot = index_snapshot(con, work, [first], STAGED_NAME)
+        result.state = keep_state(con, config, work, snapshot, marks, no_state, progress)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:

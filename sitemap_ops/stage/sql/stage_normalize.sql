@@ -21,6 +21,8 @@ WITH inventory_rows AS (
         priority_text,
         section AS raw_section,
         content_hash AS raw_content_hash,
+        key,
+        removed,
         images,
         videos,
         alternates,
@@ -305,6 +307,11 @@ SELECT
         getvariable('default_section')
     ) AS section,
     CASE WHEN reason IS NULL THEN nullif(trim(raw_content_hash), '') END AS content_hash,
+    -- a delta build's row identity and soft-delete flag (sitemap_ops.stage.delta), and a lastmod dropped as
+    -- in the future, which a later build publishes once it is past (the kept rows are not read again)
+    key,
+    removed,
+    CASE WHEN lastmod_issue = 'lastmod_future' THEN lastmod_ts END AS lastmod_due,
     lastmod_issue,
     CASE WHEN lastmod_issue IS NOT NULL THEN coalesce(lastmod_text, CAST(lastmod_value AS VARCHAR)) END AS raw_lastmod,
     priority_issue,

@@ -13,5 +13,7 @@ SELECT
     NULL::VARCHAR AS priority_text,
     NULL::VARCHAR AS section,
     NULL::VARCHAR AS content_hash,
+    NULL::VARCHAR AS key,
+    NULL::BOOLEAN AS removed,
     {extensions}
 FROM {relation};

@@ -1,0 +1,122 @@
+"""The delta stage: read only the rows changed since the live build, merge them into its state, stage the snapshot.
+
+A delta build reads each change-aware source's rows changed after its high-water mark (less its
+`changed_overlap`), soft-deleted ones included, and the keys a `kind = "deleted"` source lists since its own mark,
+normalizes them with the full build's SQL, and merges them into the live build's state
+(sitemap_ops.stage.delta_state; sql/stage_delta.sql): the keys read lose their old rows and get their new valid
+ones, and the URLs that touches are deduplicated again over the new state's rows of those URLs with the full
+build's SQL (sql/stage_dedupe.sql, whose winner depends on the rows' values, never their order), while every
+other URL keeps its staged entry. So the staged snapshot is the one a full build of the same inventory stages,
+and the plan, render and publish after it are a full build's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+
+import duckdb
+import pyarrow as pa
+
+from sitemap_ops.constants import REJECTS_NAME, STAGED_NAME, STAGED_PART_NAME, STATE_ROWS_NAME
+from sitemap_ops.duck import read_sql, set_variables, storage_path
+from sitemap_ops.errors import StorageError, first_line
+from sitemap_ops.progress import Progress
+from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snapshot
+from sitemap_ops.stage.config import StageSettings
+from sitemap_ops.stage.delta_state import changed_since, next_marks, read_marks
+from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
+from sitemap_ops.stage.result import DeltaState, StageResult
+from sitemap_ops.stage.sources import Inventory, create_inventory_view, quote_identifier, source_catalog
+from sitemap_ops.stage.stage import create_normalized, finish_stage, normalize_variables, read_result, stage_counts
+from sitemap_ops.storage import Storage, open_file
+
+
+def run_delta_stage(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    build_time: dt.datetime,
+    state: DeltaState,
+    progress: Progress,
+) -> StageResult:
+    """Stage what changed since the live build's `state` into `work`: the staged snapshot a full build would
+    stage, the rejects of the rows read, and the next state. DeltaRefused when the live build's files are gone or
+    the inventory now carries extensions (which a full build checks)."""
+    since = changed_since(config, state.marks)
+    inventory = create_inventory_view(con, config.sources, config.storage, changed_since=since)
+    if inventory.extensions:
+        raise DeltaRefused(f"the inventory now carries {', '.join(sorted(inventory.extensions))}")
+    set_variables(con, normalize_variables(config, build_time))
+    marks, _ = read_marks(con, config, inventory, nulls=False)  # (before the rows, as a full build reads them)
+    try:
+        old = load_snapshot(state.snapshot, config.storage)
+        folder, name = open_file(state.rows, config.storage)
+        if not folder.exists(name):
+            raise DeltaRefused(f"the live build's delta state {state.rows} is gone")
+        rows_path = storage_path(con, folder, name)
+    except StorageError as exc:
+        raise DeltaRefused(f"the live build's staged snapshot is gone: {first_line(exc)}") from None
+    try:
+        with progress.working("stage: reading the rows changed since the live build", con.query_progress):
+            create_normalized(con, False)
+            _read_deleted(con, config, inventory, since)
+    except duckdb.Error as exc:
+        raise SourceError(inventory.error(exc)) from None
+    finally:
+        con.execute("USE memory")
+    ((no_key, repeated),) = con.execute(read_sql("stage_delta_keys")).fetchall()
+    if no_key or repeated:
+        why = "have no key" if no_key else "repeat another row's key in their source"
+        raise DeltaRefused(f"{no_key or repeated:,} of the rows changed since the live build {why}")
+    try:
+        con.read_parquet(rows_path).create_view("state_old", replace=True)
+        con.execute(read_sql("stage_delta_read"))
+    except duckdb.Error as exc:
+        raise StageError(f"cannot read the live build's delta state {state.rows}: {first_line(exc)}") from None
+    con.execute(read_sql("stage_ext_empty"))
+    con.execute(read_sql("stage_exclusions_empty"))
+    rows, _, rejected, dropped = stage_counts(con)
+    set_variables(con, {"source_labels": inventory.labels})
+    result = read_result(work, rows, rejected, dropped, tables=list(inventory.tables.values()))
+    first = STAGED_PART_NAME.format(index=0)
+    try:
+        con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
+        create_snapshot_view(con, "staged_old", old, config.storage)
+        with progress.working("stage: merging the changed rows into the live build's", con.query_progress):
+            con.execute(read_sql("stage_delta"))
+            con.sql(read_sql("stage_dedupe")).create_view("delta_winners", replace=True)
+            con.sql("SELECT * FROM state_new").write_parquet(
+                storage_path(con, work, STATE_ROWS_NAME), compression="zstd"
+            )
+            ((valid, touched),) = con.execute(read_sql("stage_delta_counts")).fetchall()
+            snapshot_rows = con.sql(read_sql("stage_delta_snapshot"))
+            snapshot_rows.write_parquet(storage_path(con, work, first), compression="snappy")
+            snapshot = index_snapshot(con, work, [first], STAGED_NAME)
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
+        raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
+    progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
+    result.mode = "delta"
+    result.state = DeltaState(work.url_of(STATE_ROWS_NAME), snapshot.url, next_marks(state.marks, marks), state.digest)
+    return finish_stage(config, con, work, result, snapshot, int(valid), [], progress, None)
+
+
+def _read_deleted(
+    con: duckdb.DuckDBPyConnection, config: StageSettings, inventory: Inventory, since: Mapping[int, object]
+) -> None:
+    """The table `deleted_keys` (source, key): the keys the deleted sources list since their marks, each of the
+    site's one page source (delta_state.unsupported refuses a deleted source beside several)."""
+    con.execute("CREATE OR REPLACE TEMP TABLE deleted_keys (source INTEGER, key VARCHAR)")
+    pages = [index for index, source in enumerate(config.sources) if source.kind == "pages"]
+    for index, source in enumerate(config.sources):
+        if source.kind != "deleted":
+            continue
+        conditions = []
+        if since.get(index) is not None:
+            set_variables(con, {f"deleted_since_{index}": since[index]})
+            conditions.append(f"{quote_identifier(source.changed_column)} > getvariable('deleted_since_{index}')")
+        key = quote_identifier(source.key_column)
+        # the key quoted; the relation and filter are the user's (create_inventory_view)
+        sql = f"INSERT INTO deleted_keys SELECT {pages[0]}, CAST({key} AS VARCHAR) FROM {inventory.rows(index, conditions=conditions)}"  # noqa: S608,E501
+        with source_catalog(con, source, index):
+            con.execute(sql)

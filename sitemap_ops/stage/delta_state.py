@@ -1,0 +1,170 @@
+"""A change-aware site's delta state: whether a site keeps one, its high-water marks, and its keyed rows file.
+
+A full build of a change-aware site (every page source names a `key_column` and a `changed_column`) keeps,
+beside its staged snapshot, every valid normalized row with its source and key, and each change-aware source's
+high-water mark, read before its rows (sitemap_ops.stage.result.DeltaState). A delta build starts from them
+(sitemap_ops.stage.delta) when the config is the one they were made with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+from collections.abc import Mapping
+
+import duckdb
+
+from sitemap_ops.constants import STATE_ROWS_NAME
+from sitemap_ops.duck import read_sql, storage_path
+from sitemap_ops.progress import Progress
+from sitemap_ops.snapshot import Snapshot
+from sitemap_ops.stage.config import SourceConfig, StageSettings
+from sitemap_ops.stage.databases import scrub
+from sitemap_ops.stage.exceptions import SourceError
+from sitemap_ops.stage.result import DeltaState
+from sitemap_ops.stage.sources import Inventory, quote_identifier, read_failure, source_catalog
+from sitemap_ops.storage import Storage
+
+# A high-water mark as the manifest records it: an integer, or a naive UTC timestamp in ISO form (None: no row).
+Mark = int | str | None
+
+
+def unsupported(config: StageSettings) -> str | None:
+    """Why a site of `config` keeps no delta state (its builds are all full), or None when it does."""
+    pages = [source for source in config.sources if source.kind == "pages"]
+    plain = next((source for source in pages if not source.change_aware), None)
+    if plain is not None:
+        return f"source {plain.label} names no `key_column` and `changed_column`"
+    other = next((source for source in config.sources if source.kind not in ("pages", "deleted")), None)
+    if other is not None:
+        return f"source {other.label} is of kind {other.kind!r} (delta builds read page and deleted sources only)"
+    if len(config.sites) > 1:
+        return "the site has several hosts"
+    if config.splits > 1 or config.partitions > 1:
+        return "the stage runs in parts ([duckdb] stage_splits or stage_partitions)"
+    if len(pages) > 1 and any(source.kind == "deleted" for source in config.sources):
+        return "a deleted source beside several page sources (whose keys would it list?)"
+    return None
+
+
+def settings_digest(config: StageSettings) -> str:
+    """A digest of what decides the staged rows (sources, rules, sections): a delta build needs the one its state
+    was made with. Storage settings are left out (rotating a credential changes no row)."""
+    kept = dataclasses.replace(config, storage=None, partitions=0, splits=1)  # type: ignore[arg-type]
+    return hashlib.sha256(repr(kept).encode("utf-8")).hexdigest()
+
+
+def refusal(config: StageSettings, state: DeltaState | None) -> str | None:
+    """Why a delta build cannot start from the live build's `state` (None: it can)."""
+    why = unsupported(config)
+    if why:
+        return why
+    if state is None:
+        return "the live build kept no delta state (nothing is live, or it was a full build without one)"
+    if state.digest != settings_digest(config):
+        return "the sources or the normalization rules changed since the live build"
+    return None
+
+
+def _mark_value(value: object, source: SourceConfig) -> int | dt.datetime | None:
+    """A high-water mark as the change column gives it: an integer, or a timestamp or date as a naive UTC
+    timestamp (the session's time zone is UTC); SourceError for a column of any other type."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    raise SourceError(
+        f"source {source.label}: changed_column {source.changed_column!r} must be a timestamp, a date or an "
+        f"integer, not {type(value).__name__}"
+    )
+
+
+def read_marks(
+    con: duckdb.DuckDBPyConnection, config: StageSettings, inventory: Inventory, *, nulls: bool
+) -> tuple[dict[str, Mark], str | None]:
+    """Each change-aware source's high-water mark, by position (read before its rows: a row that changes while
+    they are read is read again next time); with `nulls` (a full build's check), why no delta build can follow
+    when a row has no change value."""
+    marks: dict[str, Mark] = {}
+    for index, source in enumerate(config.sources):
+        if not source.change_aware:
+            continue
+        column = quote_identifier(source.changed_column)
+        missing = f"count(*) FILTER (WHERE {column} IS NULL)" if nulls else "0"
+        # the column quoted; the relation and filter are the user's, bound as create_inventory_view bound them
+        sql = f"SELECT max({column}), {missing} FROM {inventory.rows(index)}"  # noqa: S608
+        try:
+            with source_catalog(con, source, index):
+                ((high, without),) = con.execute(sql).fetchall()
+        except duckdb.Error as exc:
+            raise SourceError(
+                scrub(f"cannot read source {source.label}: {read_failure(exc)}", inventory.secrets)
+            ) from None
+        if without:
+            return {}, f"{without:,} row(s) of source {source.label} have no {source.changed_column}"
+        value = _mark_value(high, source)
+        marks[str(index)] = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value
+    return marks, None
+
+
+def changed_since(config: StageSettings, marks: Mapping[str, Mark]) -> dict[int, object]:
+    """Each change-aware source's rows a delta build reads: those changed after its mark less its overlap (None:
+    every row, the source had none)."""
+    since: dict[int, object] = {}
+    for index, source in enumerate(config.sources):
+        mark = marks.get(str(index))
+        if isinstance(mark, str):
+            since[index] = dt.datetime.fromisoformat(mark) - dt.timedelta(seconds=source.changed_overlap)
+        elif mark is not None:
+            since[index] = mark - source.changed_overlap
+        else:
+            since[index] = None
+    return since
+
+
+def next_marks(old: Mapping[str, Mark], new: Mapping[str, Mark]) -> dict[str, Mark]:
+    """A delta build's marks: each source's new one, its old one when it has no row now (a mark never goes back)."""
+    return {key: new[key] if new.get(key) is not None else old.get(key) for key in sorted({*old, *new})}
+
+
+def start_state(
+    con: duckdb.DuckDBPyConnection, config: StageSettings, inventory: Inventory
+) -> tuple[dict[str, Mark] | None, str | None]:
+    """A full build's high-water marks, read before its rows, when its site keeps a delta state (None when it
+    keeps none), and why this build cannot keep one after all (None: it can)."""
+    if unsupported(config) is not None:
+        return None, None
+    if inventory.extensions:
+        return {}, f"the inventory carries {', '.join(sorted(inventory.extensions))}"
+    return read_marks(con, config, inventory, nulls=True)
+
+
+def keep_state(
+    con: duckdb.DuckDBPyConnection,
+    config: StageSettings,
+    work: Storage,
+    snapshot: Snapshot | None,
+    marks: dict[str, Mark] | None,
+    why: str | None,
+    progress: Progress,
+) -> DeltaState | None:
+    """A full build's delta state (start_state gave its `marks`, None for a site that keeps none): its valid
+    normalized rows (the view `normalized`) with their keys, beside its staged `snapshot`; None, with a line
+    saying why, when `why` says so or the keys cannot tell the rows apart."""
+    if marks is None:
+        return None
+    checked = why or snapshot is None  # (nothing to check)
+    ((no_key, repeated),) = [(0, 0)] if checked else con.execute(read_sql("stage_delta_keys")).fetchall()
+    if no_key:
+        why = f"{no_key:,} row(s) have no key"
+    elif repeated:
+        why = f"{repeated:,} row(s) repeat another row's key in their source"
+    if why or snapshot is None:
+        progress.step(f"stage: no delta state kept (the next build is a full one): {why}")
+        return None
+    path = storage_path(con, work, STATE_ROWS_NAME)
+    con.sql(read_sql("stage_delta_state")).write_parquet(path, compression="zstd")
+    return DeltaState(work.url_of(STATE_ROWS_NAME), snapshot.url, marks, settings_digest(config))

@@ -1,0 +1,169 @@
+"""A change-aware inventory that random edits change, kept in Parquet or PostgreSQL, and the site that reads it.
+
+A model row: key, URL, change time, soft-delete flag, lastmod, section. Each edit stamps the rows it touches
+with the step's clock (a row of a late transaction with a time a little before it, within the overlap), and a
+hard delete lists the key in the deleted source with the clock. The model also knows which URLs a build must
+publish (`expected`), apart from the build: the live site is checked against it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sitemap_ops.constants import MANIFEST_NAME
+from sitemap_ops.manifest import Manifest
+from sitemap_ops.storage import Storage
+
+SITE = "https://www.example.com"
+SECTIONS = ("a", "b", "c")
+START = dt.datetime(2026, 11, 21, 12, 0)
+STEP = dt.timedelta(minutes=10)
+PAGES = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("url", pa.string()),
+        ("updated_at", pa.timestamp("us")),
+        ("gone", pa.bool_()),
+        ("lastmod", pa.timestamp("us")),
+        ("section", pa.string()),
+    ]
+)
+DELETED = pa.schema([("id", pa.int64()), ("deleted_at", pa.timestamp("us"))])
+
+
+@dataclass(frozen=True)
+class Row:
+    key: int
+    path: str  # the page's path; `spelling` says how its URL is written
+    spelling: str  # plain | upper (the host in capitals) | port (:443) | bad (not a URL: rejected)
+    updated_at: dt.datetime
+    gone: bool
+    lastmod: dt.datetime | None
+    section: str
+
+    @property
+    def url(self) -> str:
+        host = {"upper": "WWW.EXAMPLE.COM", "port": "www.example.com:443"}.get(self.spelling, "www.example.com")
+        return f"page{self.path}" if self.spelling == "bad" else f"https://{host}{self.path}"
+
+    def record(self) -> dict[str, Any]:
+        return {"id": self.key, "url": self.url, "updated_at": self.updated_at, "gone": self.gone,
+                "lastmod": self.lastmod, "section": self.section}  # fmt: skip
+
+
+@dataclass
+class Inventory:
+    """The model: rows by key, deleted keys with when, the step's clock."""
+
+    rng: random.Random
+    rows: dict[int, Row] = field(default_factory=dict)
+    deleted: list[tuple[int, dt.datetime]] = field(default_factory=list)
+    clock: dt.datetime = START
+    next_key: int = 0
+
+    def expected(self, now: dt.datetime) -> set[str]:
+        """The URLs a build at `now` publishes: every spelling of a live row's page in its normal form."""
+        return {f"{SITE}{row.path}" for row in self.rows.values() if not row.gone and row.spelling != "bad"}
+
+    def _new_path(self) -> str:
+        self.next_key += 1
+        return f"/p/{self.next_key}"
+
+    def _stamp(self) -> dt.datetime:
+        """A change's time: the clock, or a late transaction's: 2 minutes before the last step's clock, which the
+        last build's high-water mark may be past (its row committed after that build read), within the overlap."""
+        return self.clock - self.rng.choice((dt.timedelta(0),) * 3 + (STEP + dt.timedelta(minutes=2),))
+
+    def _lastmod(self) -> dt.datetime | None:
+        """A lastmod: none, in the past, or a little ahead (dropped until a later build is past it)."""
+        return self.rng.choice((None, self.clock - dt.timedelta(days=1), self.clock + dt.timedelta(minutes=15)))
+
+    def insert(self) -> None:
+        key = self.next_key + 1000
+        existing = [row.path for row in self.rows.values()]
+        # a new page, or another row spelling an existing page's URL (a duplicate the dedupe merges)
+        path = self.rng.choice(existing) if existing and self.rng.random() < 0.3 else self._new_path()
+        spelling = self.rng.choice(("plain", "plain", "upper", "port"))
+        self.rows[key] = Row(key, path, spelling, self._stamp(), False, self._lastmod(), self.rng.choice(SECTIONS))
+        self.next_key += 1
+
+    def update(self) -> None:
+        row = self.rng.choice(list(self.rows.values()))
+        change = self.rng.choice(("lastmod", "url", "section", "spelling", "soft_delete", "restore"))
+        if change == "lastmod":
+            row = replace(row, lastmod=self._lastmod())
+        elif change == "url":
+            row = replace(row, path=self._new_path())
+        elif change == "section":
+            row = replace(row, section=self.rng.choice(SECTIONS))
+        elif change == "spelling":
+            row = replace(row, spelling=self.rng.choice(("plain", "upper", "port", "bad")))
+        else:
+            row = replace(row, gone=change == "soft_delete")
+        self.rows[row.key] = replace(row, updated_at=self._stamp())
+
+    def hard_delete(self) -> None:
+        key = self.rng.choice(list(self.rows))
+        del self.rows[key]
+        self.deleted.append((key, self.clock))
+
+    def start(self, count: int) -> None:
+        """The first `count` rows."""
+        for _ in range(count):
+            self.insert()
+
+    def step(self, count: int) -> None:
+        """The clock moves on, then `count` random edits."""
+        self.clock += STEP
+        for _ in range(count):
+            edits: list[Callable[[], None]] = [self.insert]
+            if self.rows:
+                edits += [self.update, self.update, self.hard_delete]
+            self.rng.choice(edits)()
+
+
+def write_parquet(inventory: Inventory, folder: Path) -> None:
+    rows = [row.record() for row in inventory.rows.values()]
+    pq.write_table(pa.Table.from_pylist(rows, schema=PAGES), folder / "pages.parquet")
+    deleted = [{"id": key, "deleted_at": when} for key, when in inventory.deleted]
+    pq.write_table(pa.Table.from_pylist(deleted, schema=DELETED), folder / "deleted.parquet")
+
+
+def parquet_sources(folder: Path) -> list[dict[str, Any]]:
+    """The site's sources over write_parquet's files."""
+    return [
+        {"path": str(folder / "pages.parquet"), "columns": {"loc": "url"}, "key_column": "id",
+         "changed_column": "updated_at", "deleted_column": "gone"},
+        {"path": str(folder / "deleted.parquet"), "kind": "deleted", "key_column": "id",
+         "changed_column": "deleted_at"},
+    ]  # fmt: skip
+
+
+def site(root: Path, sources: list[dict[str, Any]]) -> dict[str, Any]:
+    """A site's config (for load_config) whose output and work folder are in `root`."""
+    return {"base_url": SITE, "output": str(root / "public"), "work_dir": str(root / "work"), "sources": sources,
+            "shards": {"max_urls": 7}, "publish": {"min_ratio": 0.0}}  # fmt: skip
+
+
+def copy_output(live: Path, twin: Path) -> None:
+    """A copy of a live output folder whose manifest records the copies' object versions (a local file's is its
+    inode, mtime and size: the copies' would otherwise look replaced), so that a build of the copy keeps the
+    unchanged shards as one of the original does. The manifest still names the original's work folder: a
+    build of the copy reads the same assignment and delta state."""
+    shutil.copytree(live, twin)
+    output = Storage.open(str(twin))
+    manifest = Manifest.load(output)
+    assert manifest is not None
+    listing = output.list_details()
+    for record in manifest.shards:
+        record.version = listing[record.name].version
+    output.write_bytes(MANIFEST_NAME, manifest.to_json())

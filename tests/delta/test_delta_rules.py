@@ -1,0 +1,165 @@
+"""Delta builds' rules: the change-aware source's config, which sites keep a delta state, why a delta build runs in
+full (one line) or, with --delta-only, stops before anything changes, and the marks of integer change columns."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sitemap_ops.cli import main
+from sitemap_ops.config import load_config
+from sitemap_ops.errors import ConfigError
+from sitemap_ops.pipeline import run_build
+from sitemap_ops.progress import Progress
+from sitemap_ops.stage.config import SourceConfig
+from sitemap_ops.stage.delta_state import unsupported
+from sitemap_ops.stage.exceptions import SourceError
+from tests.delta.inventory import SITE
+from tests.helpers import published
+
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"key_column": "id"}, "names both `key_column`"),
+        ({"changed_column": "updated_at"}, "names both `key_column`"),
+        ({"kind": "deleted", "key_column": "id"}, "names both `key_column`"),
+        ({"kind": "images", "key_column": "id", "changed_column": "t"}, "page and deleted sources only"),
+        ({"kind": "deleted", "key_column": "id", "changed_column": "t", "deleted_column": "x"}, "page sources only"),
+        ({"key_column": "id", "changed_column": "t", "changed_overlap": -1}, "`changed_overlap` must be"),
+        ({"key_column": "id", "changed_column": "t", "changed_overlap": "5m"}, "`changed_overlap` must be"),
+    ],
+)
+def test_a_change_aware_source_names_what_a_delta_build_needs(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SourceConfig(path="pages.parquet", **fields)
+
+
+def _site(tmp_path: Path, sources: list[dict[str, Any]], **more: Any) -> Any:
+    data = {"base_url": SITE, "output": str(tmp_path / "public"), "work_dir": str(tmp_path / "work")}
+    return load_config(None, {**data, "sources": sources, **more})
+
+
+PAGES = {"path": "pages.parquet", "key_column": "id", "changed_column": "t"}
+
+
+@pytest.mark.parametrize(
+    ("sources", "more", "why"),
+    [
+        ([{"path": "pages.parquet"}], {}, "names no `key_column` and `changed_column`"),
+        ([PAGES, {"path": "x.parquet", "kind": "exclude"}], {}, "is of kind 'exclude'"),
+        ([PAGES], {"duckdb": {"stage_splits": 4}}, "the stage runs in parts"),
+        ([PAGES, {**PAGES, "path": "more.parquet"}, {**PAGES, "path": "d.parquet", "kind": "deleted"}], {}, "several"),
+    ],
+)
+def test_the_sites_that_keep_no_delta_state_say_why(
+    tmp_path: Path, sources: list[dict[str, Any]], more: dict[str, Any], why: str
+) -> None:
+    assert why in (unsupported(_site(tmp_path, sources, **more).stage_settings()) or "")
+    assert unsupported(_site(tmp_path, [PAGES]).stage_settings()) is None
+
+
+def _write(path: Path, rows: list[dict[str, Any]], changed: pa.DataType = pa.timestamp("us")) -> None:
+    schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", changed)])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+
+
+def _rows(count: int, when: Any) -> list[dict[str, Any]]:
+    return [{"id": i, "loc": f"{SITE}/p/{i}", "t": when} for i in range(count)]
+
+
+class Lines(Progress):
+    """The progress lines a build says, kept."""
+
+    def __init__(self) -> None:
+        self.stream = io.StringIO()
+        super().__init__(enabled=True, stream=self.stream)
+
+    @property
+    def text(self) -> str:
+        return self.stream.getvalue()
+
+
+def test_a_delta_build_without_a_state_is_a_full_one_that_says_why(tmp_path: Path) -> None:
+    _write(tmp_path / "pages.parquet", _rows(20, dt.datetime(2026, 11, 20)))
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
+    lines = Lines()
+    summary = run_build(config, now=NOW, delta="try", progress=lines)
+    why = "the live build kept no delta state (nothing is live, or it was a full build without one)"
+    assert summary.stage.mode == f"full: {why}"
+    assert f"stage: a full build instead of a delta build: {why}\n" in lines.text
+    assert summary.stage.state is not None and summary.stage.state.marks == {"0": "2026-11-20 00:00:00"}
+    assert len(published(tmp_path / "public")) == 20
+    # another config (a rule changed) cannot start from that state
+    other = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet"), "section": "docs"}])
+    assert run_build(other, now=NOW, delta="try").stage.mode == (
+        "full: the sources or the normalization rules changed since the live build"
+    )
+    # the state's files gone (a work folder cleared): a full build again
+    shutil.rmtree(tmp_path / "work")
+    again = run_build(other, now=NOW + dt.timedelta(minutes=1), delta="try")
+    assert again.stage.mode.startswith("full: the live build's staged snapshot is gone: ")
+
+
+def test_delta_only_stops_with_one_line_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path / "pages.parquet", _rows(20, dt.datetime(2026, 11, 20)))
+    args = ["build", "--base-url", SITE, "--output", str(tmp_path / "public"), "--work-dir", str(tmp_path / "work")]
+    args += ["--source", str(tmp_path / "pages.parquet"), "--delta-only", "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "sitemap-ops build: error: a delta build is not possible: source "
+        f"{tmp_path / 'pages.parquet'} names no `key_column` and `changed_column`"
+    ]
+    assert not (tmp_path / "public").exists() or not list((tmp_path / "public").iterdir())
+
+
+def test_keys_that_do_not_tell_rows_apart_keep_no_state(tmp_path: Path) -> None:
+    rows = _rows(10, dt.datetime(2026, 11, 20))
+    rows[3]["id"] = 2
+    _write(tmp_path / "pages.parquet", rows)
+    lines = Lines()
+    summary = run_build(_site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}]), now=NOW, progress=lines)
+    assert summary.stage.state is None
+    assert "stage: no delta state kept (the next build is a full one): 1 row(s) repeat another row's key" in lines.text
+    rows[3]["id"], rows[4]["t"] = 3, None
+    _write(tmp_path / "pages.parquet", rows)
+    lines = Lines()
+    run_build(_site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}]), now=NOW, progress=lines)
+    assert f"1 row(s) of source {tmp_path / 'pages.parquet'} have no t\n" in lines.text
+
+
+def test_a_change_column_of_text_is_one_clear_error(tmp_path: Path) -> None:
+    _write(tmp_path / "pages.parquet", _rows(3, "yesterday"), pa.string())
+    with pytest.raises(SourceError, match="changed_column 't' must be a timestamp, a date or an integer, not str"):
+        run_build(_site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}]), now=NOW)
+
+
+def test_an_integer_change_column_reads_the_rows_past_its_mark_less_the_overlap(tmp_path: Path) -> None:
+    """A sequence number as the change column: the delta build reads the rows past the mark less the overlap (a
+    count of sequence numbers), and a row changed past the mark moves to its new URL."""
+    rows = _rows(30, 0)
+    for row in rows:
+        row["t"] = row["id"]  # the sequence: 0..29
+    _write(tmp_path / "pages.parquet", rows, pa.int64())
+    source = {**PAGES, "path": str(tmp_path / "pages.parquet"), "changed_overlap": 5}
+    first = run_build(_site(tmp_path, [source]), now=NOW)
+    assert first.stage.state is not None and first.stage.state.marks == {"0": 29}
+    rows[2] = {"id": 2, "loc": f"{SITE}/moved", "t": 30}
+    rows.append({"id": 30, "loc": f"{SITE}/new", "t": 31})
+    _write(tmp_path / "pages.parquet", rows, pa.int64())
+    delta = run_build(_site(tmp_path, [source]), now=NOW + dt.timedelta(minutes=1), delta="only")
+    assert delta.stage.mode == "delta"
+    assert delta.stage.rows_in == 7  # (t > 29 - 5: 25..29, 30, 31)
+    assert delta.stage.state is not None and delta.stage.state.marks == {"0": 31}
+    live = set(published(tmp_path / "public"))
+    assert f"{SITE}/moved" in live and f"{SITE}/new" in live and f"{SITE}/p/2" not in live and len(live) == 31

@@ -1,0 +1,149 @@
+"""Delta builds equal full builds: random edits of a change-aware inventory (Parquet, PostgreSQL), each followed
+by a delta build and, from a copy of the same live site and work folder, a full build with the same clock and
+build id (which salts a shard's name when its content name is taken); the two publish the same bytes, and the
+live URLs are exactly the inventory's. Delta builds that fail at a storage write or are killed leave one good
+build live, and the next delta build starts from it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import filecmp
+import os
+import random
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sitemap_ops import storage as storage_module
+from sitemap_ops.config import SiteConfig, load_config
+from sitemap_ops.constants import MANIFEST_NAME
+from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.pipeline import run_build, steps
+from sitemap_ops.storage import FAULTS_VARIABLE, Storage
+from tests.delta.inventory import Inventory, copy_output, parquet_sources, site, write_parquet
+from tests.helpers import assert_schema_valid, published
+from tests.publish.faults import in_child, read_live
+from tests.servers import Database
+
+
+def _same_output(delta: Path, full: Path) -> None:
+    """Every file of the two outputs but their manifests (build ids, times) is byte for byte the same."""
+    names = sorted(p.name for p in delta.iterdir() if p.name != MANIFEST_NAME)
+    assert names == sorted(p.name for p in full.iterdir() if p.name != MANIFEST_NAME)
+    _, mismatch, errors = filecmp.cmpfiles(delta, full, names, shallow=False)
+    assert not mismatch and not errors, mismatch or errors
+
+
+def _run_sequence(
+    tmp_path: Path,
+    seed: int,
+    steps: int,
+    sources: list[dict],
+    write: Callable[[Inventory], None],
+    faults: bool = False,
+) -> None:
+    """`steps` random edits, each followed by a delta build: with `faults`, one that may fail at a random storage
+    write or be killed after one (the live site is then the last good build's or the new one's); else (and on
+    every clean step) one equal to a full build from a copy of the same site at the same time."""
+    inventory = Inventory(random.Random(seed))
+    inventory.start(40)
+    write(inventory)
+    live = tmp_path / "live"
+    now = inventory.clock + dt.timedelta(minutes=1)
+    first = run_build(load_config(None, site(live, sources)), now=now, delta="try")
+    assert first.stage.mode.startswith("full: ") and first.stage.state is not None
+    good = inventory.expected(now)
+    for number in range(steps):
+        inventory.step(inventory.rng.randint(1, 6))
+        write(inventory)
+        now = inventory.clock + dt.timedelta(minutes=1)
+        config = load_config(None, site(live, sources))
+        mode = inventory.rng.choice(("clean", "fail", "kill")) if faults else "clean"
+        if mode != "clean":
+            _faulty_delta(config, mode, inventory.rng.randint(1, 22), now)
+            found = set(read_live(Storage.open(config.output), config.public_url))
+            assert found in (good, inventory.expected(now)), f"step {number} ({mode}): neither build's inventory"
+            good = found
+            continue
+        twin = tmp_path / f"twin-{number}"
+        copy_output(live / "public", twin / "public")
+        run_build(load_config(None, site(twin, sources)), now=now)  # (first: the delta build drops the old state)
+        summary = run_build(config, now=now, delta="only")
+        assert summary.stage.mode == "delta", summary.stage.mode
+        _same_output(live / "public", twin / "public")
+        assert_schema_valid(live / "public")
+        good = inventory.expected(now)
+        assert set(published(live / "public")) == good, f"step {number}"
+        shutil.rmtree(twin)
+
+
+def _faulty_delta(config: SiteConfig, mode: str, mutation: int, now: dt.datetime) -> None:
+    """A delta build whose `mutation`th storage write fails ("fail") or is its last before a SIGKILL ("kill")."""
+    if mode == "kill":
+        status = in_child(lambda: run_build(config, now=now, delta="only"), f"kill:{mutation}")
+        assert status in (0, -9), f"the build exited {status}"
+        return
+    os.environ[FAULTS_VARIABLE] = f"fail:{mutation}"
+    storage_module._mutations = 0
+    try:
+        run_build(config, now=now, delta="only")
+    except SitemapOpsError:
+        pass
+    finally:
+        del os.environ[FAULTS_VARIABLE]
+
+
+@pytest.fixture(autouse=True)
+def _same_build_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build's id is its clock and a random token: the same token here, so two builds at one time share it."""
+    monkeypatch.setattr(steps.secrets, "token_hex", lambda size: "0" * 2 * size)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_delta_builds_of_parquet_equal_full_builds(tmp_path: Path, seed: int) -> None:
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    _run_sequence(tmp_path, seed, 8, parquet_sources(folder), lambda inventory: write_parquet(inventory, folder))
+
+
+def test_delta_builds_under_storage_faults_and_kills(tmp_path: Path) -> None:
+    """A delta build that fails or is killed leaves one good build live; the next starts from what is live."""
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    _run_sequence(tmp_path, 4, 14, parquet_sources(folder), lambda inventory: write_parquet(inventory, folder), True)
+
+
+@pytest.mark.service("postgres")
+def test_delta_builds_of_postgres_equal_full_builds(tmp_path: Path, postgres: Database) -> None:
+    pages, deleted = postgres.table("pages"), postgres.table("deleted")
+    postgres.execute(
+        f"CREATE TABLE {pages} (id BIGINT PRIMARY KEY, url TEXT, updated_at TIMESTAMPTZ NOT NULL, gone BOOLEAN,"
+        " lastmod TIMESTAMPTZ, section TEXT)"
+    )
+    postgres.execute(f"CREATE TABLE {deleted} (id BIGINT, deleted_at TIMESTAMPTZ NOT NULL)")
+
+    def write(inventory: Inventory) -> None:
+        # (the whole table again: the model knows rows, not edits; the change times say what changed)
+        postgres.execute(f"DELETE FROM {pages}")
+        postgres.execute(f"DELETE FROM {deleted}")
+        utc = dt.UTC
+        rows = [
+            (r.key, r.url, r.updated_at.replace(tzinfo=utc), r.gone, r.lastmod and r.lastmod.replace(tzinfo=utc),
+             r.section)
+            for r in inventory.rows.values()
+        ]  # fmt: skip
+        if rows:
+            postgres.executemany(f"INSERT INTO {pages} VALUES (%s, %s, %s, %s, %s, %s)", rows)
+        if inventory.deleted:
+            gone = [(key, when.replace(tzinfo=utc)) for key, when in inventory.deleted]
+            postgres.executemany(f"INSERT INTO {deleted} VALUES (%s, %s)", gone)
+
+    sources = [
+        {"path": postgres.url, "table": pages, "columns": {"loc": "url"}, "key_column": "id",
+         "changed_column": "updated_at", "deleted_column": "gone"},
+        {"path": postgres.url, "table": deleted, "kind": "deleted", "key_column": "id",
+         "changed_column": "deleted_at"},
+    ]  # fmt: skip
+    _run_sequence(tmp_path, 3, 8, sources, write)
