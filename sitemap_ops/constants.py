@@ -323,6 +323,11 @@ STAGE_PART_SHARE = 1.0
 # rebuild in one query ran out of memory at 2 GB rather than spilling.
 PLAN_ROW_OVERHEAD = 100
 PLAN_CHUNK_SHARE = 1.0
+# Render, a plan that kept URLs in their shards: the shards to write are joined with the staged rows and sorted
+# by position in runs of at most this share of DuckDB's memory limit in uncompressed shard bytes (the sorted
+# entries; the run's keys are the join's build side), so that a change touching most of a big site's shards
+# renders them in a few runs rather than running out of memory in one.
+RENDER_JOIN_SHARE = 0.25
 MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
 # The folder of a build's work folder where plan's chunk tasks (sitemap_ops.plan.chunks) hand their rows and
 # kept shards' sums to placement, which may run on another machine, and placement its shard numbers to the

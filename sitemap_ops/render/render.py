@@ -12,7 +12,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.duck import duckdb_path, numpy_of, read_sql, set_variables
+from sitemap_ops.constants import RENDER_JOIN_SHARE
+from sitemap_ops.duck import duckdb_path, memory_limit_bytes, numpy_of, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import RenderConfig, shard_bytes, shard_chunks
 from sitemap_ops.manifest import assignment_files
@@ -68,19 +69,15 @@ def _entry_batches(
     """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), in shard order, from the
     view `staged_rows` of the staged snapshot's rows they are in."""
     if not plan.ordered:
-        # a shard's rows are in its section: those of the shards' sections
-        spans = [snapshot.section_rows(section) for section in {s.section for s in todo}]
-        create_rows_view(con, "staged_rows", snapshot, storage, min(a for a, _ in spans), max(b for _, b in spans))
-        set_variables(
-            con,
-            {
-                "render_keys": [s.key for s in todo],
-                "render_min_key": todo[0].key,
-                "render_max_key": todo[-1].key,
-            },
-        )
-        for batch in con.sql(read_sql("render_sorted")).to_arrow_reader(_BATCH_ROWS):
-            yield numpy_of(batch.column(0), np.int32), batch.column(1)
+        for group in join_groups(todo, memory_limit_bytes(con)):
+            # a shard's rows are in its section: those of the group's sections
+            spans = [snapshot.section_rows(section) for section in {s.section for s in group}]
+            create_rows_view(con, "staged_rows", snapshot, storage, min(a for a, _ in spans), max(b for _, b in spans))
+            wanted = [s.key for s in group]
+            set_variables(con, {"render_keys": wanted, "render_min_key": wanted[0], "render_max_key": wanted[-1]})
+            con.execute(read_sql("render_group"))
+            for batch in con.sql(read_sql("render_sorted")).to_arrow_reader(_BATCH_ROWS):
+                yield numpy_of(batch.column(0), np.int32), batch.column(1)
         return
     for run, first, end in _row_ranges(plan, todo):
         keys = np.array([s.key for s in run], dtype=np.int32)
@@ -94,6 +91,22 @@ def _entry_batches(
                 rows = done + np.arange(len(batch))
                 yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)
                 done += len(batch)
+
+
+def join_groups(todo: list[ShardPlan], memory_limit: int) -> list[list[ShardPlan]]:
+    """The shards to write of a plan that kept URLs in their shards (in key order), cut into runs whose bytes stay
+    within RENDER_JOIN_SHARE of DuckDB's memory limit: each run is one join and sort (sql/render_sorted.sql),
+    whose memory that bounds whatever share of a big site's shards changed."""
+    budget = max(1, int(memory_limit * RENDER_JOIN_SHARE))
+    groups: list[list[ShardPlan]] = [[]]
+    size = 0
+    for shard in todo:
+        if groups[-1] and size + shard.bytes > budget:
+            groups.append([])
+            size = 0
+        groups[-1].append(shard)
+        size += shard.bytes
+    return groups
 
 
 def _shard_pieces(batches: Iterator[tuple[np.ndarray, pa.Array]]) -> Iterator[tuple[int, list[memoryview]]]:

@@ -8,7 +8,11 @@ import random
 from pathlib import Path
 
 import duckdb
+import pytest
 
+from sitemap_ops.plan.plan import ShardPlan
+from sitemap_ops.render import render as render_module
+from sitemap_ops.render.render import join_groups
 from tests.helpers import NOW, build, read_file, shard_entries, write_inventory
 
 SITE = "https://www.example.com"
@@ -61,3 +65,33 @@ def test_a_plan_that_kept_shards_renders_each_shard_in_position_order(tmp_path: 
         expected.setdefault(f"sitemap-pages-{shard:05d}.xml.gz", []).append(loc)
     assert _shard_locs(out) == expected
     assert sum(map(len, expected.values())) == 3_300
+
+
+def test_shards_joined_in_runs_within_the_memory_share_render_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept-shards plan's shards are joined in runs of at most RENDER_JOIN_SHARE of the memory limit: with a
+    share so small that each shard is a run of its own, the files are those of one run."""
+    rows = _rows(3_000, seed=4)
+    # new URLs among the old ones (file order is not shard order) and a new lastmod in each kept shard
+    touched = {sorted(r["loc"] for r in rows)[i] for i in (10, 1_500, 2_500)}
+    grown = [dict(r, lastmod=dt.datetime(2026, 6, 1)) if r["loc"] in touched else r for r in rows]
+    grown += _rows(300, seed=5)
+    for folder in ("one", "runs"):
+        (tmp_path / folder).mkdir()
+        build(tmp_path / folder, rows, shards={"max_urls": 1_000})
+    one, one_out = build(tmp_path / "one", grown, now=NOW + dt.timedelta(hours=1), shards={"max_urls": 1_000})
+    assert not one.plan.ordered and len(join_groups([s for s in one.plan.shards if s.render], 1 << 30)) == 1
+    monkeypatch.setattr(render_module, "RENDER_JOIN_SHARE", 1e-9)
+    runs, runs_out = build(tmp_path / "runs", grown, now=NOW + dt.timedelta(hours=1), shards={"max_urls": 1_000})
+    written = [s for s in runs.plan.shards if s.render]
+    assert len(written) == 4 and len(join_groups(written, 1 << 30)) == 4
+    for shard in written:
+        assert read_file(runs_out / shard.name) == read_file(one_out / shard.name), shard.name
+
+
+def test_join_groups_cut_the_shards_by_their_bytes() -> None:
+    sizes = [4, 4, 3, 9]
+    shards = [ShardPlan(key, "pages", key, f"s{key}", 10, size, None, "", True) for key, size in enumerate(sizes)]
+    assert [[s.key for s in g] for g in join_groups(shards, 32)] == [[0, 1], [2], [3]]  # (a budget of 8 bytes)
+    assert [[s.key for s in g] for g in join_groups(shards, 1 << 30)] == [[0, 1, 2, 3]]
