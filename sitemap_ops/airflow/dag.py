@@ -13,7 +13,7 @@ from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, Param, t
 from airflow.sdk.exceptions import AirflowFailException
 
 from sitemap_ops.airflow.graph import add_build_tasks, describe
-from sitemap_ops.airflow.tasks import content_published, sitemaps_published
+from sitemap_ops.airflow.tasks import DELTA_PARAMS, content_published, sitemaps_published
 from sitemap_ops.config import SiteConfig, load_config
 from sitemap_ops.errors import ConfigError, SitemapOpsError
 
@@ -44,6 +44,12 @@ def build_params() -> dict[str, Param]:
         "full_rebuild": Param(False, type="boolean", description="ignore the last build: write every shard"),
         "dry_run": Param(False, type="boolean", description="stop after the plan: publish nothing"),
         "force": Param(False, type="boolean", description="publish even below the circuit breaker's ratio"),
+        "delta": Param(
+            "auto",
+            enum=list(DELTA_PARAMS),
+            description="read only what changed since the live build: auto (when a content-published event "
+            "triggered the run), try (else build in full), only (else fail), full",
+        ),
     }
 
 

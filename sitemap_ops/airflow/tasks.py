@@ -26,7 +26,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-RUN_PARAMS = ("full_rebuild", "dry_run", "force")
+RUN_PARAMS = ("full_rebuild", "dry_run", "force", "delta")
+# The run param `delta` -> the steps' option (sitemap_ops.pipeline.steps.stage_rows): "auto" reads only what
+# changed when a content-published event triggered the run (a scheduled or manual run builds in full, and so
+# reconciles what the delta builds missed).
+DELTA_PARAMS = {"auto": "try", "try": "try", "only": "only", "full": ""}
 
 
 def content_published(site: str) -> Asset:
@@ -206,10 +210,19 @@ def _options(task: Task, context: Any) -> dict[str, Any]:
         "dry_run": bool(params.get("dry_run", False)),
         "max_ranges": _max_mapped(),
         "max_splits": _max_mapped(),
+        "delta": delta_option(str(params.get("delta", "auto")), context.get("dag_run")),
     }
     if any(step.name == "report" for step in task.steps):  # (a failed build's report says why)
         options["failed"] = _earlier_error(context)
     return options
+
+
+def delta_option(param: str, dag_run: Any) -> str:
+    """The stage's `delta` option for the run param `delta` of `dag_run` (see DELTA_PARAMS)."""
+    run_type = getattr(getattr(dag_run, "run_type", None), "value", getattr(dag_run, "run_type", None))
+    if param == "auto" and run_type != "asset_triggered":
+        return ""
+    return DELTA_PARAMS.get(param, "")
 
 
 def _groups(

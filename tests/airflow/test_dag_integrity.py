@@ -62,10 +62,12 @@ def test_example_dag_is_built_as_specified() -> None:
     assert isinstance(dag.timetable, AssetOrTimeSchedule)
     assert dag.timetable.timetable.expression == "0 3 * * *"
     assert [a.name for a in dag.timetable.asset_condition.objects] == ["content_published_example"]
-    assert set(dag.params) == {"full_rebuild", "dry_run", "force"}
-    for name in dag.params:
+    assert set(dag.params) == {"full_rebuild", "dry_run", "force", "delta"}
+    for name in ("full_rebuild", "dry_run", "force"):
         param = dag.params.get_param(name)
         assert param.schema["type"] == "boolean" and param.value is False and param.description
+    delta = dag.params.get_param("delta")
+    assert delta.value == "auto" and delta.schema["enum"] == ["auto", "try", "only", "full"] and delta.description
     # a plain site's DAG: no task that would only skip; the stage and the plan, which it does not ask for in
     # parts, one task
     order = [t.task_id for t in dag.topological_sort()]
@@ -304,3 +306,16 @@ def test_a_mapped_step_wider_than_the_runs_concurrency_names_what_bounds_it() ->
     assert "the DAG's max_active_tasks" in note and "[airflow] max_active_tasks" in note
     note = concurrency_note("render", 40, 64, 32)
     assert note is not None and "at most 32 tasks at once (Airflow's [core] parallelism" in note
+
+
+def test_a_content_published_event_asks_for_a_delta_build_and_a_scheduled_run_for_a_full_one() -> None:
+    from types import SimpleNamespace
+
+    from airflow.utils.types import DagRunType
+
+    from sitemap_ops.airflow.tasks import delta_option
+
+    event, scheduled = SimpleNamespace(run_type=DagRunType.ASSET_TRIGGERED), SimpleNamespace(run_type="scheduled")
+    assert delta_option("auto", event) == "try" and delta_option("auto", scheduled) == ""
+    assert delta_option("only", scheduled) == "only" and delta_option("try", scheduled) == "try"
+    assert delta_option("full", event) == ""

@@ -20,7 +20,9 @@ SITE = "https://www.example.com"
 NS = {"s": SITEMAP_NS}
 
 
-def _site(folder: Path, db: Database, s3: S3Server, prefix: str, extra: str = "", **storage: object) -> None:
+def _site(
+    folder: Path, db: Database, s3: S3Server, prefix: str, extra: str = "", source: str = "", **storage: object
+) -> None:
     storage_lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in storage.items())
     (folder / "shop.toml").write_text(
         f"""name = "shop"
@@ -33,7 +35,7 @@ work_dir = "{folder / "work"}"
 path = "postgresql://airflow-connection/content"
 table = "{db.table("pages")}"
 columns = {{ loc = "url", lastmod = "updated" }}
-
+{source}
 [shards]
 max_urls = 40
 
@@ -591,3 +593,18 @@ def test_a_multi_host_site_renders_every_hosts_shards_in_one_mapped_step(site) -
     assert states["publish"] == "failed"
     assert f"{SITE}/p/new" in live("multi-example")
     assert live("multi-de") == {f"https://www.example.de/p/{i}" for i in range(30)}
+
+
+def test_a_run_with_delta_reads_only_the_rows_changed_since_the_live_build(site) -> None:
+    folder, db, s3 = site
+    pages = db.table("pages")
+    db.execute(f"ALTER TABLE {pages} ADD COLUMN id SERIAL")
+    db.execute(f"UPDATE {pages} SET updated = now() - interval '1 day' - id * interval '1 minute'")
+    _site(folder, db, s3, "delta", source='key_column = "id"\nchanged_column = "updated"\n')
+    assert _run(folder).state == "success"  # (a manual run builds in full, and keeps the delta state)
+    db.execute(f"INSERT INTO {pages} (url, updated) VALUES ('{SITE}/new', now())")
+    assert _run(folder, delta="only").state == "success"
+    stage = json.loads(_objects(s3, "delta")["manifest.json"])["stage"]
+    # the new row, and the rows within the overlap (5 minutes) before the high-water mark
+    assert stage["mode"] == "delta" and stage["rows_in"] == 6
+    assert _live_locs(s3, "delta") == {f"{SITE}/p/{i}" for i in range(100)} | {f"{SITE}/new"}
