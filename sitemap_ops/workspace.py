@@ -22,6 +22,7 @@ from sitemap_ops.constants import (
     RECOVERED_NAME,
     STAGED_NAME,
     STAGED_PART_FILE,
+    STATE_LAYER_NAME,
     STATE_ROWS_NAME,
     WORK_FILES,
     WORK_MARKER_NAME,
@@ -31,6 +32,7 @@ from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.plan.chunks import clear_assignment, clear_changes, clear_chunks
 from sitemap_ops.snapshot import clear_snapshot
 from sitemap_ops.stage.partitions import clear_ranges
+from sitemap_ops.stage.result import DeltaState
 from sitemap_ops.storage import Storage, open_file
 
 # Work folders of this many recent builds are kept (rejects.csv and plan.json; the big snapshots go).
@@ -73,9 +75,9 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
         clear_snapshots(work)
     clear_chunks(work)
     root = work_root(config)
-    state = previous.stage.get("state") if previous is not None else None
-    if state and previous is not None and previous.build_id != manifest.build_id:
-        _drop_state(config, root, state)
+    kept = _state_files(manifest)
+    if previous is not None and previous.build_id != manifest.build_id:
+        _drop_files(config, root, [url for url in _state_files(previous) if url not in kept])
     if previous is not None and previous.assignment and previous.assignment != manifest.assignment:
         files = [open_file(f, config.storage) for f in assignment_files(previous.assignment)]
         folder = files[0][0]
@@ -83,29 +85,40 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
             folder.delete_many(
                 [n for _, n in files if n in (PLANNED_NAME, RECOVERED_NAME) or re.fullmatch(PLANNED_PART_FILE, n)]
             )
-    live_folder = open_file(manifest.assignment, config.storage)[0].url if manifest.assignment else ""
-    prune_work(root, live_folder)
+    live = [manifest.assignment] if manifest.assignment else []
+    prune_work(root, {open_file(url, config.storage)[0].url for url in [*live, *kept]})
 
 
-def _drop_state(config: SiteConfig, root: Storage, state: dict[str, str]) -> None:
-    """Delete a superseded build's delta state (its rows and staged snapshot): only in a work folder of `root`,
-    only the names a build gives them."""
-    folder = open_file(str(state.get("rows", "")), config.storage)[0]
-    if folder.url.startswith(root.url.rstrip("/") + "/") and folder.exists(WORK_MARKER_NAME):
-        folder.delete(STATE_ROWS_NAME)
-        clear_snapshot(folder, STAGED_NAME, STAGED_PART_FILE)
+def _state_files(manifest: Manifest) -> list[str]:
+    """The files of a build's delta state (none when it kept none)."""
+    state = manifest.stage.get("state")
+    return DeltaState(**state).files() if state else []
 
 
-def prune_work(root: Storage, live_folder: str = "") -> None:
+def _drop_files(config: SiteConfig, root: Storage, urls: list[str]) -> None:
+    """Delete a superseded delta state's files (its rows, layers and staged snapshot): only in a work folder of
+    `root`, only the names a build gives them."""
+    for url in urls:
+        folder, name = open_file(url, config.storage)
+        if not folder.url.startswith(root.url.rstrip("/") + "/") or not folder.exists(WORK_MARKER_NAME):
+            continue
+        if name in (STATE_ROWS_NAME, STATE_LAYER_NAME):
+            folder.delete(name)
+        elif name == STAGED_NAME:
+            clear_snapshot(folder, STAGED_NAME, STAGED_PART_FILE)
+
+
+def prune_work(root: Storage, kept: set[str] | None = None) -> None:
     """Empty and remove the work folders in `root` of all but the last KEEP_WORK_DIRS builds (only folders
-    holding the marker, only the files a build writes), never `live_folder` (the live build's assignment's)."""
+    holding the marker, only the files a build writes), never those in `kept` (the live build's assignment's and
+    delta state's)."""
     builds = [b for b in root.list_dirs() if root.child(b).exists(WORK_MARKER_NAME)]
     for build in builds:
         if root.is_local:
             _remove_dead_spills(root.child(build).root, SPILL_PREFIX)
     for old in builds[:-KEEP_WORK_DIRS]:
         folder = root.child(old)
-        if folder.url == live_folder:
+        if folder.url in (kept or set()):
             continue
         for name in WORK_FILES:
             folder.delete(name)
@@ -128,6 +141,7 @@ def drop_snapshots(work: Storage) -> None:
     clear_snapshots(work)
     work.delete(PLANNED_NAME)
     work.delete(STATE_ROWS_NAME)
+    work.delete(STATE_LAYER_NAME)
     clear_chunks(work)
     clear_assignment(work)
 

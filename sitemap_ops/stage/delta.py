@@ -18,7 +18,14 @@ from collections.abc import Mapping
 import duckdb
 import pyarrow as pa
 
-from sitemap_ops.constants import REJECTS_NAME, STAGED_NAME, STAGED_PART_NAME, STATE_ROWS_NAME
+from sitemap_ops.constants import (
+    MAX_STATE_LAYERS,
+    REJECTS_NAME,
+    STAGED_NAME,
+    STAGED_PART_NAME,
+    STATE_LAYER_NAME,
+    STATE_ROWS_NAME,
+)
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.errors import StorageError, first_line
 from sitemap_ops.progress import Progress
@@ -51,10 +58,7 @@ def run_delta_stage(
     marks, _ = read_marks(con, config, inventory, nulls=False)  # (before the rows, as a full build reads them)
     try:
         old = load_snapshot(state.snapshot, config.storage)
-        folder, name = open_file(state.rows, config.storage)
-        if not folder.exists(name):
-            raise DeltaRefused(f"the live build's delta state {state.rows} is gone")
-        rows_path = storage_path(con, folder, name)
+        paths = [_existing(con, url, config) for url in (state.rows, *state.layers)]
     except StorageError as exc:
         raise DeltaRefused(f"the live build's staged snapshot is gone: {first_line(exc)}") from None
     try:
@@ -70,7 +74,7 @@ def run_delta_stage(
         why = "have no key" if no_key else "repeat another row's key in their source"
         raise DeltaRefused(f"{no_key or repeated:,} of the rows changed since the live build {why}")
     try:
-        con.read_parquet(rows_path).create_view("state_old", replace=True)
+        _state_view(con, paths)
         con.execute(read_sql("stage_delta_read"))
     except duckdb.Error as exc:
         raise StageError(f"cannot read the live build's delta state {state.rows}: {first_line(exc)}") from None
@@ -86,9 +90,11 @@ def run_delta_stage(
         with progress.working("stage: merging the changed rows into the live build's", con.query_progress):
             con.execute(read_sql("stage_delta"))
             con.sql(read_sql("stage_dedupe")).create_view("delta_winners", replace=True)
-            con.sql("SELECT * FROM state_new").write_parquet(
-                storage_path(con, work, STATE_ROWS_NAME), compression="zstd"
-            )
+            # a layer over the state, or (past MAX_STATE_LAYERS) the state's rows merged
+            layered = len(state.layers) < MAX_STATE_LAYERS
+            written = STATE_LAYER_NAME if layered else STATE_ROWS_NAME
+            query = read_sql("stage_delta_layer") if layered else "SELECT * FROM state_new"
+            con.sql(query).write_parquet(storage_path(con, work, written), compression="zstd")
             ((valid, touched),) = con.execute(read_sql("stage_delta_counts")).fetchall()
             snapshot_rows = con.sql(read_sql("stage_delta_snapshot"))
             snapshot_rows.write_parquet(storage_path(con, work, first), compression="snappy")
@@ -97,8 +103,30 @@ def run_delta_stage(
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
     result.mode = "delta"
-    result.state = DeltaState(work.url_of(STATE_ROWS_NAME), snapshot.url, next_marks(state.marks, marks), state.digest)
+    base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
+    result.state = DeltaState(base, snapshot.url, next_marks(state.marks, marks), state.digest, layers)
     return finish_stage(config, con, work, result, snapshot, int(valid), [], progress, None)
+
+
+def _existing(con: duckdb.DuckDBPyConnection, url: str, config: StageSettings) -> str:
+    """A file of the live build's delta state as DuckDB reads it; DeltaRefused when it is gone."""
+    folder, name = open_file(url, config.storage)
+    if not folder.exists(name):
+        raise DeltaRefused(f"the live build's delta state {url} is gone")
+    return storage_path(con, folder, name)
+
+
+def _state_view(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    """The view `state_old` over the state's rows (the first of `paths`) and its layers (the others, oldest
+    first): sql/stage_delta_layers.sql."""
+    base = con.read_parquet(paths[0])
+    base.create_view("state_base", replace=True)
+    layers = [con.read_parquet(path).select(f"*, {number} AS layer") for number, path in enumerate(paths[1:])]
+    union = base.limit(0).select("*, 0 AS layer")  # (no layer: none of its rows)
+    for layer in layers:
+        union = union.union(layer)
+    union.create_view("state_layers", replace=True)
+    con.execute(read_sql("stage_delta_layers"))
 
 
 def _read_deleted(

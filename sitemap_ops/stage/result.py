@@ -189,12 +189,19 @@ class DeltaState:
     """What a delta build of a change-aware site starts from (sitemap_ops.stage.delta), recorded with the build
     in the manifest: the files its stage kept, each source's high-water mark, and the config they came from."""
 
-    rows: str  # every valid normalized row with its source and key (constants.STATE_ROWS_NAME)
+    rows: str  # every valid normalized row with its source and key, as a full build kept them (STATE_ROWS_NAME)
     snapshot: str  # the staged snapshot's index (kept while the build is live)
     # each change-aware source's (by position) highest change column as read before its rows: an integer, or a
     # timestamp or date in ISO form; None: the source had no row
     marks: dict[str, int | str | None]
     digest: str  # of the stage's settings (sitemap_ops.stage.delta.settings_digest): another needs a full build
+    # the delta builds' changes since, oldest first (STATE_LAYER_NAME): each key's row in a layer (or no row: the
+    # key is gone) replaces its rows in `rows` and the layers before
+    layers: list[str] = field(default_factory=list)
+
+    def files(self) -> list[str]:
+        """Every file the state reads (its snapshot's index included)."""
+        return [self.rows, *self.layers, self.snapshot]
 
 
 @dataclass

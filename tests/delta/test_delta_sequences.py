@@ -18,9 +18,10 @@ import pytest
 
 from sitemap_ops import storage as storage_module
 from sitemap_ops.config import SiteConfig, load_config
-from sitemap_ops.constants import MANIFEST_NAME
+from sitemap_ops.constants import MANIFEST_NAME, MAX_STATE_LAYERS
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.pipeline import run_build, steps
+from sitemap_ops.stage import delta as delta_module
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
 from tests.delta.inventory import Inventory, copy_output, parquet_sources, site, write_parquet
 from tests.helpers import assert_schema_valid, published
@@ -43,10 +44,11 @@ def _run_sequence(
     sources: list[dict],
     write: Callable[[Inventory], None],
     faults: bool = False,
-) -> None:
+) -> list[int]:
     """`steps` random edits, each followed by a delta build: with `faults`, one that may fail at a random storage
     write or be killed after one (the live site is then the last good build's or the new one's); else (and on
-    every clean step) one equal to a full build from a copy of the same site at the same time."""
+    every clean step) one equal to a full build from a copy of the same site at the same time. Returns each
+    clean delta build's layers over the state."""
     inventory = Inventory(random.Random(seed))
     inventory.start(40)
     write(inventory)
@@ -55,6 +57,7 @@ def _run_sequence(
     first = run_build(load_config(None, site(live, sources)), now=now, delta="try")
     assert first.stage.mode.startswith("full: ") and first.stage.state is not None
     good = inventory.expected(now)
+    layers: list[int] = []
     for number in range(steps):
         inventory.step(inventory.rng.randint(1, 6))
         write(inventory)
@@ -71,12 +74,14 @@ def _run_sequence(
         copy_output(live / "public", twin / "public")
         run_build(load_config(None, site(twin, sources)), now=now)  # (first: the delta build drops the old state)
         summary = run_build(config, now=now, delta="only")
-        assert summary.stage.mode == "delta", summary.stage.mode
+        assert summary.stage.mode == "delta" and summary.stage.state is not None, summary.stage.mode
+        layers.append(len(summary.stage.state.layers))
         _same_output(live / "public", twin / "public")
         assert_schema_valid(live / "public")
         good = inventory.expected(now)
         assert set(published(live / "public")) == good, f"step {number}"
         shutil.rmtree(twin)
+    return layers
 
 
 def _faulty_delta(config: SiteConfig, mode: str, mutation: int, now: dt.datetime) -> None:
@@ -101,11 +106,19 @@ def _same_build_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(steps.secrets, "token_hex", lambda size: "0" * 2 * size)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_delta_builds_of_parquet_equal_full_builds(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "layers"), [(1, MAX_STATE_LAYERS), (2, 2)])
+def test_delta_builds_of_parquet_equal_full_builds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, layers: int
+) -> None:
+    """(With at most 2 layers, every third delta build writes the state's rows merged.)"""
+    monkeypatch.setattr(delta_module, "MAX_STATE_LAYERS", layers)
     folder = tmp_path / "inventory"
     folder.mkdir()
-    _run_sequence(tmp_path, seed, 8, parquet_sources(folder), lambda inventory: write_parquet(inventory, folder))
+    found = _run_sequence(
+        tmp_path, seed, 8, parquet_sources(folder), lambda inventory: write_parquet(inventory, folder)
+    )
+    # a layer each, or with at most 2, every third build with the rows merged
+    assert found == ([1, 2, 3, 4, 5, 6, 7, 8] if layers > 8 else [1, 2, 0, 1, 2, 0, 1, 2])
 
 
 def test_delta_builds_under_storage_faults_and_kills(tmp_path: Path) -> None:
