@@ -19,8 +19,9 @@ from typing import Any
 from sitemap_ops import __version__
 from sitemap_ops.commands import COMMANDS
 from sitemap_ops.constants import DEFAULT_PROFILE, PROFILES, VALIDATE_TIME_LIMIT_SECONDS
-from sitemap_ops.errors import SitemapOpsError, first_line
+from sitemap_ops.errors import ConfigError, SitemapOpsError, first_line
 from sitemap_ops.stage.config import CSV_ENCODINGS, SOURCE_FORMATS
+from sitemap_ops.stage.listed import Listed, listed_changes
 from sitemap_ops.summary import summary_lines
 
 log = logging.getLogger("sitemap_ops")
@@ -98,6 +99,15 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help="as --delta, but fail (changing nothing) when a delta build is not possible",
     )  # fmt: skip
     parser.add_argument(
+        "--changed-key", action="append", default=[], metavar="KEY",
+        help="a delta build of just the rows of this key (of the page sources' key_column), created, changed or "
+        "deleted; repeat it for more (implies --delta)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--changed-url", action="append", default=[], metavar="URL",
+        help="a delta build of just the rows of this URL, created, changed or deleted; repeat it (implies --delta)",
+    )  # fmt: skip
+    parser.add_argument(
         "--indexnow", action=argparse.BooleanOptionalAction, default=None,
         help="submit the build's changes to IndexNow (default: on when the config has an [indexnow] table)",
     )  # fmt: skip
@@ -160,18 +170,30 @@ def _pair(flag: str, text: str) -> tuple[str, str]:
     return name, value
 
 
+def _listed(args: argparse.Namespace) -> Listed | None:
+    """The keys and URLs --changed-key and --changed-url name (None: neither was given)."""
+    if not args.changed_key and not args.changed_url:
+        return None
+    listed, why = listed_changes([{"keys": args.changed_key, "urls": args.changed_url}])
+    if listed is None:
+        raise ConfigError(f"--changed-key and --changed-url: {why}")
+    return listed
+
+
 def _build(args: argparse.Namespace, dry_run: bool) -> int:
     from sitemap_ops.config import load_config
     from sitemap_ops.pipeline import run_build
     from sitemap_ops.progress import Progress
 
     config = load_config(args.config, _overrides(args))
+    listed = _listed(args)
     summary = run_build(
         config,
         dry_run=dry_run,
         force=args.force,
         full_rebuild=args.full_rebuild,
-        delta=args.delta,
+        delta=args.delta or ("try" if listed else ""),
+        listed=listed,
         progress=Progress(enabled=not args.quiet),
     )
     print(json.dumps(summary.to_dict(), indent=1) if args.json else "\n".join(summary_lines(summary)))

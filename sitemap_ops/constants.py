@@ -199,6 +199,9 @@ STATE_LAYER_NAME = "state-layer.parquet"
 # A delta build adds a layer to the state rather than rewriting its rows, up to this many layers; the next writes
 # the rows merged (as will the next full build). Each layer costs every later delta build a read of its rows.
 MAX_STATE_LAYERS = 24
+# A delta build of the keys and URLs events name reads them as literals of the query it sends the source; past
+# this many it reads past the high-water marks instead (sitemap_ops.stage.listed).
+MAX_LISTED_CHANGES = 10_000
 HREFLANG_NAME = "hreflang.csv"  # stage: hreflang problems found in the alternates
 PLANNED_NAME = "planned.parquet"  # plan, earlier versions: every URL's shard in one file (read while live)
 # plan: every URL's shard (the assignment the next build keeps), in parts: one per plan chunk, each written by

@@ -18,6 +18,7 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.constants import MAX_RENDER_GROUPS
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.pipeline.graph import Hosts, Step
+from sitemap_ops.stage.listed import Listed, listed_changes
 from sitemap_ops.stage.result import StageResult
 
 if TYPE_CHECKING:
@@ -212,6 +213,8 @@ def _options(task: Task, context: Any) -> dict[str, Any]:
         "max_splits": _max_mapped(),
         "delta": delta_option(str(params.get("delta", "auto")), context.get("dag_run")),
     }
+    if any("listed" in step.options for step in task.steps):
+        options["listed"] = listed_option(task.config.name, context)
     if any(step.name == "report" for step in task.steps):  # (a failed build's report says why)
         options["failed"] = _earlier_error(context)
     return options
@@ -219,10 +222,28 @@ def _options(task: Task, context: Any) -> dict[str, Any]:
 
 def delta_option(param: str, dag_run: Any) -> str:
     """The stage's `delta` option for the run param `delta` of `dag_run` (see DELTA_PARAMS)."""
-    run_type = getattr(getattr(dag_run, "run_type", None), "value", getattr(dag_run, "run_type", None))
-    if param == "auto" and run_type != "asset_triggered":
+    if param == "auto" and _run_type(dag_run) != "asset_triggered":
         return ""
     return DELTA_PARAMS.get(param, "")
+
+
+def listed_option(site: str, context: Any) -> Listed | None:
+    """The keys and URLs the content-published events that triggered the run name together (see
+    sitemap_ops.stage.listed), or None (a delta build reads past the high-water marks; the log says why)."""
+    if _run_type(context.get("dag_run")) != "asset_triggered":
+        return None
+    events = context.get("triggering_asset_events") or {}
+    extras = [event.extra for event in events.get(content_published(site), [])]
+    listed, why = listed_changes(extras)
+    if listed is None:
+        log.info("a delta build reads the rows changed since the live build's high-water marks: %s", why)
+    return listed
+
+
+def _run_type(dag_run: Any) -> str | None:
+    """A DAG run's type ("scheduled", "manual", "asset_triggered", ...)."""
+    run_type = getattr(dag_run, "run_type", None)
+    return str(getattr(run_type, "value", run_type)) if run_type is not None else None
 
 
 def _groups(

@@ -39,12 +39,13 @@ SLOTS = {
 
 # What a runner may pass a step by keyword, when the step names it in Step.options: the run's own settings
 # (full_rebuild, force, dry_run, preview: a dry run's plan reports the breaker instead of failing; delta: read
-# only what changed since the live build, "try" or "only", sitemap_ops.stage.delta), its
+# only what changed since the live build, "try" or "only", sitemap_ops.stage.delta; listed: only the rows of the
+# keys and URLs events name, sitemap_ops.stage.listed), its
 # progress, the publish lease it holds, how many mapped tasks it may fan out to (max_ranges, max_splits), and
 # for the report, what this process rendered and the phases' seconds.
 OPTIONS = (
     "full_rebuild", "force", "dry_run", "preview", "progress", "lease", "max_ranges", "max_splits", "rendered",
-    "timings", "failed", "delta",
+    "timings", "failed", "delta", "listed",
 )  # fmt: skip
 
 
@@ -181,8 +182,8 @@ def _stage_mapped(name: str, doc: str, needed: Callable[[SiteConfig], bool], **k
 # fmt: off
 STEPS: tuple[Step, ...] = (
     Step("stage_rows", "stage", "stage: read and normalize the inventory; dedupe it, or hand it over in URL "
-         "ranges or input splits", gives="staged", options=("progress", "max_ranges", "max_splits", "delta"),
-         hosts=Hosts.SITE, uses="sources"),
+         "ranges or input splits", gives="staged",
+         options=("progress", "max_ranges", "max_splits", "delta", "listed"), hosts=Hosts.SITE, uses="sources"),
     Step("stage_split", "stage", "stage: read and normalize one input split into the URL ranges", takes=("staged",),
          gives="splits", fan_out=FanOut("staged", "input split"), hosts=Hosts.SITE, needed=split_stage,
          uses="sources"),

@@ -20,6 +20,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import PublishResult, RetireResult
 from sitemap_ops.render.render import RenderedShard
+from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import StageResult
 
 
@@ -203,11 +204,13 @@ def run_build(
     force: bool = False,
     full_rebuild: bool = False,
     delta: str = "",
+    listed: Listed | None = None,
     progress: Progress | None = None,
     now: dt.datetime | None = None,
 ) -> BuildSummary:
     """Run every step of a build in this process. `dry_run` stops after the plan and writes nothing public;
-    `delta` ("try" or "only") reads only what changed since the live build (sitemap_ops.pipeline.steps.stage_rows).
+    `delta` ("try" or "only") reads only what changed since the live build (sitemap_ops.pipeline.steps.stage_rows),
+    with `listed` only the rows of those keys and URLs (sitemap_ops.stage.listed).
 
     A build that publishes holds the output's publish lease, renewed by a heartbeat, from before it reads
     what is live until it is done; a site of several hosts stages once, then builds each host under its own
@@ -218,7 +221,7 @@ def run_build(
         preflight(config)
     run = BuildRun.new(config, now)
     options: dict[str, Any] = {"dry_run": dry_run, "preview": dry_run, "force": force, "full_rebuild": full_rebuild}
-    options["delta"] = delta
+    options["delta"], options["listed"] = delta, listed
     options["progress"] = progress
     steps = steps_for(config)
     site_steps = [s for s in steps if s.hosts is Hosts.SITE and not s.last]

@@ -56,6 +56,7 @@ from sitemap_ops.report.report import change_samples, config_digest, gather, wri
 from sitemap_ops.stage.delta import run_delta_stage
 from sitemap_ops.stage.delta_state import refusal
 from sitemap_ops.stage.exceptions import DeltaImpossibleError, DeltaRefused
+from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.ranged import (
     run_stage_alt_complete,
@@ -144,6 +145,7 @@ def stage_rows(
     max_ranges: int = MAX_STAGE_PARTITIONS,
     max_splits: int = MAX_STAGE_SPLITS,
     delta: str = "",
+    listed: Listed | None = None,
 ) -> StageResult:
     """Read and normalize the inventory, write the rejects file, and either deduplicate it into the staged
     snapshot or, when it is too big for one query, hand it over in at most `max_ranges` URL ranges
@@ -155,13 +157,14 @@ def stage_rows(
     each host's result in `StageResult.hosts` (in the order of `host_runs`).
 
     With `delta` ("try" or "only") it reads only what changed since the live build (sitemap_ops.stage.delta);
-    when that is not possible it says why and stages in full ("try") or stops before anything is read ("only")."""
+    when that is not possible it says why and stages in full ("try") or stops before anything is read ("only");
+    with `listed` too (the keys and URLs events name, sitemap_ops.stage.listed), only their rows."""
     work = open_work(run.config, run.build_id)
     clear_ranges(work)  # an earlier attempt's
     progress = progress or Progress(enabled=False)
     why = ""
     if delta:
-        staged, why = _delta_stage(run, work, progress)
+        staged, why = _delta_stage(run, work, progress, listed)
         if staged is not None:
             return staged
         if delta == "only":
@@ -175,7 +178,9 @@ def stage_rows(
     return staged
 
 
-def _delta_stage(run: BuildRun, work: Storage, progress: Progress) -> tuple[StageResult | None, str]:
+def _delta_stage(
+    run: BuildRun, work: Storage, progress: Progress, listed: Listed | None
+) -> tuple[StageResult | None, str]:
     """The delta stage from the live build's state, or None and why it is not possible."""
     settings = run.config.stage_settings()
     live = live_manifest(run.output, run.config.publish.index_name)
@@ -186,7 +191,7 @@ def _delta_stage(run: BuildRun, work: Storage, progress: Progress) -> tuple[Stag
     assert recorded is not None  # (refusal says why when there is none)
     try:
         with duckdb_session(run.config, work) as con:
-            return run_delta_stage(settings, con, work, run.now, DeltaState(**recorded), progress), ""
+            return run_delta_stage(settings, con, work, run.now, DeltaState(**recorded), progress, listed), ""
     except DeltaRefused as exc:
         return None, str(exc)
 

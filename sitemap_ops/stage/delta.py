@@ -31,8 +31,9 @@ from sitemap_ops.errors import StorageError, first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snapshot
 from sitemap_ops.stage.config import StageSettings
-from sitemap_ops.stage.delta_state import changed_since, next_marks, read_marks
+from sitemap_ops.stage.delta_state import Mark, changed_since, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
+from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState, StageResult
 from sitemap_ops.stage.sources import Inventory, create_inventory_view, quote_identifier, source_catalog
 from sitemap_ops.stage.stage import create_normalized, finish_stage, normalize_variables, read_result, stage_counts
@@ -46,25 +47,35 @@ def run_delta_stage(
     build_time: dt.datetime,
     state: DeltaState,
     progress: Progress,
+    listed: Listed | None = None,
 ) -> StageResult:
     """Stage what changed since the live build's `state` into `work`: the staged snapshot a full build would
-    stage, the rejects of the rows read, and the next state. DeltaRefused when the live build's files are gone or
-    the inventory now carries extensions (which a full build checks)."""
-    since = changed_since(config, state.marks)
-    inventory = create_inventory_view(con, config.sources, config.storage, changed_since=since)
-    if inventory.extensions:
-        raise DeltaRefused(f"the inventory now carries {', '.join(sorted(inventory.extensions))}")
-    set_variables(con, normalize_variables(config, build_time))
-    marks, _ = read_marks(con, config, inventory, nulls=False)  # (before the rows, as a full build reads them)
+    stage, the rejects of the rows read, and the next state. With `listed` (what events name), only the rows of
+    those keys and URLs are read, and the high-water marks stay. DeltaRefused when the live build's files are
+    gone or the inventory now carries extensions (which a full build checks)."""
     try:
         old = load_snapshot(state.snapshot, config.storage)
         paths = [_existing(con, url, config) for url in (state.rows, *state.layers)]
     except StorageError as exc:
         raise DeltaRefused(f"the live build's staged snapshot is gone: {first_line(exc)}") from None
     try:
-        with progress.working("stage: reading the rows changed since the live build", con.query_progress):
+        _state_view(con, paths)
+        named, listed = listed, _with_live_keys(con, listed)
+    except duckdb.Error as exc:
+        raise StageError(f"cannot read the live build's delta state {state.rows}: {first_line(exc)}") from None
+    since = changed_since(config, state.marks) if listed is None else {}
+    inventory = create_inventory_view(con, config.sources, config.storage, changed_since=since, listed=listed)
+    if inventory.extensions:
+        raise DeltaRefused(f"the inventory now carries {', '.join(sorted(inventory.extensions))}")
+    set_variables(con, normalize_variables(config, build_time))
+    marks: dict[str, Mark] = {}
+    if listed is None:  # (before the rows, as a full build reads them)
+        marks, _ = read_marks(con, config, inventory, nulls=False)
+    what = "changed since the live build" if named is None else f"of the {named} events name"
+    try:
+        with progress.working(f"stage: reading the rows {what}", con.query_progress):
             create_normalized(con, False)
-            _read_deleted(con, config, inventory, since)
+            _read_deleted(con, config, inventory, since, listed)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
@@ -72,9 +83,8 @@ def run_delta_stage(
     ((no_key, repeated),) = con.execute(read_sql("stage_delta_keys")).fetchall()
     if no_key or repeated:
         why = "have no key" if no_key else "repeat another row's key in their source"
-        raise DeltaRefused(f"{no_key or repeated:,} of the rows changed since the live build {why}")
+        raise DeltaRefused(f"{no_key or repeated:,} of the rows {what} {why}")
     try:
-        _state_view(con, paths)
         con.execute(read_sql("stage_delta_read"))
     except duckdb.Error as exc:
         raise StageError(f"cannot read the live build's delta state {state.rows}: {first_line(exc)}") from None
@@ -102,7 +112,7 @@ def run_delta_stage(
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
-    result.mode = "delta"
+    result.mode = "delta" if named is None else f"delta: the {named} events name"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     result.state = DeltaState(base, snapshot.url, next_marks(state.marks, marks), state.digest, layers)
     return finish_stage(config, con, work, result, snapshot, int(valid), [], progress, None)
@@ -129,13 +139,36 @@ def _state_view(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
     con.execute(read_sql("stage_delta_layers"))
 
 
+def _with_live_keys(con: duckdb.DuckDBPyConnection, listed: Listed | None) -> Listed | None:
+    """`listed` with the keys whose rows in the live build's state (the view `state_old`) hold a listed URL: the
+    rows of a page that moved or went, which its source may no longer hold under that URL."""
+    if listed is None or not listed.urls:
+        return listed
+    found = con.execute(
+        "SELECT DISTINCT key FROM state_old WHERE loc IN (SELECT unnest(?::VARCHAR[]))", [list(listed.urls)]
+    ).fetchall()
+    return Listed(tuple(sorted({*listed.keys, *(key for (key,) in found)})), listed.urls)
+
+
 def _read_deleted(
-    con: duckdb.DuckDBPyConnection, config: StageSettings, inventory: Inventory, since: Mapping[int, object]
+    con: duckdb.DuckDBPyConnection,
+    config: StageSettings,
+    inventory: Inventory,
+    since: Mapping[int, object],
+    listed: Listed | None,
 ) -> None:
     """The table `deleted_keys` (source, key): the keys the deleted sources list since their marks, each of the
-    site's one page source (delta_state.unsupported refuses a deleted source beside several)."""
+    site's one page source (delta_state.unsupported refuses a deleted source beside several); with `listed`,
+    instead, each listed key of each page source, whose rows the source holds now come back (none: deleted)."""
     con.execute("CREATE OR REPLACE TEMP TABLE deleted_keys (source INTEGER, key VARCHAR)")
     pages = [index for index, source in enumerate(config.sources) if source.kind == "pages"]
+    if listed is not None:
+        con.execute(
+            "INSERT INTO deleted_keys SELECT s.source, k.key FROM unnest(?::INTEGER[]) s(source), "
+            "unnest(?::VARCHAR[]) k(key)",
+            [pages, list(listed.keys)],
+        )
+        return
     for index, source in enumerate(config.sources):
         if source.kind != "deleted":
             continue

@@ -25,6 +25,7 @@ from sitemap_ops.stage.config import (
 from sitemap_ops.stage.databases import attach, scrub
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.lakehouse import open_table, reach, scan_sql
+from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import InputSplit, TableVersion
 from sitemap_ops.storage import StorageConfig
 
@@ -418,6 +419,7 @@ def create_inventory_view(
     split: InputSplit | None = None,
     tables: Iterable[TableVersion] = (),
     changed_since: Mapping[int, object] | None = None,
+    listed: Listed | None = None,
 ) -> Inventory:
     """Create the temp view `inventory` over all page sources (combined before dedupe), and one view per
     extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
@@ -432,8 +434,9 @@ def create_inventory_view(
 
     A page source's soft-deleted rows (`deleted_column` true) are left out, unless `changed_since` is given (a
     delta build, sitemap_ops.stage.delta): then each change-aware page source gives only its rows changed
-    after its value there (all of them without one), soft-deleted ones included, flagged `removed`. A source of
-    deleted keys is read by the delta build alone (sitemap_ops.stage.delta.read_deleted)."""
+    after its value there (all of them without one), soft-deleted ones included, flagged `removed`; with `listed`
+    too (the keys and URLs events name, sitemap_ops.stage.listed), only its rows of those keys and URLs. A
+    source of deleted keys is read by the delta build alone (sitemap_ops.stage.delta.read_deleted)."""
     inventory = Inventory(labels=[s.label for s in sources])
     pinned = {table.source: table for table in tables}
     parts: list[str] = []
@@ -463,12 +466,7 @@ def create_inventory_view(
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         inventory.relations[index], inventory.filters[index] = relation, filters
         if source.kind == "pages":
-            inventory.locs[index] = f"CAST({quote_identifier(_required(source, types, 'loc'))} AS VARCHAR)"
-            select = ", ".join(
-                [_select_list(source, index, types), *_inline_extensions(source, types, inventory.extensions)]
-            )
-            # columns quoted by quote_identifier; the filter is the user's, its values bound as variables
-            parts.append(f"SELECT {select} FROM {relation}{where}")  # noqa: S608
+            parts += _page_reads(source, index, types, relation, conditions, listed, inventory)
         elif source.kind == "exclude":
             # (as above)
             exclude_parts.append(f"SELECT {_exclude_select(source, index, types)} FROM {relation}{where}")  # noqa: S608
@@ -524,6 +522,48 @@ def _changed_after(
     set_variables(con, {f"{alias}_changed_since": since})  # (a value of the build's: its mark)
     column = quote_identifier(_required(source, types, source.changed_column))
     return [f"{column} > getvariable('{alias}_changed_since')"]
+
+
+def _page_reads(
+    source: SourceConfig,
+    index: int,
+    types: dict[str, DuckDBPyType],
+    relation: str,
+    conditions: list[str],
+    listed: Listed | None,
+    inventory: Inventory,
+) -> list[str]:
+    """The queries of a page source's rows on the inventory contract: one, or one per read of `listed` changes."""
+    inventory.locs[index] = f"CAST({quote_identifier(_required(source, types, 'loc'))} AS VARCHAR)"
+    select = ", ".join([_select_list(source, index, types), *_inline_extensions(source, types, inventory.extensions)])
+    reads = []
+    for read in _listed_reads(source, types, listed) if listed is not None else [[]]:
+        kept = [*conditions, *read]
+        # columns quoted by quote_identifier, values by quote_literal; the filter is the user's, its values bound
+        # as variables
+        reads.append(f"SELECT {select} FROM {relation}" + (f" WHERE {' AND '.join(kept)}" if kept else ""))  # noqa: S608
+    return reads
+
+
+def _listed_reads(source: SourceConfig, types: Mapping[str, object], listed: Listed) -> list[list[str]]:
+    """The conditions of each read of a page source in a delta build of `listed` changes: its rows of the listed
+    keys, and its rows of the listed URLs under other keys (two reads, each condition a list of literals of the
+    column's type, which DuckDB pushes down to a database server or to Parquet's statistics)."""
+    key = quote_identifier(_required(source, types, source.key_column))
+    loc = quote_identifier(_required(source, types, "loc"))
+    keys = _literals(listed.keys, types[_required(source, types, source.key_column)])
+    reads = [[f"{key} IN ({keys})"]] if listed.keys else []
+    if listed.urls:
+        other_key = [f"coalesce(NOT {key} IN ({keys}), true)"] if listed.keys else []
+        reads.append([f"{loc} IN ({_literals(listed.urls, types[_required(source, types, 'loc')])})", *other_key])
+    return reads or [["false"]]
+
+
+def _literals(values: Sequence[str], sql_type: object) -> str:
+    """`values` as SQL literals of `sql_type` (NULL for one that is not of that type: it matches no row)."""
+    if str(sql_type) == "VARCHAR":
+        return ", ".join(quote_literal(value) for value in values)
+    return ", ".join(f"TRY_CAST({quote_literal(value)} AS {sql_type})" for value in values)
 
 
 def create_extension_views(

@@ -69,6 +69,10 @@ class Inventory:
     deleted: list[tuple[int, dt.datetime]] = field(default_factory=list)
     clock: dt.datetime = START
     next_key: int = 0
+    # what the last step's edits touched, as an event lists them (sitemap_ops.stage.listed): the keys, and URLs
+    # that find them (a row's URL as its source spells it; a deleted row's as the sitemap lists it)
+    keys: set[str] = field(default_factory=set)
+    urls: set[str] = field(default_factory=set)
 
     def expected(self, now: dt.datetime) -> set[str]:
         """The URLs a build at `now` publishes: every spelling of a live row's page in its normal form."""
@@ -95,6 +99,11 @@ class Inventory:
         spelling = self.rng.choice(("plain", "plain", "upper", "port"))
         self.rows[key] = Row(key, path, spelling, self._stamp(), False, self._lastmod(), self.rng.choice(SECTIONS))
         self.next_key += 1
+        self._touched(self.rows[key])
+
+    def _touched(self, row: Row, url: str = "") -> None:
+        self.keys.add(str(row.key))
+        self.urls.add(url or row.url)
 
     def update(self) -> None:
         row = self.rng.choice(list(self.rows.values()))
@@ -110,10 +119,12 @@ class Inventory:
         else:
             row = replace(row, gone=change == "soft_delete")
         self.rows[row.key] = replace(row, updated_at=self._stamp())
+        self._touched(self.rows[row.key])
 
     def hard_delete(self) -> None:
         key = self.rng.choice(list(self.rows))
-        del self.rows[key]
+        row = self.rows.pop(key)
+        self._touched(row, f"{SITE}{row.path}")
         self.deleted.append((key, self.clock))
 
     def start(self, count: int) -> None:
@@ -124,6 +135,7 @@ class Inventory:
     def step(self, count: int) -> None:
         """The clock moves on, then `count` random edits."""
         self.clock += STEP
+        self.keys, self.urls = set(), set()
         for _ in range(count):
             edits: list[Callable[[], None]] = [self.insert]
             if self.rows:

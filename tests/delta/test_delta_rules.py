@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
+from sitemap_ops.stage.listed import Listed, listed_changes
 from tests.delta.inventory import SITE
 from tests.helpers import published
 
@@ -163,3 +165,63 @@ def test_an_integer_change_column_reads_the_rows_past_its_mark_less_the_overlap(
     assert delta.stage.state is not None and delta.stage.state.marks == {"0": 31}
     live = set(published(tmp_path / "public"))
     assert f"{SITE}/moved" in live and f"{SITE}/new" in live and f"{SITE}/p/2" not in live and len(live) == 31
+
+
+@pytest.mark.parametrize(
+    ("extras", "found"),
+    [
+        ([{"keys": ["1", 2]}, {"urls": ["https://x/a"], "keys": ["1"]}], Listed(("1", "2"), ("https://x/a",))),
+        ([{"keys": []}], Listed()),
+        ([{"keys": ["1"]}, {"from": "cms"}], "an event names no keys or URLs"),
+        ([None], "an event names no keys or URLs"),
+        ([], "no event names keys or URLs"),
+        ([{"keys": "1"}], "an event's extra is not as expected: its `keys` is not a list of strings"),
+        ([{"urls": [True]}], "an event's extra is not as expected: its `urls` is not a list of strings"),
+        ([{"keys": [str(n) for n in range(10_001)]}], "the events name 10,001 keys and URLs, more than 10,000"),
+    ],
+)
+def test_what_events_name_is_read_together_or_not_at_all(extras: list[Any], found: Listed | str) -> None:
+    listed, why = listed_changes(extras)
+    assert (listed, why) == ((found, "") if isinstance(found, Listed) else (None, found))
+
+
+def test_a_delta_build_of_named_keys_reads_their_rows_alone_and_keeps_the_marks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--changed-key and --changed-url: the rows of those keys, of the source rows with those URLs and of the live
+    rows with them; another changed row waits for a build that reads past the marks, which has not moved."""
+    rows = _rows(30, dt.datetime(2026, 11, 20))
+    _write(tmp_path / "pages.parquet", rows)
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
+    assert run_build(config, now=NOW).stage.state is not None
+    later = dt.datetime(2026, 11, 21)
+    rows[3] = {"id": 3, "loc": f"{SITE}/moved", "t": later}  # named by its key
+    rows[4] = {"id": 4, "loc": f"{SITE}/not-named", "t": later}
+    del rows[5]  # named by the URL the sitemap lists
+    rows.append({"id": 30, "loc": f"{SITE}/new", "t": later})  # named by its URL
+    _write(tmp_path / "pages.parquet", rows)
+    (tmp_path / "site.toml").write_text(
+        f'base_url = "{SITE}"\noutput = "{tmp_path / "public"}"\nwork_dir = "{tmp_path / "work"}"\n'
+        f'[[sources]]\npath = "{tmp_path / "pages.parquet"}"\nkey_column = "id"\nchanged_column = "t"\n'
+    )
+    args = ["build", "--config", str(tmp_path / "site.toml"), "--json", "--delta-only", "--changed-key", "3"]
+    args += ["--changed-url", f"{SITE}/p/5", "--changed-url", f"{SITE}/new"]
+    assert main(args) == 0
+    stage = json.loads(capsys.readouterr().out)["stage"]
+    assert stage["mode"] == "delta: the 1 key(s) and 2 URL(s) events name"
+    assert stage["rows_in"] == 2  # (key 3, and key 30 by its URL; key 5 is gone)
+    assert stage["state"]["marks"] == {"0": "2026-11-20 00:00:00"}
+    live = set(published(tmp_path / "public"))
+    assert {f"{SITE}/moved", f"{SITE}/new", f"{SITE}/p/4"} <= live
+    assert not {f"{SITE}/p/3", f"{SITE}/p/5", f"{SITE}/not-named"} & live
+    assert len(live) == 30
+
+
+def test_too_many_named_keys_are_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["build", "--base-url", SITE, "--output", str(tmp_path / "public"), "--source", "pages.parquet"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sitemap_ops.stage.listed.MAX_LISTED_CHANGES", 1)
+        assert main([*args, "--changed-key", "1", "--changed-key", "2"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "sitemap-ops build: error: --changed-key and --changed-url: the events name 2 keys and URLs, more than 1"
+    ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import filecmp
+import functools
 import os
 import random
 import shutil
@@ -22,6 +23,7 @@ from sitemap_ops.constants import MANIFEST_NAME, MAX_STATE_LAYERS
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.pipeline import run_build, steps
 from sitemap_ops.stage import delta as delta_module
+from sitemap_ops.stage.listed import Listed
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
 from tests.delta.inventory import Inventory, copy_output, parquet_sources, site, write_parquet
 from tests.helpers import assert_schema_valid, published
@@ -44,11 +46,13 @@ def _run_sequence(
     sources: list[dict],
     write: Callable[[Inventory], None],
     faults: bool = False,
+    listing: bool = False,
 ) -> list[int]:
     """`steps` random edits, each followed by a delta build: with `faults`, one that may fail at a random storage
     write or be killed after one (the live site is then the last good build's or the new one's); else (and on
-    every clean step) one equal to a full build from a copy of the same site at the same time. Returns each
-    clean delta build's layers over the state."""
+    every clean step) one equal to a full build from a copy of the same site at the same time; with `listing`,
+    one that reads past the marks, or only the keys the step touched, or only URLs that find them, at random.
+    Returns each clean delta build's layers over the state."""
     inventory = Inventory(random.Random(seed))
     inventory.start(40)
     write(inventory)
@@ -73,8 +77,10 @@ def _run_sequence(
         twin = tmp_path / f"twin-{number}"
         copy_output(live / "public", twin / "public")
         run_build(load_config(None, site(twin, sources)), now=now)  # (first: the delta build drops the old state)
-        summary = run_build(config, now=now, delta="only")
-        assert summary.stage.mode == "delta" and summary.stage.state is not None, summary.stage.mode
+        listed = _listed(inventory) if listing else None
+        summary = run_build(config, now=now, delta="only", listed=listed)
+        assert summary.stage.mode == ("delta" if listed is None else f"delta: the {listed} events name")
+        assert summary.stage.state is not None
         layers.append(len(summary.stage.state.layers))
         _same_output(live / "public", twin / "public")
         assert_schema_valid(live / "public")
@@ -82,6 +88,14 @@ def _run_sequence(
         assert set(published(live / "public")) == good, f"step {number}"
         shutil.rmtree(twin)
     return layers
+
+
+def _listed(inventory: Inventory) -> Listed | None:
+    """What an event lists of the step's edits: nothing (the build reads past the marks), keys or URLs."""
+    how = inventory.rng.choice(("marks", "keys", "urls"))
+    if how == "marks":
+        return None
+    return Listed(keys=tuple(sorted(inventory.keys))) if how == "keys" else Listed(urls=tuple(sorted(inventory.urls)))
 
 
 def _faulty_delta(config: SiteConfig, mode: str, mutation: int, now: dt.datetime) -> None:
@@ -119,6 +133,14 @@ def test_delta_builds_of_parquet_equal_full_builds(
     )
     # a layer each, or with at most 2, every third build with the rows merged
     assert found == ([1, 2, 3, 4, 5, 6, 7, 8] if layers > 8 else [1, 2, 0, 1, 2, 0, 1, 2])
+
+
+def test_delta_builds_of_listed_changes_equal_full_builds(tmp_path: Path) -> None:
+    """Delta builds of the keys or URLs events name, between ones that read past the marks."""
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    write = functools.partial(write_parquet, folder=folder)
+    _run_sequence(tmp_path, 5, 10, parquet_sources(folder), write, listing=True)
 
 
 def test_delta_builds_under_storage_faults_and_kills(tmp_path: Path) -> None:
@@ -159,4 +181,4 @@ def test_delta_builds_of_postgres_equal_full_builds(tmp_path: Path, postgres: Da
         {"path": postgres.url, "table": deleted, "kind": "deleted", "key_column": "id",
          "changed_column": "deleted_at"},
     ]  # fmt: skip
-    _run_sequence(tmp_path, 3, 8, sources, write)
+    _run_sequence(tmp_path, 3, 8, sources, write, listing=True)
