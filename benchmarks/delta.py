@@ -29,7 +29,7 @@ from tests.delta.inventory import copy_output  # noqa: E402
 
 SITE = "https://www.example.com"
 # every row's change time is before the first build's; each change set's rows are stamped an hour later
-_TABLE = """
+TABLE_SQL = """
 COPY (
     SELECT row_number() OVER () AS id, loc, lastmod, section,
         TIMESTAMP '2026-11-01' - to_seconds((hash(loc) % 10000000)::BIGINT) AS updated_at
@@ -37,7 +37,7 @@ COPY (
 ) TO '{table}' (FORMAT parquet)
 """
 # a change set: `new` new pages (ids past the highest), and `updated` pages at random with a new lastmod
-_CHANGE = """
+CHANGE_SQL = """
 COPY (
     WITH picked AS (SELECT id FROM read_parquet('{table}') USING SAMPLE {updated} ROWS (reservoir, {seed}))
     SELECT id, loc,
@@ -54,10 +54,11 @@ COPY (
 """
 
 
-def _config(root: Path, table: Path) -> Path:
-    path = root / "site.toml"
+def site_config(root: Path, table: Path, name: str = "site") -> Path:
+    """The change-aware site over `table`, its output and work folder in `root`: `root`/<name>.toml."""
+    path = root / f"{name}.toml"
     path.write_text(
-        f'base_url = "{SITE}"\noutput = "{root / "public"}"\nwork_dir = "{root / "work"}"\n\n'
+        f'name = "{name}"\nbase_url = "{SITE}"\noutput = "{root / "public"}"\nwork_dir = "{root / "work"}"\n\n'
         f'[[sources]]\npath = "{table}"\nkey_column = "id"\nchanged_column = "updated_at"\n'
         "\n[publish]\nmin_ratio = 0.0\n"
     )
@@ -83,24 +84,24 @@ def _build(config: Path, cwd: Path, *flags: str) -> dict[str, object]:
 def run(rows: int, changes: list[tuple[str, int]], work: Path) -> dict[str, object]:
     base, table = work / "base.parquet", work / "pages.parquet"
     generate_inventory(base, rows, "realistic")
-    duckdb.sql(_TABLE.format(source=base, table=table))
+    duckdb.sql(TABLE_SQL.format(source=base, table=table))
     live, twin = work / "live", work / "twin"
     live.mkdir()
-    config = _config(live, table)
+    config = site_config(live, table)
     results: dict[str, object] = {"rows": rows, "first": _build(config, live, "--delta")}
     for number, (kind, count) in enumerate(changes, start=1):
         updated = 0 if kind == "new" else count // 2
         when = f"2026-11-01 {number:02d}:00:00"
         following = work / "next.parquet"
         duckdb.sql(
-            _CHANGE.format(
+            CHANGE_SQL.format(
                 table=table, next=following, updated=updated, new=count - updated, seed=number, when=when, site=SITE
             )
         )
         following.replace(table)
         shutil.rmtree(twin, ignore_errors=True)
         copy_output(live / "public", twin / "public")
-        full = _build(_config(twin, table), twin)
+        full = _build(site_config(twin, table), twin)
         delta = _build(config, live, "--delta-only")
         results[f"{kind}:{count}"] = {"full": full, "delta": delta}
         print(f"{kind}:{count}: full {full['seconds']} s (CPU {full['cpu']} s), delta {delta['seconds']} s "
