@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import importlib.resources
 import os
-from collections.abc import Iterable, Mapping
+import queue
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, BinaryIO
 
 import duckdb
@@ -88,6 +91,10 @@ def connect(
 
 
 # DuckDB reports its memory limit as a number and a 1024-based unit: "1.8 GiB".
+# Batches write_relations reads ahead of the one it writes: enough to keep both sides busy, few enough that
+# memory stays about a batch's.
+WRITE_AHEAD_BATCHES = 2
+
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
 
 
@@ -161,6 +168,48 @@ def sql_literal(value: object) -> str:
     raise TypeError(f"no SQL literal for {value!r}")
 
 
+class _ReadAhead:
+    """The schema and batches of each of `relations` in turn, read in a thread of their own at most
+    WRITE_AHEAD_BATCHES ahead of the one the caller is at; an error there is raised here."""
+
+    def __init__(self, relations: Iterable[duckdb.DuckDBPyRelation], batch_rows: int) -> None:
+        self.items: queue.Queue[pa.RecordBatch | pa.Schema | BaseException | None] = queue.Queue(
+            maxsize=WRITE_AHEAD_BATCHES
+        )
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._read, args=(relations, batch_rows), daemon=True)
+        self.thread.start()
+
+    def _put(self, item: pa.RecordBatch | pa.Schema | BaseException | None) -> bool:
+        """Queue `item`, unless the caller stopped reading first (False)."""
+        while not self.stop.is_set():
+            with contextlib.suppress(queue.Full):
+                self.items.put(item, timeout=0.1)
+                return True
+        return False
+
+    def _read(self, relations: Iterable[duckdb.DuckDBPyRelation], batch_rows: int) -> None:
+        try:
+            for relation in relations:
+                batches = relation.to_arrow_reader(batch_rows)
+                if not self._put(batches.schema) or not all(self._put(batch) for batch in batches):
+                    return
+        except BaseException as exc:  # (raised in the caller's thread)
+            self._put(exc)
+            return
+        self._put(None)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch | pa.Schema]:
+        while (item := self.items.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def write_relations(
     relations: Iterable[duckdb.DuckDBPyRelation],
     sink: str | BinaryIO,
@@ -172,19 +221,24 @@ def write_relations(
 ) -> int:
     """Write the rows of `relations`, one after the other, to one Parquet file (a local path or an open binary
     file), a batch at a time: a query done in chunks (at least one) yields one relation per chunk. Returns the
-    rows written; with no relation at all, no file is written."""
+    rows written; with no relation at all, no file is written.
+
+    The relations run, and their batches are read, in a thread of their own a few batches ahead (_ReadAhead):
+    DuckDB computes the next batch while pyarrow encodes and compresses this one, where each alone left the
+    other core idle. Only that thread uses the relations' connection until this returns."""
+    ahead = _ReadAhead(relations, batch_rows)
     writer: pq.ParquetWriter | None = None
     written = 0
     try:
-        for relation in relations:
-            batches = relation.to_arrow_reader(batch_rows)
-            writer = writer or pq.ParquetWriter(
-                sink, batches.schema, compression=compression, use_dictionary=use_dictionary
-            )
-            for batch in batches:
-                writer.write_batch(batch, row_group_size=row_group_size)
-                written += batch.num_rows
+        for item in ahead:
+            if isinstance(item, pa.Schema):
+                writer = writer or pq.ParquetWriter(sink, item, compression=compression, use_dictionary=use_dictionary)
+                continue
+            assert writer is not None  # (a relation's schema comes before its batches)
+            writer.write_batch(item, row_group_size=row_group_size)
+            written += item.num_rows
     finally:
+        ahead.close()
         if writer is not None:
             writer.close()
     return written

@@ -65,6 +65,19 @@ def test_the_five_xml_specials_are_escaped(con) -> None:
     assert entry == "<url><loc>https://x.com/?a=1&amp;b=&apos;&lt;&gt;&quot;&apos;</loc></url>\n"
 
 
+@pytest.mark.parametrize(
+    "loc",
+    ["https://x.com/a", "https://x.com/?a=1&b=2&&c", "https://x.com/<", "https://x.com/>", "https://x.com/'",
+     'https://x.com/"', "https://x.com/?a&b'c", 'https://x.com/&<>"\'&'],
+)  # fmt: skip
+def test_each_path_of_the_escape_gives_the_escaped_text_and_its_length(con, loc: str) -> None:
+    """The escape takes a shorter path for a URL with no special character, or with ampersands alone."""
+    escaped, size = con.execute("SELECT so_xml_escape($1), so_xml_escaped_length($1)", [loc]).fetchall()[0]
+    expected = loc.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&apos;")
+    assert escaped == expected.replace('"', "&quot;")
+    assert size == len(escaped.encode("utf-8"))
+
+
 @settings(max_examples=100, deadline=None)
 @given(xml_text)
 def test_index_entries_round_trip(loc: str) -> None:
