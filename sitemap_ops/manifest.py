@@ -111,9 +111,14 @@ def live_manifest(output: Storage, index_name: str) -> Manifest | None:
         return None
     if index is None or written is None:
         return None
-    sha = hashlib.sha256(index).hexdigest()
-    candidates = [m for m in (written, written.pending) if m is not None]
-    return next((m for m in candidates if m.index_sha256.get(index_name) == sha), None)
+    return describing(written, index_name, hashlib.sha256(index).hexdigest())
+
+
+def describing(written: Manifest | None, index_name: str, index_sha: str | None) -> Manifest | None:
+    """Of the manifest `written` and the switch it records, the one whose digest of the index `index_name` is
+    `index_sha` (the live index's); None when neither's is."""
+    candidates = [m for m in (written, written.pending if written else None) if m is not None]
+    return next((m for m in candidates if m.index_sha256.get(index_name) == index_sha), None)
 
 
 def planned_part_name(index: int, parts: int) -> str:

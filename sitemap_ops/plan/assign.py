@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -30,13 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sitemap_ops.constants import PLAN_CHUNK_SHARE, PLAN_ROW_OVERHEAD
-from sitemap_ops.duck import (
-    memory_limit_bytes,
-    numpy_of,
-    read_sql,
-    set_variables,
-    write_relations,
-)
+from sitemap_ops.duck import memory_limit_bytes, numpy_of, quote_literal, read_sql, set_variables
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.snapshot import Snapshot, create_rows_view
 from sitemap_ops.storage import StorageConfig
@@ -132,19 +126,24 @@ def write_rows(
     con: duckdb.DuckDBPyConnection,
     snapshot: Snapshot,
     storage: StorageConfig | None,
-    sink: str | BinaryIO,
+    sink: str,
     chunk: RowChunk,
     *,
     kept: bool = True,
 ) -> int:
     """Write sql/plan_rows.sql's rows (size, kept shard, kept position) for `chunk` of the staged snapshot to
-    the Parquet file `sink`, in the snapshot's order; the rows written. The chunk joins its rows with only the previous
-    rows between its first and last (section, loc), which DuckDB finds by the assignment's row group
-    statistics; so no query holds more than a chunk of either side. Without a previous assignment (`kept`
+    the local Parquet file `sink`, in the snapshot's order; the rows written. The chunk joins its rows with only
+    the previous rows between its first and last (section, loc), which DuckDB finds by the assignment's row
+    group statistics; so no query holds more than a chunk of either side. Without a previous assignment (`kept`
     false) no row is kept, and sql/plan_rows_new.sql sizes the rows without a join."""
     use_chunk(con, snapshot, storage, chunk)
     query = read_sql("plan_rows" if kept else "plan_rows_new")
-    return write_relations([con.sql(query)], sink, batch_rows=CHUNK_ROWS, compression="none")
+    # (DuckDB writes the file itself, on every thread, in the query's order: a result streamed to Python runs
+    # on one thread, and sizing 10M entries took twice as long so)
+    ((written,),) = con.execute(
+        f"COPY (\n{query}\n) TO {quote_literal(sink)} (FORMAT parquet, COMPRESSION uncompressed)"
+    ).fetchall()
+    return int(written)
 
 
 @dataclass

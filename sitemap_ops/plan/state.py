@@ -26,7 +26,7 @@ from sitemap_ops.constants import (
     SITEMAP_NS,
 )
 from sitemap_ops.errors import ManifestError, first_line
-from sitemap_ops.manifest import Manifest, ShardRecord, assignment_exists
+from sitemap_ops.manifest import Manifest, ShardRecord, assignment_exists, describing
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import StateError
 from sitemap_ops.robots import managed_sitemaps
@@ -164,8 +164,7 @@ def load_live_state(
             _without_index(config, state, written)
         return state
 
-    candidates = [m for m in (written, written.pending if written else None) if m is not None]
-    live = next((m for m in candidates if m.index_sha256.get(index_name) == state.index_sha), None)
+    live = describing(written, index_name, state.index_sha)
     if live is not None and live is not written:
         notes.append(f"build {live.build_id} was interrupted after its index switch; this build completes it")
     if live is not None and not assignment_exists(live.assignment, config.storage):

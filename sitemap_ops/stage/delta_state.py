@@ -20,10 +20,9 @@ from sitemap_ops.duck import read_sql, storage_path
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot
 from sitemap_ops.stage.config import SourceConfig, StageSettings
-from sitemap_ops.stage.databases import scrub
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.result import DeltaState
-from sitemap_ops.stage.sources import Inventory, quote_identifier, read_failure, source_catalog
+from sitemap_ops.stage.sources import Inventory, quote_identifier, source_aggregate
 from sitemap_ops.storage import Storage
 
 # A high-water mark as the manifest records it: an integer, or a naive UTC timestamp in ISO form (None: no row).
@@ -94,15 +93,7 @@ def read_marks(
             continue
         column = quote_identifier(source.changed_column)
         missing = f"count(*) FILTER (WHERE {column} IS NULL)" if nulls else "0"
-        # the column quoted; the relation and filter are the user's, bound as create_inventory_view bound them
-        sql = f"SELECT max({column}), {missing} FROM {inventory.rows(index)}"  # noqa: S608
-        try:
-            with source_catalog(con, source, index):
-                ((high, without),) = con.execute(sql).fetchall()
-        except duckdb.Error as exc:
-            raise SourceError(
-                scrub(f"cannot read source {source.label}: {read_failure(exc)}", inventory.secrets)
-            ) from None
+        high, without = source_aggregate(con, inventory, source, index, f"max({column}), {missing}")
         if without:
             return {}, f"{without:,} row(s) of source {source.label} have no {source.changed_column}"
         value = _mark_value(high, source)

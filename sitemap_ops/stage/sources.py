@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import duckdb
 
@@ -653,20 +653,28 @@ def _key_range_sql(con: duckdb.DuckDBPyConnection, key: str, split: InputSplit) 
     return f"({column} IS NULL OR {condition})" if split.key_low is None else f"({condition})"
 
 
+def source_aggregate(
+    con: duckdb.DuckDBPyConnection, inventory: Inventory, source: SourceConfig, index: int, select: str
+) -> tuple[Any, ...]:
+    """The one row of aggregates `select` over source `index`'s rows (those its filter keeps), which a database
+    server answers alone; SourceError, its secrets scrubbed, when the source cannot be read."""
+    # `select` is this project's, its columns quoted; the relation and filter are the user's (create_inventory_view)
+    sql = f"SELECT {select} FROM {inventory.rows(index)}"  # noqa: S608
+    try:
+        with source_catalog(con, source, index):
+            ((*values,),) = con.execute(sql).fetchall()
+    except duckdb.Error as exc:
+        raise SourceError(scrub(f"cannot read source {source.label}: {read_failure(exc)}", inventory.secrets)) from None
+    return tuple(values)
+
+
 def key_range(
     con: duckdb.DuckDBPyConnection, inventory: Inventory, source: SourceConfig, index: int
 ) -> tuple[int, int, int]:
     """The lowest and highest `split_key` of source `index` (of those its filter keeps), and its rows;
-    (0, -1, rows) when no row has a key. Reads the source (a database server answers one aggregate)."""
+    (0, -1, rows) when no row has a key."""
     column = quote_identifier(source.split_key)
-    if source.query:  # (a query runs with its database as the default catalog, as in _relation_sql)
-        con.execute(f"USE {_alias(index)}")
-    # the column quoted by quote_identifier; the relation and filter are the user's (see create_inventory_view)
-    sql = f"SELECT min({column}), max({column}), count(*) FROM {inventory.rows(index)}"  # noqa: S608
-    try:
-        ((low, high, rows),) = con.execute(sql).fetchall()
-    except duckdb.Error as exc:
-        raise SourceError(scrub(f"cannot read source {source.label}: {read_failure(exc)}", inventory.secrets)) from None
+    low, high, rows = source_aggregate(con, inventory, source, index, f"min({column}), max({column}), count(*)")
     if low is None:
         return 0, -1, int(rows)
     if not isinstance(low, int) or not isinstance(high, int):
