@@ -73,6 +73,8 @@ def _build_lines(summary: BuildSummary) -> list[str]:
     if st.mode != "full":  # (a delta build, or one asked for that ran in full: why)
         mode = "delta: the rows changed since the live build" if st.mode == "delta" else st.mode
         out.insert(1, f"  build:              {mode}")
+    if st.drift is not None:
+        out.insert(1, f"  drift:              {st.drift:,} row(s) the delta builds missed; this build has them right")
     return out + _outcome_lines(summary)
 
 

@@ -25,7 +25,7 @@ import math
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -53,7 +53,7 @@ from sitemap_ops.publish.publish import PublishResult, RetireResult, run_publish
 from sitemap_ops.render.codec import CODEC
 from sitemap_ops.render.render import RenderedShard, render_shards
 from sitemap_ops.report.report import change_samples, config_digest, gather, write_report, write_site_report
-from sitemap_ops.stage.delta import run_delta_stage
+from sitemap_ops.stage.delta import count_drift, run_delta_stage
 from sitemap_ops.stage.delta_state import refusal
 from sitemap_ops.stage.exceptions import DeltaImpossibleError, DeltaRefused
 from sitemap_ops.stage.listed import Listed
@@ -175,7 +175,29 @@ def stage_rows(
             run.config.stage_settings(), con, work, run.now, progress, _host_works(run), max_ranges, max_splits
         )
     staged.mode = f"full: {why}" if why else "full"
+    _reconcile(run, work, staged, progress)
     return staged
+
+
+def _live_stage(run: BuildRun) -> dict[str, Any]:
+    """The live build's stage record (its mode and delta state; empty when nothing is live)."""
+    live = live_manifest(run.output, run.config.publish.index_name)
+    return dict(live.stage) if live else {}
+
+
+def _reconcile(run: BuildRun, work: Storage, staged: StageResult, progress: Progress) -> None:
+    """A full build that keeps a delta state, after delta builds made the live one: count what they missed
+    (`staged.drift`, sitemap_ops.stage.delta.count_drift) and say it."""
+    live = _live_stage(run)
+    if staged.state is None or not str(live.get("mode", "")).startswith("delta") or not live.get("state"):
+        return
+    settings = run.config.stage_settings()
+    if refusal(settings, DeltaState(**live["state"])):  # (another config: its rows differ by design)
+        return
+    with duckdb_session(run.config, work) as con:
+        staged.drift = count_drift(settings, con, work, run.now, DeltaState(**live["state"]), progress)
+    if staged.drift is not None:
+        progress.step(f"stage: {staged.drift:,} row(s) the delta builds missed; this build has them right")
 
 
 def _delta_stage(
@@ -183,8 +205,7 @@ def _delta_stage(
 ) -> tuple[StageResult | None, str]:
     """The delta stage from the live build's state, or None and why it is not possible."""
     settings = run.config.stage_settings()
-    live = live_manifest(run.output, run.config.publish.index_name)
-    recorded = (live.stage.get("state") if live else None) or None
+    recorded = _live_stage(run).get("state") or None
     why = refusal(settings, DeltaState(**recorded) if recorded else None)
     if why:
         return None, why

@@ -182,6 +182,8 @@ def render_html(
         ("shards unchanged", data.shards_unchanged), ("bytes (uncompressed)", data.bytes),
         ("bytes written (gzipped)", data.compressed_bytes_written),
     ] + [(f"URLs {kind}", data.changes.get(kind, 0)) for kind in CHANGE_KINDS if data.changes]  # fmt: skip
+    if data.drift is not None:
+        figures.append(("rows the delta builds missed", data.drift))
     parts = [f'<p class="failed" role="alert">The build failed: {escape(data.failed)}</p>'] if data.failed else []
     parts += [
         '<section aria-labelledby="s-summary"><h2 id="s-summary">Summary</h2><dl class="figures">',

@@ -77,6 +77,7 @@ class ReportData:
     # written), the written ones first
     change_samples: dict[str, list[str]] = field(default_factory=dict)
     shard_rows: list[list[Any]] = field(default_factory=list)
+    drift: int | None = None  # a full build after delta builds: the rows they missed (StageResult.drift)
 
 
 def gather(
@@ -132,6 +133,7 @@ def gather(
         rejects_path=stage.rejects_path,
         failed=failed,
         indexnow=dict(indexnow or {}),
+        drift=stage.drift,
         shard_rows=[
             [s.name, s.section, s.urls, s.bytes, s.render]
             for s in sorted(plan.shards, key=lambda s: (not s.render, s.key))[:SHARD_ROWS]

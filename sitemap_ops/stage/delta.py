@@ -118,6 +118,44 @@ def run_delta_stage(
     return finish_stage(config, con, work, result, snapshot, int(valid), [], progress, None)
 
 
+def count_drift(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    build_time: dt.datetime,
+    live: DeltaState,
+    progress: Progress,
+) -> int | None:
+    """A full build's reconciliation with the delta builds before it: how many keys' rows in this build's state
+    (written to `work`) differ from the `live` build's state where no delta build would read them now
+    (sql/stage_delta_drift.sql), which this build publishes right; None, saying why, when the live state's files
+    are gone. Reads the sources' rows changed since the live marks less the overlap (their keys only), as a delta
+    build would."""
+    try:
+        paths = [_existing(con, url, config) for url in (live.rows, *live.layers)]
+    except DeltaRefused as exc:
+        progress.step(f"stage: drift not counted: {exc}")
+        return None
+    since = changed_since(config, live.marks)
+    inventory = create_inventory_view(con, config.sources, config.storage, changed_since=since)
+    set_variables(con, normalize_variables(config, build_time))
+    try:
+        with progress.working("stage: counting what the delta builds missed", con.query_progress):
+            con.execute("CREATE OR REPLACE TEMP TABLE recent_keys AS SELECT DISTINCT source, key FROM inventory")
+            _read_deleted(con, config, inventory, since, None)
+    except duckdb.Error as exc:
+        raise SourceError(inventory.error(exc)) from None
+    finally:
+        con.execute("USE memory")
+    try:
+        _state_view(con, paths)
+        con.read_parquet(storage_path(con, work, STATE_ROWS_NAME)).create_view("state_full", replace=True)
+        ((drift,),) = con.execute(read_sql("stage_delta_drift")).fetchall()
+    except duckdb.Error as exc:
+        raise StageError(f"cannot read the live build's delta state {live.rows}: {first_line(exc)}") from None
+    return int(drift)
+
+
 def _existing(con: duckdb.DuckDBPyConnection, url: str, config: StageSettings) -> str:
     """A file of the live build's delta state as DuckDB reads it; DeltaRefused when it is gone."""
     folder, name = open_file(url, config.storage)

@@ -234,6 +234,9 @@ class StageResult:
     # says why); and how this stage read its sources: "full", "delta", or "full: <why not a delta>"
     state: DeltaState | None = None
     mode: str = "full"
+    # a full build after delta builds: how many keys' rows they missed, which this build publishes right
+    # (sitemap_ops.stage.delta.count_drift; None: not counted)
+    drift: int | None = None
 
     @property
     def excluded(self) -> dict[str, int]:

@@ -23,6 +23,7 @@ from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.listed import Listed, listed_changes
+from sitemap_ops.summary import summary_lines
 from tests.delta.inventory import SITE
 from tests.helpers import published
 
@@ -225,3 +226,31 @@ def test_too_many_named_keys_are_one_clear_error(tmp_path: Path, capsys: pytest.
     assert capsys.readouterr().err.strip().splitlines() == [
         "sitemap-ops build: error: --changed-key and --changed-url: the events name 2 keys and URLs, more than 1"
     ]
+
+
+def test_a_full_build_after_delta_builds_counts_what_they_missed(tmp_path: Path) -> None:
+    """Reconciliation: the scheduled full build counts the rows the delta builds could not see (a change that did
+    not move the change column, a row deleted outright with no deleted source) and not those a delta build
+    would read now (changed since the marks), and publishes every one right."""
+    rows = _rows(30, dt.datetime(2026, 11, 20))
+    _write(tmp_path / "pages.parquet", rows)
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
+    assert run_build(config, now=NOW).stage.drift is None  # (nothing to reconcile: no delta build was live)
+    rows[1] = {"id": 1, "loc": f"{SITE}/seen", "t": dt.datetime(2026, 11, 21)}
+    _write(tmp_path / "pages.parquet", rows)
+    assert run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only").stage.mode == "delta"
+    rows[2] = {"id": 2, "loc": f"{SITE}/unseen", "t": dt.datetime(2026, 11, 20)}  # (its change time stayed)
+    rows[4] = {"id": 4, "loc": f"{SITE}/changed-since", "t": dt.datetime(2026, 11, 22)}  # (a delta would read it)
+    del rows[3]  # (deleted outright: no deleted source lists it)
+    _write(tmp_path / "pages.parquet", rows)
+    lines = Lines()
+    full = run_build(config, now=NOW + dt.timedelta(minutes=2), progress=lines)
+    assert full.stage.mode == "full" and full.stage.drift == 2, lines.text
+    assert "stage: 2 row(s) the delta builds missed; this build has them right\n" in lines.text
+    assert "  drift:              2 row(s) the delta builds missed; this build has them right" in summary_lines(full)
+    report = json.loads((Path(full.stage.rejects_path).parent / "report.json").read_text())
+    assert report["drift"] == 2
+    live = set(published(tmp_path / "public"))
+    assert {f"{SITE}/seen", f"{SITE}/unseen", f"{SITE}/changed-since"} <= live and f"{SITE}/p/3" not in live
+    # the next full build follows a full one: nothing to reconcile
+    assert run_build(config, now=NOW + dt.timedelta(minutes=3)).stage.drift is None
