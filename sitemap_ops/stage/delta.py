@@ -71,7 +71,7 @@ def run_delta_stage(
     marks: dict[str, Mark] = {}
     if listed is None:  # (before the rows, as a full build reads them)
         marks, _ = read_marks(con, config, inventory, nulls=False)
-    what = "changed since the live build" if named is None else f"of the {named} events name"
+    what = "changed since the live build" if named is None else f"of the {named} named"
     try:
         with progress.working(f"stage: reading the rows {what}", con.query_progress):
             create_normalized(con, False)
@@ -112,7 +112,7 @@ def run_delta_stage(
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
-    result.mode = "delta" if named is None else f"delta: the {named} events name"
+    result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     result.state = DeltaState(base, snapshot.url, next_marks(state.marks, marks), state.digest, layers)
     return finish_stage(config, con, work, result, snapshot, int(valid), [], progress, None)

@@ -58,5 +58,5 @@ def listed_changes(extras: Iterable[Mapping[str, object] | None]) -> tuple[Liste
     if not found:
         return None, "no event names keys or URLs"
     if len(keys) + len(urls) > MAX_LISTED_CHANGES:
-        return None, f"the events name {len(keys) + len(urls):,} keys and URLs, more than {MAX_LISTED_CHANGES:,}"
+        return None, f"{len(keys) + len(urls):,} keys and URLs are named, more than {MAX_LISTED_CHANGES:,}"
     return Listed(tuple(sorted(keys)), tuple(sorted(urls))), ""

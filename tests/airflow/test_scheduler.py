@@ -84,7 +84,7 @@ changed_column = "changed"
         api_call(base, "POST", "/api/v2/assets/events", event, token=token)
         run = _finished_run(base, token, 2, log)
         assert run["state"] == "success", log.read_text(errors="replace")[-4000:]
-        assert _live_stage(out)["mode"] == "delta: the 1 key(s) and 0 URL(s) events name"
+        assert _live_stage(out)["mode"] == "delta: only the 1 key(s) and 0 URL(s) named"
         live = set(published_urls(out))
         assert "https://www.example.com/news/named" in live and "https://www.example.com/news/not-named" not in live
         assert len(live) == 559

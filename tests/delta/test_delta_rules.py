@@ -178,7 +178,7 @@ def test_an_integer_change_column_reads_the_rows_past_its_mark_less_the_overlap(
         ([], "no event names keys or URLs"),
         ([{"keys": "1"}], "an event's extra is not as expected: its `keys` is not a list of strings"),
         ([{"urls": [True]}], "an event's extra is not as expected: its `urls` is not a list of strings"),
-        ([{"keys": [str(n) for n in range(10_001)]}], "the events name 10,001 keys and URLs, more than 10,000"),
+        ([{"keys": [str(n) for n in range(10_001)]}], "10,001 keys and URLs are named, more than 10,000"),
     ],
 )
 def test_what_events_name_is_read_together_or_not_at_all(extras: list[Any], found: Listed | str) -> None:
@@ -209,7 +209,7 @@ def test_a_delta_build_of_named_keys_reads_their_rows_alone_and_keeps_the_marks(
     args += ["--changed-url", f"{SITE}/p/5", "--changed-url", f"{SITE}/new"]
     assert main(args) == 0
     stage = json.loads(capsys.readouterr().out)["stage"]
-    assert stage["mode"] == "delta: the 1 key(s) and 2 URL(s) events name"
+    assert stage["mode"] == "delta: only the 1 key(s) and 2 URL(s) named"
     assert stage["rows_in"] == 2  # (key 3, and key 30 by its URL; key 5 is gone)
     assert stage["state"]["marks"] == {"0": "2026-11-20 00:00:00"}
     live = set(published(tmp_path / "public"))
@@ -224,7 +224,7 @@ def test_too_many_named_keys_are_one_clear_error(tmp_path: Path, capsys: pytest.
         patch.setattr("sitemap_ops.stage.listed.MAX_LISTED_CHANGES", 1)
         assert main([*args, "--changed-key", "1", "--changed-key", "2"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "sitemap-ops build: error: --changed-key and --changed-url: the events name 2 keys and URLs, more than 1"
+        "sitemap-ops build: error: --changed-key and --changed-url: 2 keys and URLs are named, more than 1"
     ]
 
 

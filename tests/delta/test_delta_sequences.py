@@ -82,7 +82,7 @@ def _run_sequence(
         assert full.stage.drift in ((None, 0) if faults else (None if number == 0 else 0,)), f"step {number}"
         listed = _listed(inventory) if listing else None
         summary = run_build(config, now=now, delta="only", listed=listed)
-        assert summary.stage.mode == ("delta" if listed is None else f"delta: the {listed} events name")
+        assert summary.stage.mode == ("delta" if listed is None else f"delta: only the {listed} named")
         assert summary.stage.state is not None
         layers.append(len(summary.stage.state.layers))
         _same_output(live / "public", twin / "public")
