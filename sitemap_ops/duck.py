@@ -91,10 +91,6 @@ def connect(
 
 
 # DuckDB reports its memory limit as a number and a 1024-based unit: "1.8 GiB".
-# Batches write_relations reads ahead of the one it writes: enough to keep both sides busy, few enough that
-# memory stays about a batch's.
-WRITE_AHEAD_BATCHES = 2
-
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
 
 
@@ -166,6 +162,11 @@ def sql_literal(value: object) -> str:
     if isinstance(value, list) and value:
         return "[" + ", ".join(sql_literal(v) for v in value) + "]"
     raise TypeError(f"no SQL literal for {value!r}")
+
+
+# Batches write_relations reads ahead of the one it writes: enough to keep both sides busy, few enough that
+# memory stays about a batch's.
+WRITE_AHEAD_BATCHES = 2
 
 
 class _ReadAhead:

@@ -468,7 +468,7 @@ def create_inventory_view(
         if source.kind == "pages":
             parts += _page_reads(source, index, types, relation, conditions, listed, inventory)
         elif source.kind == "exclude":
-            # (as above)
+            # (columns quoted; the filter is the user's, its values bound as variables)
             exclude_parts.append(f"SELECT {_exclude_select(source, index, types)} FROM {relation}{where}")  # noqa: S608
         elif source.kind in EXTENSION_VIEWS:  # (a deleted source is read by a delta build alone)
             inventory.extensions.add(source.kind)
@@ -549,13 +549,13 @@ def _listed_reads(source: SourceConfig, types: Mapping[str, object], listed: Lis
     """The conditions of each read of a page source in a delta build of `listed` changes: its rows of the listed
     keys, and its rows of the listed URLs under other keys (two reads, each condition a list of literals of the
     column's type, which DuckDB pushes down to a database server or to Parquet's statistics)."""
-    key = quote_identifier(_required(source, types, source.key_column))
-    loc = quote_identifier(_required(source, types, "loc"))
-    keys = _literals(listed.keys, types[_required(source, types, source.key_column)])
+    key_column, loc_column = _required(source, types, source.key_column), _required(source, types, "loc")
+    key, keys = quote_identifier(key_column), _literals(listed.keys, types[key_column])
     reads = [[f"{key} IN ({keys})"]] if listed.keys else []
     if listed.urls:
         other_key = [f"coalesce(NOT {key} IN ({keys}), true)"] if listed.keys else []
-        reads.append([f"{loc} IN ({_literals(listed.urls, types[_required(source, types, 'loc')])})", *other_key])
+        urls = _literals(listed.urls, types[loc_column])
+        reads.append([f"{quote_identifier(loc_column)} IN ({urls})", *other_key])
     return reads or [["false"]]
 
 
