@@ -11,6 +11,7 @@ import filecmp
 import functools
 import os
 import random
+import secrets
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from sitemap_ops import storage as storage_module
 from sitemap_ops.config import SiteConfig, load_config
 from sitemap_ops.constants import MANIFEST_NAME, MAX_STATE_LAYERS
 from sitemap_ops.errors import SitemapOpsError
-from sitemap_ops.pipeline import run_build, steps
+from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage import delta as delta_module
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
@@ -120,7 +121,7 @@ def _faulty_delta(config: SiteConfig, mode: str, mutation: int, now: dt.datetime
 @pytest.fixture(autouse=True)
 def _same_build_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     """A build's id is its clock and a random token: the same token here, so two builds at one time share it."""
-    monkeypatch.setattr(steps.secrets, "token_hex", lambda size: "0" * 2 * size)
+    monkeypatch.setattr(secrets, "token_hex", lambda size: "0" * 2 * size)
 
 
 @pytest.mark.parametrize(("seed", "layers"), [(1, MAX_STATE_LAYERS), (2, 2)])

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sitemap_ops.pipeline import run_build
-from sitemap_ops.pipeline import steps as pipeline
+from sitemap_ops.pipeline.steps import staging as stage_steps
 from sitemap_ops.stage import ranged, stage
 from tests.extensions.rich import SITE
 from tests.helpers import NOW, sources_config, write_inventory
@@ -123,7 +123,7 @@ def test_no_query_of_the_extension_checks_joins_by_nested_loops(
     for module, names in patched.items():
         for name in names:
             monkeypatch.setattr(module, name, _explaining(getattr(module, name), found))
-    monkeypatch.setattr(pipeline, "run_stage_canonicals", _explaining(pipeline.run_stage_canonicals, found))
+    monkeypatch.setattr(stage_steps, "run_stage_canonicals", _explaining(stage_steps.run_stage_canonicals, found))
     config = sources_config(
         tmp_path,
         _sources(tmp_path / "inventory"),

@@ -253,7 +253,7 @@ def test_upload_failure_at_each_step_keeps_the_live_site_whole(tmp_path: Path, s
 
 KILL_BEFORE_PUBLISH = """
 import os, signal, sys
-import sitemap_ops.pipeline.steps as steps
+import sitemap_ops.pipeline.steps.output as steps
 steps.run_publish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # dies between shards and index
 from sitemap_ops.cli import main
 sys.exit(main(sys.argv[1:]))
