@@ -69,9 +69,10 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
     assignment and delta state (superseded), and the work folders of all but the last KEEP_WORK_DIRS builds
     (only folders holding the marker, only the files a build writes, never the live build's assignment). A
     build that kept a delta state keeps its staged snapshot: the next delta build starts from it."""
-    if manifest.stage.get("state"):
+    state = manifest.stage.get("state")
+    if state and DeltaState(**state).snapshot == work.url_of(STAGED_NAME):
         clear_snapshot(work, DATED_NAME, DATED_PART_FILE)
-    else:
+    else:  # (a host of a multi-host site: its state reads the shared stage's snapshot, finish_shared_stage)
         clear_snapshots(work)
     clear_chunks(work)
     root = work_root(config)
@@ -87,6 +88,25 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
             )
     live = [manifest.assignment] if manifest.assignment else []
     prune_work(root, {open_file(url, config.storage)[0].url for url in [*live, *kept]})
+
+
+def finish_shared_stage(
+    config: SiteConfig, work: Storage, lives: list[Manifest | None], previous: list[Manifest | None], dry_run: bool
+) -> None:
+    """A multi-host site's shared stage (`work`), after every host's build: drop its staged snapshot and delta state
+    unless a host's live delta state reads them (`lives`: each host's live manifest), then, unless a dry run, the
+    files of the delta states the hosts' `previous` live builds kept that no live one reads now, and the shared
+    stage's old work folders (never one a live delta state reads)."""
+    kept = [url for live in lives if live is not None for url in _state_files(live)]
+    folders = {open_file(url, config.storage)[0].url for url in kept}
+    if work.url not in folders:
+        drop_snapshots(work)
+    if dry_run:
+        return
+    root = work_root(config)
+    superseded = {url for old in previous if old is not None for url in _state_files(old)} - set(kept)
+    _drop_files(config, root, sorted(superseded))
+    prune_work(root, folders)
 
 
 def _state_files(manifest: Manifest) -> list[str]:

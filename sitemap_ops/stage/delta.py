@@ -33,6 +33,7 @@ from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snap
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_state import Mark, changed_since, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
+from sitemap_ops.stage.hosts import host_counts, host_state_rows
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState, StageResult
 from sitemap_ops.stage.sources import Inventory, create_inventory_view, quote_identifier, source_catalog
@@ -48,11 +49,13 @@ def run_delta_stage(
     state: DeltaState,
     progress: Progress,
     listed: Listed | None = None,
+    host_works: list[Storage] | None = None,
 ) -> StageResult:
     """Stage what changed since the live build's `state` into `work`: the staged snapshot a full build would
     stage, the rejects of the rows read, and the next state. With `listed` (what events name), only the rows of
-    those keys and URLs are read, and the high-water marks stay. DeltaRefused when the live build's files are
-    gone or the inventory now carries extensions (which a full build checks)."""
+    those keys and URLs are read, and the high-water marks stay. A multi-host site's snapshot is split by host
+    into `host_works` as a full build's is. DeltaRefused when the live build's files are gone or the inventory
+    now carries extensions (which a full build checks)."""
     try:
         old = load_snapshot(state.snapshot, config.storage)
         paths = [_existing(con, url, config) for url in (state.rows, *state.layers)]
@@ -109,13 +112,16 @@ def run_delta_stage(
             snapshot_rows = con.sql(read_sql("stage_delta_snapshot"))
             snapshot_rows.write_parquet(storage_path(con, work, first), compression="snappy")
             snapshot = index_snapshot(con, work, [first], STAGED_NAME)
+            # each host's rows read, and its rows in the new state, which its duplicates count against
+            per_host = host_counts(con, config.sites) if host_works else []
+            host_valid = host_state_rows(con, len(config.sites)) if host_works else None
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
     result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     result.state = DeltaState(base, snapshot.url, next_marks(state.marks, marks), state.digest, layers)
-    return finish_stage(config, con, work, result, snapshot, int(valid), [], progress, None)
+    return finish_stage(config, con, work, result, snapshot, int(valid), per_host, progress, host_works, host_valid)
 
 
 def count_drift(

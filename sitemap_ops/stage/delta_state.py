@@ -38,8 +38,6 @@ def unsupported(config: StageSettings) -> str | None:
     other = next((source for source in config.sources if source.kind not in ("pages", "deleted")), None)
     if other is not None:
         return f"source {other.label} is of kind {other.kind!r} (delta builds read page and deleted sources only)"
-    if len(config.sites) > 1:
-        return "the site has several hosts"
     if config.splits > 1 or config.partitions > 1:
         return "the stage runs in parts ([duckdb] stage_splits or stage_partitions)"
     if len(pages) > 1 and any(source.kind == "deleted" for source in config.sources):

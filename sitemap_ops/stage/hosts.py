@@ -27,6 +27,16 @@ def host_counts(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> li
     return counts
 
 
+def host_state_rows(con: duckdb.DuckDBPyConnection, hosts: int) -> list[int]:
+    """A delta build's rows of each host (the site's order) in its new state (the view `state_new`): the valid
+    rows a full build would count, which it did not read (sql/stage_delta_host_rows.sql). Reads the variable
+    host_prefixes (host_counts sets it)."""
+    rows = [0] * hosts
+    for host, n in con.execute(read_sql("stage_delta_host_rows")).fetchall():
+        rows[int(host) - 1] = int(n)
+    return rows
+
+
 def split_hosts(
     con: duckdb.DuckDBPyConnection,
     result: StageResult,
@@ -36,6 +46,7 @@ def split_hosts(
     counts: list[dict[str, int]],
     news_section: str,
     storage: StorageConfig,
+    host_valid: list[int] | None = None,
 ) -> list[StageResult]:
     """Write each host's rows of the staged snapshot (in the work folder) to its own work folder (`works`, in
     the site's order), file by file (so each host's snapshot has the same layout, sitemap_ops.snapshot), and
@@ -43,7 +54,8 @@ def split_hosts(
 
     A host's result counts its own input, excluded, staged and canonical URLs; rejects that name no host (an
     invalid URL, an unlisted host), dropped fields and the extension counts are the first host's, and every
-    host's result names the one rejects file.
+    host's result names the one rejects file. `host_valid`: each host's valid rows, which its duplicates count
+    against, when they are not its counts' (a delta build's counts are of the changed rows it read).
     """
     results = []
     for index, (site, work) in enumerate(zip(sites, works, strict=True)):
@@ -74,7 +86,7 @@ def split_hosts(
                 result,
                 rows_in=valid - canonicals + sum(excluded.values()) + invalid,
                 staged=staged,
-                duplicates=valid - staged,
+                duplicates=(valid if host_valid is None else host_valid[index]) - staged,
                 rejected=dict(sorted(rejected.items())),
                 fields_dropped=result.fields_dropped if first else {},
                 staged_path=own_snapshot.url,

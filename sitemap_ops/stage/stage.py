@@ -322,8 +322,10 @@ def finish_stage(
     per_host: list[dict[str, int]],
     progress: Progress,
     host_works: list[Storage] | None,
+    host_valid: list[int] | None = None,
 ) -> StageResult:
-    """The result of a written snapshot: its counts (and the extensions'), and a multi-host site's split."""
+    """The result of a written snapshot: its counts (and the extensions'), and a multi-host site's split
+    (`host_valid`: see sitemap_ops.stage.hosts.split_hosts)."""
     extensions = result.extensions
     if extensions:
         try:
@@ -345,6 +347,7 @@ def finish_stage(
                 per_host,
                 config.extensions.news_section,
                 config.storage,
+                host_valid,
             )
         staged_by_host = zip(config.sites, result.hosts, strict=True)
         progress.step("stage: by host: " + ", ".join(f"{site.host} {r.staged:,}" for site, r in staged_by_host))

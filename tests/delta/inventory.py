@@ -23,7 +23,8 @@ from sitemap_ops.constants import MANIFEST_NAME
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.storage import Storage
 
-SITE = "https://www.example.com"
+HOST = "www.example.com"
+SITE = f"https://{HOST}"
 SECTIONS = ("a", "b", "c")
 START = dt.datetime(2026, 11, 21, 12, 0)
 STEP = dt.timedelta(minutes=10)
@@ -49,11 +50,17 @@ class Row:
     gone: bool
     lastmod: dt.datetime | None
     section: str
+    host: str = HOST
 
     @property
     def url(self) -> str:
-        host = {"upper": "WWW.EXAMPLE.COM", "port": "www.example.com:443"}.get(self.spelling, "www.example.com")
+        host = {"upper": self.host.upper(), "port": f"{self.host}:443"}.get(self.spelling, self.host)
         return f"page{self.path}" if self.spelling == "bad" else f"https://{host}{self.path}"
+
+    @property
+    def page(self) -> str:
+        """The page's URL in its normal form, as the sitemap lists it."""
+        return f"https://{self.host}{self.path}"
 
     def record(self) -> dict[str, Any]:
         return {"id": self.key, "url": self.url, "updated_at": self.updated_at, "gone": self.gone,
@@ -62,9 +69,10 @@ class Row:
 
 @dataclass
 class Inventory:
-    """The model: rows by key, deleted keys with when, the step's clock."""
+    """The model: rows by key, deleted keys with when, the step's clock; the site's hosts (the first is SITE's)."""
 
     rng: random.Random
+    hosts: tuple[str, ...] = (HOST,)
     rows: dict[int, Row] = field(default_factory=dict)
     deleted: list[tuple[int, dt.datetime]] = field(default_factory=list)
     clock: dt.datetime = START
@@ -74,9 +82,10 @@ class Inventory:
     keys: set[str] = field(default_factory=set)
     urls: set[str] = field(default_factory=set)
 
-    def expected(self, now: dt.datetime) -> set[str]:
-        """The URLs a build at `now` publishes: every spelling of a live row's page in its normal form."""
-        return {f"{SITE}{row.path}" for row in self.rows.values() if not row.gone and row.spelling != "bad"}
+    def expected(self, now: dt.datetime, host: str = HOST) -> set[str]:
+        """The URLs a build at `now` publishes on `host`: every spelling of a live row's page in its normal form."""
+        rows = self.rows.values()
+        return {row.page for row in rows if not row.gone and row.spelling != "bad" and row.host == host}
 
     def _new_path(self) -> str:
         self.next_key += 1
@@ -93,13 +102,22 @@ class Inventory:
 
     def insert(self) -> None:
         key = self.next_key + 1000
-        existing = [row.path for row in self.rows.values()]
+        existing = list(self.rows.values())
         # a new page, or another row spelling an existing page's URL (a duplicate the dedupe merges)
-        path = self.rng.choice(existing) if existing and self.rng.random() < 0.3 else self._new_path()
+        if existing and self.rng.random() < 0.3:
+            same = self.rng.choice(existing)
+            path, host = same.path, same.host
+        else:
+            path, host = self._new_path(), self._host()
         spelling = self.rng.choice(("plain", "plain", "upper", "port"))
-        self.rows[key] = Row(key, path, spelling, self._stamp(), False, self._lastmod(), self.rng.choice(SECTIONS))
+        row = Row(key, path, spelling, self._stamp(), False, self._lastmod(), self.rng.choice(SECTIONS), host)
+        self.rows[key] = row
         self.next_key += 1
         self._touched(self.rows[key])
+
+    def _host(self) -> str:
+        """A host for a page (no choice on a site of one host, whose sequences stay as they were)."""
+        return self.rng.choice(self.hosts) if len(self.hosts) > 1 else self.hosts[0]
 
     def _touched(self, row: Row, url: str = "") -> None:
         self.keys.add(str(row.key))
@@ -107,13 +125,16 @@ class Inventory:
 
     def update(self) -> None:
         row = self.rng.choice(list(self.rows.values()))
-        change = self.rng.choice(("lastmod", "url", "section", "spelling", "soft_delete", "restore"))
+        moves = ("host",) if len(self.hosts) > 1 else ()  # (a page moved to another host)
+        change = self.rng.choice(("lastmod", "url", "section", "spelling", "soft_delete", "restore", *moves))
         if change == "lastmod":
             row = replace(row, lastmod=self._lastmod())
         elif change == "url":
             row = replace(row, path=self._new_path())
         elif change == "section":
             row = replace(row, section=self.rng.choice(SECTIONS))
+        elif change == "host":
+            row = replace(row, host=self._host())
         elif change == "spelling":
             row = replace(row, spelling=self.rng.choice(("plain", "upper", "port", "bad")))
         else:
@@ -124,7 +145,7 @@ class Inventory:
     def hard_delete(self) -> None:
         key = self.rng.choice(list(self.rows))
         row = self.rows.pop(key)
-        self._touched(row, f"{SITE}{row.path}")
+        self._touched(row, row.page)
         self.deleted.append((key, self.clock))
 
     def start(self, count: int) -> None:
@@ -160,10 +181,20 @@ def parquet_sources(folder: Path) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def site(root: Path, sources: list[dict[str, Any]]) -> dict[str, Any]:
-    """A site's config (for load_config) whose output and work folder are in `root`."""
-    return {"base_url": SITE, "output": str(root / "public"), "work_dir": str(root / "work"), "sources": sources,
-            "shards": {"max_urls": 7}, "publish": {"min_ratio": 0.0}}  # fmt: skip
+def site(root: Path, sources: list[dict[str, Any]], hosts: tuple[str, ...] = (HOST,)) -> dict[str, Any]:
+    """A site's config (for load_config) whose output and work folder are in `root`; with more `hosts` than
+    SITE's, each further one publishes to its own output there (outputs)."""
+    config = {"base_url": SITE, "output": str(root / "public"), "work_dir": str(root / "work"), "sources": sources,
+              "shards": {"max_urls": 7}, "publish": {"min_ratio": 0.0}}  # fmt: skip
+    if len(hosts) > 1:
+        folders = outputs(root, hosts)
+        config["hosts"] = [{"base_url": f"https://{host}", "output": str(folders[host])} for host in hosts[1:]]
+    return config
+
+
+def outputs(root: Path, hosts: tuple[str, ...] = (HOST,)) -> dict[str, Path]:
+    """Each host's output folder in `root` (site's)."""
+    return {host: root / ("public" if host == HOST else f"public-{host}") for host in hosts}
 
 
 def copy_output(live: Path, twin: Path) -> None:
@@ -176,6 +207,8 @@ def copy_output(live: Path, twin: Path) -> None:
     manifest = Manifest.load(output)
     assert manifest is not None
     listing = output.list_details()
-    for record in manifest.shards:
-        record.version = listing[record.name].version
+    # (and the record of a switch a killed build was making, which the next build completes)
+    for record in [*manifest.shards, *(manifest.pending.shards if manifest.pending else [])]:
+        if record.name in listing:
+            record.version = listing[record.name].version
     output.write_bytes(MANIFEST_NAME, manifest.to_json())

@@ -22,11 +22,12 @@ from sitemap_ops import storage as storage_module
 from sitemap_ops.config import SiteConfig, load_config
 from sitemap_ops.constants import MANIFEST_NAME, MAX_STATE_LAYERS
 from sitemap_ops.errors import SitemapOpsError
+from sitemap_ops.manifest import Manifest
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage import delta as delta_module
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
-from tests.delta.inventory import Inventory, copy_output, parquet_sources, site, write_parquet
+from tests.delta.inventory import HOST, Inventory, copy_output, outputs, parquet_sources, site, write_parquet
 from tests.helpers import assert_schema_valid, published
 from tests.publish.faults import in_child, read_live
 from tests.servers import Database
@@ -48,48 +49,60 @@ def _run_sequence(
     write: Callable[[Inventory], None],
     faults: bool = False,
     listing: bool = False,
+    hosts: tuple[str, ...] = (HOST,),
+    diverged: list[int] | None = None,
 ) -> list[int]:
     """`steps` random edits, each followed by a delta build: with `faults`, one that may fail at a random storage
     write or be killed after one (the live site is then the last good build's or the new one's); else (and on
     every clean step) one equal to a full build from a copy of the same site at the same time; with `listing`,
     one that reads past the marks, or only the keys the step touched, or only URLs that find them, at random.
-    Returns each clean delta build's layers over the state."""
-    inventory = Inventory(random.Random(seed))
+    With several `hosts`, every host's output is checked so (each its own live set: a fault may leave the hosts
+    on different builds, whose steps `diverged` collects). Returns each clean delta build's layers over the state."""
+    inventory = Inventory(random.Random(seed), hosts)
     inventory.start(40)
     write(inventory)
     live = tmp_path / "live"
     now = inventory.clock + dt.timedelta(minutes=1)
-    first = run_build(load_config(None, site(live, sources)), now=now, delta="try")
+    first = run_build(load_config(None, site(live, sources, hosts)), now=now, delta="try")
     assert first.stage.mode.startswith("full: ") and first.stage.state is not None
-    good = inventory.expected(now)
+    assert not first.failed_hosts
+    good = {host: inventory.expected(now, host) for host in hosts}
     layers: list[int] = []
     for number in range(steps):
         inventory.step(inventory.rng.randint(1, 6))
         write(inventory)
         now = inventory.clock + dt.timedelta(minutes=1)
-        config = load_config(None, site(live, sources))
+        config = load_config(None, site(live, sources, hosts))
         mode = inventory.rng.choice(("clean", "fail", "kill")) if faults else "clean"
         if mode != "clean":
-            _faulty_delta(config, mode, inventory.rng.randint(1, 22), now)
-            found = set(read_live(Storage.open(config.output), config.public_url))
-            assert found in (good, inventory.expected(now)), f"step {number} ({mode}): neither build's inventory"
-            good = found
+            _faulty_delta(config, mode, inventory.rng.randint(1, 22 * len(hosts)), now)
+            for host, host_config in zip(hosts, config.host_configs(), strict=True):
+                found = set(read_live(Storage.open(host_config.output), host_config.public_url))
+                either = (good[host], inventory.expected(now, host))
+                assert found in either, f"step {number} ({mode}), {host}: neither build's inventory"
+                good[host] = found
+            manifests = [Manifest.load(Storage.open(host_config.output)) for host_config in config.host_configs()]
+            live_builds = {manifest.build_id if manifest else None for manifest in manifests}
+            if diverged is not None and len(live_builds) > 1:
+                diverged.append(number)
             continue
         twin = tmp_path / f"twin-{number}"
-        copy_output(live / "public", twin / "public")
+        for host, folder in outputs(live, hosts).items():
+            copy_output(folder, outputs(twin, hosts)[host])
         # (first: the delta build drops the old state) a full build after delta builds that saw every change
         # counts no drift
-        full = run_build(load_config(None, site(twin, sources)), now=now)
+        full = run_build(load_config(None, site(twin, sources, hosts)), now=now)
         assert full.stage.drift in ((None, 0) if faults else (None if number == 0 else 0,)), f"step {number}"
         listed = _listed(inventory) if listing else None
         summary = run_build(config, now=now, delta="only", listed=listed)
         assert summary.stage.mode == ("delta" if listed is None else f"delta: only the {listed} named")
-        assert summary.stage.state is not None
+        assert summary.stage.state is not None and not summary.failed_hosts
         layers.append(len(summary.stage.state.layers))
-        _same_output(live / "public", twin / "public")
-        assert_schema_valid(live / "public")
-        good = inventory.expected(now)
-        assert set(published(live / "public")) == good, f"step {number}"
+        for host, folder in outputs(live, hosts).items():
+            _same_output(folder, outputs(twin, hosts)[host])
+            assert_schema_valid(folder)
+            good[host] = inventory.expected(now, host)
+            assert set(published(folder)) == good[host], f"step {number}, {host}"
         shutil.rmtree(twin)
     return layers
 
@@ -152,6 +165,26 @@ def test_delta_builds_under_storage_faults_and_kills(tmp_path: Path) -> None:
     folder = tmp_path / "inventory"
     folder.mkdir()
     _run_sequence(tmp_path, 4, 14, parquet_sources(folder), lambda inventory: write_parquet(inventory, folder), True)
+
+
+def test_delta_builds_of_a_multi_host_site_equal_full_builds(tmp_path: Path) -> None:
+    """Pages on two hosts, some moving between them: each host's output is a full build's."""
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    write = functools.partial(write_parquet, folder=folder)
+    _run_sequence(tmp_path, 6, 8, parquet_sources(folder), write, listing=True, hosts=(HOST, "shop.example.com"))
+
+
+def test_delta_builds_of_a_multi_host_site_under_storage_faults_and_kills(tmp_path: Path) -> None:
+    """A fault may leave one host on the new build and the other on the last: the next delta build starts from
+    the first host's live state and gives every host the full build's set."""
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    write = functools.partial(write_parquet, folder=folder)
+    diverged: list[int] = []
+    hosts = (HOST, "shop.example.com")
+    _run_sequence(tmp_path, 7, 12, parquet_sources(folder), write, faults=True, hosts=hosts, diverged=diverged)
+    assert diverged  # (the sequence has faults that left the hosts on different builds)
 
 
 @pytest.mark.service("postgres")

@@ -31,6 +31,7 @@ from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.validate import validate
 from tests.extensions.rich import chain_rows, write_rich
 from tests.helpers import NOW, write_inventory
+from tests.publish.faults import read_live
 
 pytestmark = pytest.mark.service("s3 (moto server) and gcs (emulator)")
 
@@ -388,6 +389,43 @@ def test_a_refused_upload_is_one_storage_error(tmp_path: Path, s3) -> None:
     with pytest.raises(SitemapOpsError, match=r"cannot write .*sitemap-pages-00001-.*PermissionError"):
         _build(tmp_path, s3, _rows(20))
     assert "Contents" not in s3.client.list_objects_v2(Bucket=s3.bucket, Prefix="site/sitemap.xml")
+
+
+def _changing(tmp_path: Path, rows: list[tuple[int, str, dt.datetime]]) -> list[dict]:
+    """A change-aware inventory (id, loc, lastmod, updated_at) written locally; its site's sources."""
+    table = pa.table(
+        {
+            "id": [key for key, _, _ in rows],
+            "loc": [f"{SITE}/p/{path}" for _, path, _ in rows],
+            "lastmod": [when for _, _, when in rows],
+            "updated_at": [when for _, _, when in rows],
+        }
+    )
+    pq.write_table(table, tmp_path / "changing.parquet")
+    return [{"path": str(tmp_path / "changing.parquet"), "key_column": "id", "changed_column": "updated_at"}]
+
+
+def test_delta_builds_read_and_keep_their_state_on_object_storage(tmp_path: Path, store) -> None:
+    """The delta state (kept rows, layers, staged snapshot) lives in the work folder on S3 or GCS: each delta
+    build reads the live one there, and retire keeps what the next one reads."""
+    rows = [(key, f"{key:05d}", dt.datetime(2024, 1, 1) + dt.timedelta(days=key)) for key in range(150)]
+    sources = _changing(tmp_path, rows)
+    first = run_build(_config(tmp_path, store, sources=sources), now=NOW, delta="try")
+    assert first.stage.mode.startswith("full: ") and first.stage.state is not None
+    for step in range(1, 4):
+        when = NOW - dt.timedelta(hours=1) + dt.timedelta(hours=step)
+        rows[step] = (step, f"moved-{step}", when)  # a page moved (its old URL goes)
+        rows.append((1000 + step, f"new-{step}", when))
+        sources = _changing(tmp_path, rows)
+        delta = run_build(_config(tmp_path, store, sources=sources), now=when + dt.timedelta(minutes=5), delta="only")
+        # the two changed rows, and those of the mark's time again (the overlap): the last build's changes
+        assert delta.stage.mode == "delta" and delta.stage.rows_in == (3 if step == 1 else 4)
+        assert delta.stage.state is not None and len(delta.stage.state.layers) == step
+        report = validate(store.url("site/robots.txt"), now=when + dt.timedelta(minutes=5))
+        assert report.problems == [] and report.urls == 150 + step
+    config = _config(tmp_path, store, sources=sources)
+    live = set(read_live(Storage.open(config.output, config.storage), config.public_url))
+    assert live == {f"{SITE}/p/{path}" for _, path, _ in rows}
 
 
 def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: Path, store) -> None:

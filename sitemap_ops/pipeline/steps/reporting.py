@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from sitemap_ops.manifest import Manifest
 from sitemap_ops.notify.notify import queue_status
-from sitemap_ops.pipeline.steps.run import BuildRun, host_runs
+from sitemap_ops.pipeline.steps.run import BuildRun, host_runs, kept_live_manifest
 from sitemap_ops.plan.plan import Plan
 from sitemap_ops.render.render import RenderedShard
 from sitemap_ops.report.report import change_samples, config_digest, gather, write_report, write_site_report
 from sitemap_ops.stage.result import StageResult
-from sitemap_ops.workspace import drop_snapshots, duckdb_session, prune_work, work_root
+from sitemap_ops.workspace import drop_snapshots, duckdb_session, finish_shared_stage, work_root
 
 
 def report(
@@ -76,8 +76,10 @@ def site_report(run: BuildRun, staged: StageResult | None) -> str:
 
 
 def tidy_hosts(run: BuildRun, *, dry_run: bool = False) -> None:
-    """A multi-host site's last step: drop the shared stage's snapshot (each host's build read its own) and,
-    unless a dry run, prune the shared stage's old work folders (each host prunes its own)."""
-    drop_snapshots(run.work)
-    if not dry_run:
-        prune_work(work_root(run.config))
+    """A multi-host site's last step: drop the shared stage's snapshot (each host's build read its own) unless a
+    host's live delta state reads it, and, unless a dry run, superseded delta states and the shared stage's old
+    work folders (each host prunes its own): sitemap_ops.workspace.finish_shared_stage."""
+    hosts = host_runs(run)
+    lives = [Manifest.load(host.output) for host in hosts]
+    previous = [kept_live_manifest(host.work) for host in hosts]  # (what each host's plan read as live)
+    finish_shared_stage(run.config, run.work, lives, previous, dry_run)

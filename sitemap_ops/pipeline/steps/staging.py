@@ -69,6 +69,8 @@ def stage_rows(
         )
     staged.mode = f"full: {why}" if why else "full"
     _reconcile(run, work, staged, progress)
+    for host in staged.hosts:  # (each host's result was split off before the drift was counted)
+        host.drift = staged.drift
     return staged
 
 
@@ -105,7 +107,8 @@ def _delta_stage(
     assert recorded is not None  # (refusal says why when there is none)
     try:
         with duckdb_session(run.config, work) as con:
-            return run_delta_stage(settings, con, work, run.now, DeltaState(**recorded), progress, listed), ""
+            state = DeltaState(**recorded)
+            return run_delta_stage(settings, con, work, run.now, state, progress, listed, host_works(run)), ""
     except DeltaRefused as exc:
         return None, str(exc)
 
