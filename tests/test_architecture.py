@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import sitemap_ops
-from sitemap_ops.stage.sources import EXTENSION_VIEWS
+from sitemap_ops.stage.columns import EXTENSION_VIEWS
 
 ROOT = Path(sitemap_ops.__file__).parent.parent
 DOC = "\n".join((ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("architecture.md", "internals.md"))

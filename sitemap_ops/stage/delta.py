@@ -30,13 +30,14 @@ from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.errors import StorageError, first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snapshot
+from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_state import Mark, changed_since, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
 from sitemap_ops.stage.hosts import host_counts, host_state_rows
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState, StageResult
-from sitemap_ops.stage.sources import Inventory, create_inventory_view, quote_identifier, source_catalog
+from sitemap_ops.stage.sources import Inventory, create_inventory_view, source_catalog
 from sitemap_ops.stage.stage import create_normalized, finish_stage, normalize_variables, read_result, stage_counts
 from sitemap_ops.storage import Storage, open_file
 

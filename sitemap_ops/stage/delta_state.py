@@ -19,10 +19,11 @@ from sitemap_ops.constants import STATE_ROWS_NAME
 from sitemap_ops.duck import read_sql, storage_path
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot
+from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import SourceConfig, StageSettings
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.result import DeltaState
-from sitemap_ops.stage.sources import Inventory, quote_identifier, source_aggregate
+from sitemap_ops.stage.sources import Inventory, source_aggregate
 from sitemap_ops.storage import Storage
 
 # A high-water mark as the manifest records it: an integer, or a naive UTC timestamp in ISO form (None: no row).

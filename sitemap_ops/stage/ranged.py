@@ -24,6 +24,7 @@ from sitemap_ops.constants import (
 from sitemap_ops.duck import create_parquet_view, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
+from sitemap_ops.stage.columns import EXTENSION_VIEWS
 from sitemap_ops.stage.completion import (
     AS_FOUND_STAGED,
     complete_range,
@@ -63,7 +64,6 @@ from sitemap_ops.stage.result import (
     add_host_counts,
 )
 from sitemap_ops.stage.sources import (
-    EXTENSION_VIEWS,
     Inventory,
     create_extension_views,
     create_inventory_view,

@@ -31,11 +31,12 @@ from sitemap_ops.constants import (
     STAGE_EXT_CHECKED_FACTOR,
 )
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables
+from sitemap_ops.stage.columns import EXTENSION_VIEWS
 from sitemap_ops.stage.config import LAKEHOUSE_FORMATS, SourceConfig
 from sitemap_ops.stage.lakehouse import data_files, reach
 from sitemap_ops.stage.partitions import part_count, range_bounds
 from sitemap_ops.stage.result import InputSplit
-from sitemap_ops.stage.sources import EXTENSION_VIEWS, Inventory, create_url_inventory_view, key_range, piece_sql
+from sitemap_ops.stage.sources import Inventory, create_url_inventory_view, key_range, piece_sql
 from sitemap_ops.storage import Storage, StorageConfig
 
 # What survey() found of each source (by its position in the sources): its Parquet files (or a lakehouse table's

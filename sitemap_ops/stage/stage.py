@@ -28,6 +28,7 @@ from sitemap_ops.duck import connect, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
+from sitemap_ops.stage.columns import EXTENSION_VIEWS, INLINE_EXTENSIONS, quote_identifier
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_state import keep_state, start_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
@@ -45,14 +46,7 @@ from sitemap_ops.stage.result import (
     StageResult,
     StageSplits,
 )
-from sitemap_ops.stage.sources import (
-    EXTENSION_VIEWS,
-    INLINE_EXTENSIONS,
-    Inventory,
-    create_inventory_view,
-    create_url_inventory_view,
-    quote_identifier,
-)
+from sitemap_ops.stage.sources import Inventory, create_inventory_view, create_url_inventory_view
 from sitemap_ops.stage.splits import (
     Survey,
     list_splits,
