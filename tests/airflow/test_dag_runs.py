@@ -608,3 +608,23 @@ def test_a_run_with_delta_reads_only_the_rows_changed_since_the_live_build(site)
     # the new row, and the rows within the overlap (5 minutes) before the high-water mark
     assert stage["mode"] == "delta" and stage["rows_in"] == 6
     assert _live_locs(s3, "delta") == {f"{SITE}/p/{i}" for i in range(100)} | {f"{SITE}/new"}
+
+
+def test_a_multi_host_run_with_delta_gives_each_host_the_changes(site) -> None:
+    folder, db, s3 = site
+    pages, other = db.table("pages"), "https://www.example.de"
+    db.executemany(f"INSERT INTO {pages} VALUES (%s, now())", [(f"{other}/p/{i}",) for i in range(30)])
+    db.execute(f"ALTER TABLE {pages} ADD COLUMN id SERIAL")
+    db.execute(f"UPDATE {pages} SET updated = now() - interval '1 day' - id * interval '1 minute'")
+    hosts = f'[[hosts]]\nbase_url = "{other}"\noutput = "{s3.url("delta-de")}"\n'
+    _site(folder, db, s3, "delta-com", source='key_column = "id"\nchanged_column = "updated"\n', extra=hosts)
+    assert _run(folder).state == "success"  # (a full build, which keeps the site's one delta state)
+    for step in range(2):  # (the second starts from the state the first left beside the shared stage)
+        db.execute(
+            f"INSERT INTO {pages} (url, updated) VALUES ('{SITE}/new-{step}', now()), ('{other}/new-{step}', now())"
+        )
+        assert _run(folder, delta="only").state == "success"
+        for prefix in ("delta-com", "delta-de"):
+            assert json.loads(_objects(s3, prefix)["manifest.json"])["stage"]["mode"] == "delta"
+    assert _live_locs(s3, "delta-com") == {f"{SITE}/p/{i}" for i in range(100)} | {f"{SITE}/new-{s}" for s in range(2)}
+    assert _live_locs(s3, "delta-de") == {f"{other}/p/{i}" for i in range(30)} | {f"{other}/new-{s}" for s in range(2)}
