@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 import s3 as s3bench  # noqa: E402
 from run import peak_rss_of  # noqa: E402
 
-from tests.servers import free_port, stop_process_groups, wait_for  # noqa: E402
+from tests.servers import celery_ready, free_port, stop_process_groups, wait_for  # noqa: E402
 
 
 class Stack:
@@ -111,7 +111,7 @@ class Stack:
             extra = {"TMPDIR": str(folder), "AIRFLOW__CORE__HOSTNAME_CALLABLE": f"worker_names.w{n}"}
             args = ["celery", "worker", "--concurrency", "1", "--celery-hostname", f"worker-{n}@%h"]
             self.workers.append(self._start(f"worker-{n}", args, extra))
-            wait_for(f"worker-{n} to be ready", lambda log=log: b"ready" in log.read_bytes(), 300)
+            wait_for(f"worker-{n} to be ready", lambda log=log: celery_ready(log), 300)
 
     def stop_workers(self) -> None:
         stop_process_groups(self.workers)

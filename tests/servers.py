@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -327,6 +328,12 @@ def api_call(base: str, method: str, path: str, body: Any = None, token: str | N
     with urllib.request.urlopen(request, data=data, timeout=API_TIMEOUT_SECONDS) as response:
         text = response.read()
     return json.loads(text) if text else None
+
+
+def celery_ready(log: Path) -> bool:
+    """Whether a Celery worker's log says it is ready: Celery's own line ("<name>@<host> ready."), not a line that
+    merely holds the word (an address "already in use")."""
+    return re.search(rb"@\S+ ready\.", log.read_bytes()) is not None
 
 
 def wait_for(what: str, check: Any, seconds: float, log: Path | None = None) -> Any:

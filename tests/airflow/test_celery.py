@@ -32,6 +32,7 @@ from tests.servers import (
     S3Server,
     _postgres,
     api_call,
+    celery_ready,
     free_port,
     require_service,
     stop_process_groups,
@@ -195,7 +196,7 @@ render_group_bytes = 1  # a render task per shard: 12 tasks for two workers to s
         base = f"http://127.0.0.1:{port}"
         for worker in WORKERS:
             log = logs / f"{worker}.log"
-            wait_for(f"{worker} to be ready", lambda log=log: b"ready" in log.read_bytes(), 180, log)
+            wait_for(f"{worker} to be ready", lambda log=log: celery_ready(log), 180, log)
         # the compose file's Celery config: each worker loaded DuckDB before forking, so its tasks need not
         for proc in procs[-len(WORKERS) :]:
             assert "/_duckdb." in Path(f"/proc/{proc.pid}/maps").read_text(), "preloaded"
