@@ -101,5 +101,7 @@ def host_runs(run: BuildRun) -> list[BuildRun]:
 
 
 def kept_live_manifest(work: Storage) -> Manifest | None:
+    """The live manifest plan_prepare read and kept in the build's work folder `work` (None: nothing was live, or
+    the plan has not run): what publish builds on and retire supersedes."""
     data = work.read_bytes(LIVE_MANIFEST_NAME)
     return None if data is None else Manifest.from_json(data, work.path(LIVE_MANIFEST_NAME))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sitemap_ops.constants import MAX_STAGE_PARTITIONS, MAX_STAGE_SPLITS
 from sitemap_ops.manifest import live_manifest
 from sitemap_ops.pipeline.steps.run import BuildRun, host_works, in_session
@@ -74,23 +72,25 @@ def stage_rows(
     return staged
 
 
-def _live_stage(run: BuildRun) -> dict[str, Any]:
-    """The live build's stage record (its mode and delta state; empty when nothing is live)."""
+def _live_stage(run: BuildRun) -> tuple[str, DeltaState | None]:
+    """The live build's stage mode and delta state ("" and None when nothing is live; None when it kept none)."""
     live = live_manifest(run.output, run.config.publish.index_name)
-    return dict(live.stage) if live else {}
+    stage = live.stage if live else {}
+    recorded = stage.get("state")
+    return str(stage.get("mode", "")), DeltaState(**recorded) if recorded else None
 
 
 def _reconcile(run: BuildRun, work: Storage, staged: StageResult, progress: Progress) -> None:
     """A full build that keeps a delta state, after delta builds made the live one: count what they missed
     (`staged.drift`, sitemap_ops.stage.delta.count_drift) and say it."""
-    live = _live_stage(run)
-    if staged.state is None or not str(live.get("mode", "")).startswith("delta") or not live.get("state"):
+    mode, live = _live_stage(run)
+    if staged.state is None or not mode.startswith("delta") or live is None:
         return
     settings = run.config.stage_settings()
-    if refusal(settings, DeltaState(**live["state"])):  # (another config: its rows differ by design)
+    if refusal(settings, live):  # (another config: its rows differ by design)
         return
     with duckdb_session(run.config, work) as con:
-        staged.drift = count_drift(settings, con, work, run.now, DeltaState(**live["state"]), progress)
+        staged.drift = count_drift(settings, con, work, run.now, live, progress)
     if staged.drift is not None:
         progress.step(f"stage: {staged.drift:,} row(s) the delta builds missed; this build has them right")
 
@@ -100,14 +100,13 @@ def _delta_stage(
 ) -> tuple[StageResult | None, str]:
     """The delta stage from the live build's state, or None and why it is not possible."""
     settings = run.config.stage_settings()
-    recorded = _live_stage(run).get("state") or None
-    why = refusal(settings, DeltaState(**recorded) if recorded else None)
+    _, state = _live_stage(run)
+    why = refusal(settings, state)
     if why:
         return None, why
-    assert recorded is not None  # (refusal says why when there is none)
+    assert state is not None  # (refusal says why when there is none)
     try:
         with duckdb_session(run.config, work) as con:
-            state = DeltaState(**recorded)
             return run_delta_stage(settings, con, work, run.now, state, progress, listed, host_works(run)), ""
     except DeltaRefused as exc:
         return None, str(exc)
