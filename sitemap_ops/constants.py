@@ -196,6 +196,8 @@ REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
 STATE_ROWS_NAME = "state-rows.parquet"
 # a delta build: the rows of the keys it changed (none for a key gone), a layer over the state's rows
 STATE_LAYER_NAME = "state-layer.parquet"
+# a delta build: the URLs it staged again, with their entries now, which the plan's change set compares
+DELTA_CHANGED_NAME = "delta-changed.parquet"
 # A delta build adds a layer to the state rather than rewriting its rows, up to this many layers; the next writes
 # the rows merged (as will the next full build). Each layer costs every later delta build a read of its rows.
 MAX_STATE_LAYERS = 24
@@ -229,7 +231,7 @@ REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later re
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
     LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, PLAN_PLACED_NAME, REPORT_NAME,
-    REPORT_DATA_NAME, STATE_ROWS_NAME, STATE_LAYER_NAME, *LEGACY_SNAPSHOT_NAMES,
+    REPORT_DATA_NAME, STATE_ROWS_NAME, STATE_LAYER_NAME, DELTA_CHANGED_NAME, *LEGACY_SNAPSHOT_NAMES,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts

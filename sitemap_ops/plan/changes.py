@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
+import tempfile
 from typing import BinaryIO
 
 import duckdb
@@ -15,12 +17,13 @@ from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
     read_sql,
+    scratch_folder,
     set_variables,
     storage_path,
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import assignment_files
+from sitemap_ops.manifest import assignment_files, changes_part_name
 from sitemap_ops.plan.assign import RowChunk, use_chunk
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.progress import Chunked, Progress
@@ -122,6 +125,23 @@ def write_change_chunk(
         [con.sql(read_sql("plan_changes"))], sink, batch_rows=CHANGE_BATCH_ROWS, compression="zstd",
         use_dictionary=["change", "section"],  # (not the URLs: each is another value)
     )  # fmt: skip
+
+
+def write_changed(
+    con: duckdb.DuckDBPyConnection, work: Storage, changed: str, storage: StorageConfig, news_section: str
+) -> None:
+    """A delta build's change set, as its one part in `work`: sql/plan_changes.sql over only the URLs its stage
+    staged again (`changed`, a URL: sql/plan_changed.sql), whose other URLs all keep the live build's entries.
+    Reads the view `live_urls`; redefines the views `staged` and `live_urls` to those URLs."""
+    name = changes_part_name(0, 1)
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+        try:
+            create_parquet_view(con, "changed_urls", duckdb_path(con, changed, storage))
+            con.execute(read_sql("plan_changed"))
+            write_change_chunk(con, os.path.join(scratch, name), news_section, None, None)
+            work.move_in(os.path.join(scratch, name), name)
+        except (duckdb.Error, OSError) as exc:
+            raise PlanError(f"cannot write the change set to {work.url}: {first_line(exc)}") from None
 
 
 def count_changes(con: duckdb.DuckDBPyConnection, work: Storage, parts: list[str]) -> dict[str, int]:

@@ -48,7 +48,7 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import assignment_exists, changes_part_name, planned_part_name
+from sitemap_ops.manifest import Manifest, assignment_exists, changes_part_name, planned_part_name
 from sitemap_ops.plan.assign import (
     KEPT_BATCH_ROWS,
     RowChunk,
@@ -60,7 +60,13 @@ from sitemap_ops.plan.assign import (
     row_chunks,
     write_rows,
 )
-from sitemap_ops.plan.changes import change_bounds, create_live_view, date_snapshot, write_change_chunk
+from sitemap_ops.plan.changes import (
+    change_bounds,
+    create_live_view,
+    date_snapshot,
+    write_change_chunk,
+    write_changed,
+)
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import CircuitBreakerError, LiveStateChangedError, PlanError
 from sitemap_ops.plan.state import LiveState
@@ -96,6 +102,8 @@ class PreparedPlan:
     state_notes: list[str]  # what disagreed in the live state prepare read (plan.Plan.state_notes)
     full_rebuild: bool = False
     breaker: str | None = None  # a preview's: why the circuit breaker would stop the build
+    # a delta build's change set, one part prepare wrote (plan.changes.write_changed; no URL ranges)
+    changes_prepared: bool = False
 
     @property
     def tasks(self) -> int:
@@ -237,6 +245,7 @@ def prepare_plan(
     force: bool = False,
     preview: bool = False,
     excluded: int = 0,
+    changed: tuple[str, str] = ("", ""),
     progress: Progress | None = None,
 ) -> PreparedPlan:
     """Plan's first step: the sections, the chunks of rows and the change set's URL ranges, the circuit
@@ -245,7 +254,9 @@ def prepare_plan(
 
     `full_rebuild` keeps no URL in its live shard (the change set still compares with the live build);
     `force` skips the breaker; `preview` (a dry run) records its verdict instead of failing; `excluded`: the
-    URLs the stage's exclusion sources kept out (the breaker compares them with the live build's)."""
+    URLs the stage's exclusion sources kept out (the breaker compares them with the live build's); `changed`: a
+    delta build's URLs staged again and the live snapshot they changed from (StageResult.changed_path and
+    changed_since)."""
     progress = progress or Progress(enabled=False)
     clear_chunks(work)  # an earlier attempt's
     clear_changes(work)  # (an earlier attempt's parts, perhaps of another count)
@@ -267,9 +278,16 @@ def prepare_plan(
             dated = date_snapshot(
                 con, snapshot, config.storage, work, created_at, config.news_section, progress, chunks
             )
-        # (the change set compares with the live build even in a full rebuild)
+        # (the change set compares with the live build even in a full rebuild); a delta build's compares only
+        # the URLs its stage staged again, when the build they changed from is still the live one
+        prepared_changes = bool(
+            live_assignment and changed[0] and dated is None and changed[1] == _state_snapshot(previous)
+        )
+        if prepared_changes:
+            with live_guard(live_assignment, config):
+                write_changed(con, work, changed[0], config.storage, config.news_section)
         files = file_paths(con, dated or snapshot, config.storage)
-        change_ranges = change_bounds(con, files, len(chunks)) if live_assignment else []
+        change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
     except duckdb.Error as exc:
         raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
@@ -302,9 +320,16 @@ def prepare_plan(
         state_notes=list(live.notes),
         full_rebuild=full_rebuild,
         breaker=breaker,
+        changes_prepared=prepared_changes,
     )
     work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
     return prepared
+
+
+def _state_snapshot(manifest: Manifest | None) -> str | None:
+    """The staged snapshot of the delta state `manifest`'s build kept (None: none)."""
+    state = manifest.stage.get("state") if manifest else None
+    return state.get("snapshot") if isinstance(state, dict) else None
 
 
 def read_step_file(work: Storage, name: str, step: str) -> bytes:
@@ -387,7 +412,8 @@ def chunk_files(
     kept = [kept_name(i) for i in range(len(prepared.chunks))]
     missing = [i for i in range(len(rows)) if rows[i] not in present or kept[i] not in present]
     raise_if_missing(missing, of_what, folder, "plan_chunk")
-    changes = [changes_part_name(i, len(prepared.change_ranges)) for i in range(len(prepared.change_ranges))]
+    parts = 1 if prepared.changes_prepared else len(prepared.change_ranges)
+    changes = [changes_part_name(i, parts) for i in range(parts)]
     if changes:
         present = work.list_details()
         raise_if_missing([i for i, name in enumerate(changes) if name not in present], of_what, work, "plan_chunk")

@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from sitemap_ops.constants import (
+    DELTA_CHANGED_NAME,
     MAX_STATE_LAYERS,
     REJECTS_NAME,
     STAGED_NAME,
@@ -113,6 +114,8 @@ def run_delta_stage(
             snapshot_rows = con.sql(read_sql("stage_delta_snapshot"))
             snapshot_rows.write_parquet(storage_path(con, work, first), compression="snappy")
             snapshot = index_snapshot(con, work, [first], STAGED_NAME)
+            changed = con.sql(read_sql("stage_delta_changed"))
+            changed.write_parquet(storage_path(con, work, DELTA_CHANGED_NAME), compression="zstd")
             # each host's rows read, and its rows in the new state, which its duplicates count against
             per_host = host_counts(con, config.sites) if host_works else []
             host_valid = host_state_rows(con, len(config.sites)) if host_works else None
@@ -122,6 +125,8 @@ def run_delta_stage(
     result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     result.state = DeltaState(base, snapshot.url, next_marks(state.marks, marks), state.digest, layers)
+    if not host_works:  # (each host of a multi-host site compares all its URLs: a full change set)
+        result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
     return finish_stage(config, con, work, result, snapshot, int(valid), per_host, progress, host_works, host_valid)
 
 

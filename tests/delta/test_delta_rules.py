@@ -18,11 +18,15 @@ from sitemap_ops.cli import main
 from sitemap_ops.config import load_config
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
+from sitemap_ops.pipeline.graph import steps_for
+from sitemap_ops.pipeline.local import plan, walk
+from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.listed import Listed, listed_changes
+from sitemap_ops.stage.result import StageResult
 from sitemap_ops.summary import summary_lines
 from tests.delta.inventory import SITE
 from tests.helpers import published
@@ -254,3 +258,38 @@ def test_a_full_build_after_delta_builds_counts_what_they_missed(tmp_path: Path)
     assert {f"{SITE}/seen", f"{SITE}/unseen", f"{SITE}/changed-since"} <= live and f"{SITE}/p/3" not in live
     # the next full build follows a full one: nothing to reconcile
     assert run_build(config, now=NOW + dt.timedelta(minutes=3)).stage.drift is None
+
+
+def test_a_delta_build_compares_only_what_it_staged_again_while_its_base_is_live(tmp_path: Path) -> None:
+    """A delta build's change set compares only the URLs it staged again with the live build, whose entries every
+    other URL keeps; when another build published between its stage and its plan, that no longer holds, and it
+    compares every URL."""
+    rows = _rows(30, dt.datetime(2026, 11, 20))
+    _write(tmp_path / "pages.parquet", rows)
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
+    run_build(config, now=NOW)
+
+    def delta_stage(minutes: int) -> tuple[BuildRun, StageResult]:
+        run, slots = BuildRun.new(config, NOW + dt.timedelta(minutes=minutes)), {}
+        walk([s for s in steps_for(config) if s.phase == "stage"], run, slots, {"delta": "only"}, {})
+        return run, slots["staged"]
+
+    rows[1] = {"id": 1, "loc": f"{SITE}/p/1", "t": dt.datetime(2026, 11, 21)}  # (an update: same entry)
+    rows[2] = {"id": 2, "loc": f"{SITE}/moved", "t": dt.datetime(2026, 11, 21)}
+    _write(tmp_path / "pages.parquet", rows)
+    run, staged = delta_stage(1)
+    prepared = plan_prepare(run, staged)
+    assert prepared.changes_prepared and not prepared.change_ranges
+    assert plan(run, prepared).changes == {"added": 1, "removed": 1, "updated": 0}
+
+    rows[5] = {"id": 5, "loc": f"{SITE}/new-5", "t": dt.datetime(2026, 11, 21)}
+    _write(tmp_path / "pages.parquet", rows)
+    run, staged = delta_stage(2)
+    rows[7] = {"id": 7, "loc": f"{SITE}/new-7", "t": dt.datetime(2026, 11, 22)}
+    _write(tmp_path / "pages.parquet", rows)
+    meanwhile = run_build(config, now=NOW + dt.timedelta(minutes=3))
+    assert meanwhile.plan.changes == {"added": 3, "removed": 3, "updated": 0}
+    prepared = plan_prepare(run, staged)
+    assert not prepared.changes_prepared
+    # against the build live now, which has /new-7: this one staged /p/7 before it published
+    assert plan(run, prepared).changes == {"added": 1, "removed": 1, "updated": 0}

@@ -16,14 +16,16 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from sitemap_ops import storage as storage_module
 from sitemap_ops.config import SiteConfig, load_config
-from sitemap_ops.constants import MANIFEST_NAME, MAX_STATE_LAYERS
+from sitemap_ops.constants import MANIFEST_NAME, MAX_STATE_LAYERS, PLAN_PREPARED_NAME
 from sitemap_ops.errors import SitemapOpsError
-from sitemap_ops.manifest import Manifest
+from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.pipeline import run_build
+from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.stage import delta as delta_module
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
@@ -98,13 +100,28 @@ def _run_sequence(
         assert summary.stage.mode == ("delta" if listed is None else f"delta: only the {listed} named")
         assert summary.stage.state is not None and not summary.failed_hosts
         layers.append(len(summary.stage.state.layers))
+        assert summary.plan.changes == full.plan.changes, f"step {number}"
+        # a one-host site's change set compared only the URLs the delta build staged again
+        for built in summary.hosts or [summary]:
+            prepared = PreparedPlan.from_json((Path(built.work_dir) / PLAN_PREPARED_NAME).read_bytes())
+            assert prepared.changes_prepared == (len(hosts) == 1)
         for host, folder in outputs(live, hosts).items():
             _same_output(folder, outputs(twin, hosts)[host])
+            assert _change_set(folder) == _change_set(outputs(twin, hosts)[host]), f"step {number}, {host}"
             assert_schema_valid(folder)
             good[host] = inventory.expected(now, host)
             assert set(published(folder)) == good[host], f"step {number}, {host}"
         shutil.rmtree(twin)
     return layers
+
+
+def _change_set(output: Path) -> list[tuple[object, ...]]:
+    """The rows of the change set the live build of `output` recorded, in URL order."""
+    manifest = Manifest.load(Storage.open(str(output)))
+    assert manifest is not None
+    if not manifest.changes_file:
+        return []
+    return duckdb.read_parquet(assignment_files(manifest.changes_file)).order("loc, change").fetchall()
 
 
 def _listed(inventory: Inventory) -> Listed | None:

@@ -54,6 +54,7 @@ def plan_prepare(
             force=force,
             preview=preview,
             excluded=sum(staged.excluded.values()),
+            changed=(staged.changed_path, staged.changed_since),
             progress=progress,
         )
 
