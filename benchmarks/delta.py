@@ -4,7 +4,8 @@ rewritten with the changes, a copy of the live site and work folder is built in 
 `--delta`, each in its own process through the CLI (wall and CPU seconds, the phases' seconds, shards written).
 
 Run from the repository root with the project installed:
-`python benchmarks/delta.py --rows 10000000 --changes new:100,mixed:1000,mixed:10000,mixed:100000`.
+`python benchmarks/delta.py --rows 10000000 --changes new:100,mixed:1000,mixed:10000,mixed:100000`; at 100M,
+`--rows 100000000 --copies 10 --changes new:100 --no-full` (the first build is the full one).
 A change set is `new:N` (N new pages) or `mixed:N` (half new pages, half updated lastmods of pages spread at
 random, which touch most shards).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -81,9 +83,16 @@ def _build(config: Path, cwd: Path, *flags: str) -> dict[str, object]:
     }
 
 
-def run(rows: int, changes: list[tuple[str, int]], work: Path) -> dict[str, object]:
+def run(rows: int, changes: list[tuple[str, int]], work: Path, copies: int = 0, full: bool = True) -> dict[str, object]:
+    """The first build, then each change set's full and delta builds (`full` false: the delta builds alone);
+    `copies`: the inventory generated as that many prefixed copies (benchmarks/generate.py --copies)."""
     base, table = work / "base.parquet", work / "pages.parquet"
-    generate_inventory(base, rows, "realistic")
+    if copies:
+        generate = [sys.executable, str(HERE / "generate.py"), str(work / "base"), "--rows", str(rows)]
+        subprocess.run([*generate, "--shape", "realistic", "--copies", str(copies)], check=True)
+        base = work / "base" / "*.parquet"
+    else:
+        generate_inventory(base, rows, "realistic")
     duckdb.sql(TABLE_SQL.format(source=base, table=table))
     live, twin = work / "live", work / "twin"
     live.mkdir()
@@ -99,13 +108,15 @@ def run(rows: int, changes: list[tuple[str, int]], work: Path) -> dict[str, obje
             )
         )
         following.replace(table)
-        shutil.rmtree(twin, ignore_errors=True)
-        copy_output(live / "public", twin / "public")
-        full = _build(site_config(twin, table), twin)
+        rebuilt: dict[str, object] = {}
+        if full:
+            shutil.rmtree(twin, ignore_errors=True)
+            copy_output(live / "public", twin / "public")
+            rebuilt = _build(site_config(twin, table), twin)
         delta = _build(config, live, "--delta-only")
-        results[f"{kind}:{count}"] = {"full": full, "delta": delta}
-        print(f"{kind}:{count}: full {full['seconds']} s (CPU {full['cpu']} s), delta {delta['seconds']} s "
-              f"(CPU {delta['cpu']} s, {delta['rows_read']:,} rows read)", flush=True)  # fmt: skip
+        results[f"{kind}:{count}"] = {"full": rebuilt, "delta": delta}
+        print(f"{kind}:{count}: full {rebuilt.get('seconds')} s (CPU {rebuilt.get('cpu')} s), delta "
+              f"{delta['seconds']} s (CPU {delta['cpu']} s, {delta['rows_read']:,} rows read)", flush=True)  # fmt: skip
     return results
 
 
@@ -114,12 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--changes", default="new:100,mixed:1000,mixed:10000,mixed:100000")
     parser.add_argument("--work", type=Path, help="a folder for the inventories and sites (default: a temporary one)")
+    parser.add_argument("--copies", type=int, default=0, help="generate the inventory as this many prefixed copies")
+    parser.add_argument("--no-full", action="store_true", help="no full build beside each delta build")
     args = parser.parse_args(argv)
     changes = [(kind, int(count)) for kind, _, count in (item.partition(":") for item in args.changes.split(","))]
     if any(kind not in ("new", "mixed") for kind, _ in changes):
         parser.error("--changes takes new:N and mixed:N items")
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-delta-", dir=args.work) as folder:
-        results = run(args.rows, changes, Path(folder))
+        results = run(args.rows, changes, Path(folder), args.copies, not args.no_full)
     print(json.dumps(results, indent=1))
     return 0
 

@@ -15,10 +15,9 @@ from collections.abc import Mapping
 
 import duckdb
 
-from sitemap_ops.constants import STATE_ROWS_NAME
+from sitemap_ops.constants import STAGED_NAME, STATE_ROWS_NAME
 from sitemap_ops.duck import read_sql, storage_path
 from sitemap_ops.progress import Progress
-from sitemap_ops.snapshot import Snapshot
 from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import SourceConfig, StageSettings
 from sitemap_ops.stage.exceptions import SourceError
@@ -39,8 +38,8 @@ def unsupported(config: StageSettings) -> str | None:
     other = next((source for source in config.sources if source.kind not in ("pages", "deleted")), None)
     if other is not None:
         return f"source {other.label} is of kind {other.kind!r} (delta builds read page and deleted sources only)"
-    if config.splits > 1 or config.partitions > 1:
-        return "the stage runs in parts ([duckdb] stage_splits or stage_partitions)"
+    if config.splits > 1:
+        return "the stage reads its sources in input splits ([duckdb] stage_splits)"
     if len(pages) > 1 and any(source.kind == "deleted" for source in config.sources):
         return "a deleted source beside several page sources (whose keys would it list?)"
     return None
@@ -136,25 +135,24 @@ def keep_state(
     con: duckdb.DuckDBPyConnection,
     config: StageSettings,
     work: Storage,
-    snapshot: Snapshot | None,
     marks: dict[str, Mark] | None,
     why: str | None,
     progress: Progress,
 ) -> DeltaState | None:
     """A full build's delta state (start_state gave its `marks`, None for a site that keeps none): its valid
-    normalized rows (the view `normalized`) with their keys, beside its staged `snapshot`; None, with a line
-    saying why, when `why` says so or the keys cannot tell the rows apart."""
+    normalized rows (the view `normalized`) with their keys, beside its staged snapshot (STAGED_NAME in `work`,
+    written in one pass or, by a ranged stage, once its ranges are merged); None, with a line saying why, when
+    `why` says so or the keys cannot tell the rows apart."""
     if marks is None:
         return None
-    checked = why or snapshot is None  # (nothing to check)
-    ((no_key, repeated),) = [(0, 0)] if checked else con.execute(read_sql("stage_delta_keys")).fetchall()
+    ((no_key, repeated),) = [(0, 0)] if why else con.execute(read_sql("stage_delta_keys")).fetchall()
     if no_key:
         why = f"{no_key:,} row(s) have no key"
     elif repeated:
         why = f"{repeated:,} row(s) repeat another row's key in their source"
-    if why or snapshot is None:
+    if why:
         progress.step(f"stage: no delta state kept (the next build is a full one): {why}")
         return None
     path = storage_path(con, work, STATE_ROWS_NAME)
     con.sql(read_sql("stage_delta_state")).write_parquet(path, compression="zstd")
-    return DeltaState(work.url_of(STATE_ROWS_NAME), snapshot.url, marks, settings_digest(config))
+    return DeltaState(work.url_of(STATE_ROWS_NAME), work.url_of(STAGED_NAME), marks, settings_digest(config))

@@ -186,7 +186,7 @@ def run_stage(
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         per_host = host_counts(con, config.sites) if host_works else []
         if parts > 1:
-            keep_state(con, config, work, None, marks, "the stage ran in URL ranges", progress)
+            result.state = keep_state(con, config, work, marks, no_state, progress)
             tag = sender_tag(0)
             in_ranges = write_ranges(con, parts, work, progress, tag)
             result.ranges = StageRanges(in_ranges, valid, per_host, senders=[tag])
@@ -196,7 +196,7 @@ def run_stage(
             con.execute(read_sql("stage_dedupe_inputs"))
             con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, first), compression="snappy")
             snapshot = index_snapshot(con, work, [first], STAGED_NAME)
-        result.state = keep_state(con, config, work, snapshot, marks, no_state, progress)
+        result.state = keep_state(con, config, work, marks, no_state, progress)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:

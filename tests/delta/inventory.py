@@ -181,11 +181,13 @@ def parquet_sources(folder: Path) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def site(root: Path, sources: list[dict[str, Any]], hosts: tuple[str, ...] = (HOST,)) -> dict[str, Any]:
+def site(
+    root: Path, sources: list[dict[str, Any]], hosts: tuple[str, ...] = (HOST,), duckdb: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A site's config (for load_config) whose output and work folder are in `root`; with more `hosts` than
-    SITE's, each further one publishes to its own output there (outputs)."""
+    SITE's, each further one publishes to its own output there (outputs); `duckdb`: its [duckdb] settings."""
     config = {"base_url": SITE, "output": str(root / "public"), "work_dir": str(root / "work"), "sources": sources,
-              "shards": {"max_urls": 7}, "publish": {"min_ratio": 0.0}}  # fmt: skip
+              "shards": {"max_urls": 7}, "publish": {"min_ratio": 0.0}, "duckdb": duckdb or {}}  # fmt: skip
     if len(hosts) > 1:
         folders = outputs(root, hosts)
         config["hosts"] = [{"base_url": f"https://{host}", "output": str(folders[host])} for host in hosts[1:]]

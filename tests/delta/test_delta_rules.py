@@ -64,7 +64,7 @@ PAGES = {"path": "pages.parquet", "key_column": "id", "changed_column": "t"}
     [
         ([{"path": "pages.parquet"}], {}, "names no `key_column` and `changed_column`"),
         ([PAGES, {"path": "x.parquet", "kind": "exclude"}], {}, "is of kind 'exclude'"),
-        ([PAGES], {"duckdb": {"stage_splits": 4}}, "the stage runs in parts"),
+        ([PAGES], {"duckdb": {"stage_splits": 4}}, "in input splits"),
         ([PAGES, {**PAGES, "path": "more.parquet"}, {**PAGES, "path": "d.parquet", "kind": "deleted"}], {}, "several"),
     ],
 )

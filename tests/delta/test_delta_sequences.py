@@ -53,6 +53,7 @@ def _run_sequence(
     listing: bool = False,
     hosts: tuple[str, ...] = (HOST,),
     diverged: list[int] | None = None,
+    duckdb: dict[str, object] | None = None,
 ) -> list[int]:
     """`steps` random edits, each followed by a delta build: with `faults`, one that may fail at a random storage
     write or be killed after one (the live site is then the last good build's or the new one's); else (and on
@@ -65,7 +66,7 @@ def _run_sequence(
     write(inventory)
     live = tmp_path / "live"
     now = inventory.clock + dt.timedelta(minutes=1)
-    first = run_build(load_config(None, site(live, sources, hosts)), now=now, delta="try")
+    first = run_build(load_config(None, site(live, sources, hosts, duckdb)), now=now, delta="try")
     assert first.stage.mode.startswith("full: ") and first.stage.state is not None
     assert not first.failed_hosts
     good = {host: inventory.expected(now, host) for host in hosts}
@@ -74,7 +75,7 @@ def _run_sequence(
         inventory.step(inventory.rng.randint(1, 6))
         write(inventory)
         now = inventory.clock + dt.timedelta(minutes=1)
-        config = load_config(None, site(live, sources, hosts))
+        config = load_config(None, site(live, sources, hosts, duckdb))
         mode = inventory.rng.choice(("clean", "fail", "kill")) if faults else "clean"
         if mode != "clean":
             _faulty_delta(config, mode, inventory.rng.randint(1, 22 * len(hosts)), now)
@@ -93,7 +94,8 @@ def _run_sequence(
             copy_output(folder, outputs(twin, hosts)[host])
         # (first: the delta build drops the old state) a full build after delta builds that saw every change
         # counts no drift
-        full = run_build(load_config(None, site(twin, sources, hosts)), now=now)
+        full = run_build(load_config(None, site(twin, sources, hosts, duckdb)), now=now)
+        assert full.stage.range_count == (duckdb or {}).get("stage_partitions", 0), f"step {number}"
         assert full.stage.drift in ((None, 0) if faults else (None if number == 0 else 0,)), f"step {number}"
         listed = _listed(inventory) if listing else None
         summary = run_build(config, now=now, delta="only", listed=listed)
@@ -182,6 +184,15 @@ def test_delta_builds_under_storage_faults_and_kills(tmp_path: Path) -> None:
     folder = tmp_path / "inventory"
     folder.mkdir()
     _run_sequence(tmp_path, 4, 14, parquet_sources(folder), lambda inventory: write_parquet(inventory, folder), True)
+
+
+def test_delta_builds_after_full_builds_in_url_ranges_equal_full_builds(tmp_path: Path) -> None:
+    """A site whose full builds stage in URL ranges (as memory may need) keeps a delta state too: each delta build
+    starts from the ranges' snapshot and publishes what the next ranged full build would."""
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    write = functools.partial(write_parquet, folder=folder)
+    _run_sequence(tmp_path, 8, 6, parquet_sources(folder), write, duckdb={"stage_partitions": 3})
 
 
 def test_delta_builds_of_a_multi_host_site_equal_full_builds(tmp_path: Path) -> None:
