@@ -35,7 +35,7 @@ from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_state import Mark, changed_since, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
-from sitemap_ops.stage.hosts import host_counts, host_state_rows
+from sitemap_ops.stage.hosts import host_counts, host_state_rows, split_changed
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState, StageResult
 from sitemap_ops.stage.sources import Inventory, create_inventory_view, source_catalog
@@ -125,9 +125,10 @@ def run_delta_stage(
     result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     result.state = DeltaState(base, snapshot.url, next_marks(state.marks, marks), state.digest, layers)
-    if not host_works:  # (each host of a multi-host site compares all its URLs: a full change set)
-        result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
-    return finish_stage(config, con, work, result, snapshot, int(valid), per_host, progress, host_works, host_valid)
+    result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
+    staged = finish_stage(config, con, work, result, snapshot, int(valid), per_host, progress, host_works, host_valid)
+    split_changed(con, work, DELTA_CHANGED_NAME, config.sites, host_works, staged.hosts)
+    return staged
 
 
 def count_drift(

@@ -95,3 +95,29 @@ def split_hosts(
             )
         )
     return results
+
+
+def split_changed(
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    name: str,
+    sites: tuple[Origin, ...],
+    works: list[Storage] | None,
+    results: list[StageResult],
+) -> None:
+    """A multi-host delta build's URLs staged again (the file `name` in `work`, sql/stage_delta_changed.sql): each
+    host's to the same name in its own work folder (`works`, in the site's order; sql/stage_host_split.sql), which
+    its result (`results`) names, since its change set compares those alone. A one-host site's (`works` None)
+    stay where they are."""
+    if not works:
+        return
+    set_variables(con, {"staged_file": storage_path(con, work, name)})
+    for site, host_work, result in zip(sites, works, results, strict=True):
+        set_variables(con, {"host_prefix": f"{site.scheme}://{site.host}/"})
+        try:
+            con.sql(read_sql("stage_host_split")).write_parquet(storage_path(con, host_work, name), compression="zstd")
+        except (duckdb.Error, OSError) as exc:
+            raise StageError(
+                f"cannot write the changed URLs of {site.host} to {host_work.url}: {first_line(exc)}"
+            ) from None
+        result.changed_path = host_work.url_of(name)

@@ -237,9 +237,9 @@ class StageResult:
     # a full build after delta builds: how many keys' rows they missed, which this build publishes right
     # (sitemap_ops.stage.delta.count_drift; None: not counted)
     drift: int | None = None
-    # a delta build of a one-host site: the URLs it staged again with their entries now (DELTA_CHANGED_NAME),
-    # and the live build's staged snapshot they changed from (its state's), whose entries every other URL keeps:
-    # the plan's change set compares only these when that build is still live ("": a full change set)
+    # a delta build: the URLs it staged again with their entries now (DELTA_CHANGED_NAME; a host's: its own), and
+    # the live build's staged snapshot they changed from (its state's), whose entries every other URL keeps: the
+    # plan's change set compares only these when that build is still live ("": a full change set)
     changed_path: str = ""
     changed_since: str = ""
 
