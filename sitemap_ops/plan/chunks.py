@@ -283,11 +283,11 @@ def prepare_plan(
         prepared_changes = bool(
             live_assignment and changed[0] and dated is None and changed[1] == _state_snapshot(previous)
         )
-        if prepared_changes:
-            with live_guard(live_assignment, config):
-                write_changed(con, work, changed[0], config.storage, config.news_section)
         files = file_paths(con, dated or snapshot, config.storage)
         change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
+        if prepared_changes:  # (last: it redefines the views `staged` and `live_urls` to the URLs staged again)
+            with live_guard(live_assignment, config):
+                write_changed(con, work, changed[0], config.storage, config.news_section)
     except duckdb.Error as exc:
         raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
