@@ -69,8 +69,8 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
     assignment and delta state (superseded), and the work folders of all but the last KEEP_WORK_DIRS builds
     (only folders holding the marker, only the files a build writes, never the live build's assignment). A
     build that kept a delta state keeps its staged snapshot: the next delta build starts from it."""
-    state = manifest.stage.get("state")
-    if state and DeltaState(**state).snapshot == work.url_of(STAGED_NAME):
+    state = DeltaState.recorded(manifest.stage)
+    if state and state.snapshot == work.url_of(STAGED_NAME):
         clear_snapshot(work, DATED_NAME, DATED_PART_FILE)
     else:  # (a host of a multi-host site: its state reads the shared stage's snapshot, finish_shared_stage)
         clear_snapshots(work)
@@ -111,8 +111,8 @@ def finish_shared_stage(
 
 def _state_files(manifest: Manifest) -> list[str]:
     """The files of a build's delta state (none when it kept none)."""
-    state = manifest.stage.get("state")
-    return DeltaState(**state).files() if state else []
+    state = DeltaState.recorded(manifest.stage)
+    return state.files() if state else []
 
 
 def _drop_files(config: SiteConfig, root: Storage, urls: list[str]) -> None:

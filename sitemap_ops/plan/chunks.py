@@ -48,7 +48,7 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import Manifest, assignment_exists, changes_part_name, planned_part_name
+from sitemap_ops.manifest import assignment_exists, changes_part_name, planned_part_name
 from sitemap_ops.plan.assign import (
     KEPT_BATCH_ROWS,
     RowChunk,
@@ -79,6 +79,7 @@ from sitemap_ops.snapshot import (
     load_snapshot,
     rows_relation,
 )
+from sitemap_ops.stage.result import DeltaState
 from sitemap_ops.storage import Storage
 
 
@@ -102,8 +103,12 @@ class PreparedPlan:
     state_notes: list[str]  # what disagreed in the live state prepare read (plan.Plan.state_notes)
     full_rebuild: bool = False
     breaker: str | None = None  # a preview's: why the circuit breaker would stop the build
-    # a delta build's change set, one part prepare wrote (plan.changes.write_changed; no URL ranges)
-    changes_prepared: bool = False
+
+    @property
+    def changes_prepared(self) -> bool:
+        """Whether the change set is a delta build's one part, which prepare wrote (plan.changes.write_changed):
+        with a live assignment, no URL ranges (change_bounds gives every other build at least one)."""
+        return bool(self.live_assignment) and not self.change_ranges
 
     @property
     def tasks(self) -> int:
@@ -280,9 +285,9 @@ def prepare_plan(
             )
         # (the change set compares with the live build even in a full rebuild); a delta build's compares only
         # the URLs its stage staged again, when the build they changed from is still the live one
-        prepared_changes = bool(
-            live_assignment and changed[0] and dated is None and changed[1] == _state_snapshot(previous)
-        )
+        state = DeltaState.recorded(previous.stage) if previous else None
+        since = state.snapshot if state else None
+        prepared_changes = bool(live_assignment and changed[0] and dated is None and changed[1] == since)
         files = file_paths(con, dated or snapshot, config.storage)
         change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
         if prepared_changes:  # (last: it redefines the views `staged` and `live_urls` to the URLs staged again)
@@ -320,16 +325,9 @@ def prepare_plan(
         state_notes=list(live.notes),
         full_rebuild=full_rebuild,
         breaker=breaker,
-        changes_prepared=prepared_changes,
     )
     work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
     return prepared
-
-
-def _state_snapshot(manifest: Manifest | None) -> str | None:
-    """The staged snapshot of the delta state `manifest`'s build kept (None: none)."""
-    state = manifest.stage.get("state") if manifest else None
-    return state.get("snapshot") if isinstance(state, dict) else None
 
 
 def read_step_file(work: Storage, name: str, step: str) -> bytes:

@@ -199,6 +199,12 @@ class DeltaState:
     # key is gone) replaces its rows in `rows` and the layers before
     layers: list[str] = field(default_factory=list)
 
+    @classmethod
+    def recorded(cls, stage: Mapping[str, Any]) -> DeltaState | None:
+        """The state a build's stage record (its manifest's `stage`) kept (None: none)."""
+        state = stage.get("state")
+        return cls(**state) if state else None
+
     def files(self) -> list[str]:
         """Every file the state reads (its snapshot's index included)."""
         return [self.rows, *self.layers, self.snapshot]

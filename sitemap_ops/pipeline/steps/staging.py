@@ -76,8 +76,7 @@ def _live_stage(run: BuildRun) -> tuple[str, DeltaState | None]:
     """The live build's stage mode and delta state ("" and None when nothing is live; None when it kept none)."""
     live = live_manifest(run.output, run.config.publish.index_name)
     stage = live.stage if live else {}
-    recorded = stage.get("state")
-    return str(stage.get("mode", "")), DeltaState(**recorded) if recorded else None
+    return str(stage.get("mode", "")), DeltaState.recorded(stage)
 
 
 def _reconcile(run: BuildRun, work: Storage, staged: StageResult, progress: Progress) -> None:
