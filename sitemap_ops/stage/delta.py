@@ -85,7 +85,7 @@ def run_delta_stage(
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
-    ((no_key, repeated),) = con.execute(read_sql("stage_delta_keys")).fetchall()
+    ((no_key, repeated),) = con.execute(read_sql("stage_delta_keys").format(view="normalized")).fetchall()
     if no_key or repeated:
         why = "have no key" if no_key else "repeat another row's key in their source"
         raise DeltaRefused(f"{no_key or repeated:,} of the rows {what} {why}")

@@ -38,8 +38,6 @@ def unsupported(config: StageSettings) -> str | None:
     other = next((source for source in config.sources if source.kind not in ("pages", "deleted")), None)
     if other is not None:
         return f"source {other.label} is of kind {other.kind!r} (delta builds read page and deleted sources only)"
-    if config.splits > 1:
-        return "the stage reads its sources in input splits ([duckdb] stage_splits)"
     if len(pages) > 1 and any(source.kind == "deleted" for source in config.sources):
         return "a deleted source beside several page sources (whose keys would it list?)"
     return None
@@ -145,14 +143,49 @@ def keep_state(
     `why` says so or the keys cannot tell the rows apart."""
     if marks is None:
         return None
-    ((no_key, repeated),) = [(0, 0)] if why else con.execute(read_sql("stage_delta_keys")).fetchall()
-    if no_key:
-        why = f"{no_key:,} row(s) have no key"
-    elif repeated:
-        why = f"{repeated:,} row(s) repeat another row's key in their source"
+    why = why or key_refusal(con)
     if why:
-        progress.step(f"stage: no delta state kept (the next build is a full one): {why}")
+        say_no_state(why, progress)
         return None
-    path = storage_path(con, work, STATE_ROWS_NAME)
-    con.sql(read_sql("stage_delta_state")).write_parquet(path, compression="zstd")
+    con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression="zstd")
+    return _kept(config, work, marks)
+
+
+def merge_state(
+    con: duckdb.DuckDBPyConnection,
+    config: StageSettings,
+    work: Storage,
+    parts: list[str],
+    marks: dict[str, Mark],
+    progress: Progress,
+) -> DeltaState | None:
+    """A split stage's delta state: its input splits' parts (`parts`, as DuckDB reads them: each split's rows,
+    checked on their own) in one file beside the staged snapshot, the marks read before the splits; None, with a
+    line saying why, when a key repeats across splits."""
+    con.read_parquet(parts).create_view("state_splits", replace=True)
+    why = key_refusal(con, "state_splits")
+    if why:
+        say_no_state(why, progress)
+        return None
+    con.table("state_splits").write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression="zstd")
+    return _kept(config, work, marks)
+
+
+def _kept(config: StageSettings, work: Storage, marks: dict[str, Mark]) -> DeltaState:
+    """The delta state a full build keeps in `work`: its rows and its staged snapshot (STAGED_NAME) there."""
     return DeltaState(work.url_of(STATE_ROWS_NAME), work.url_of(STAGED_NAME), marks, settings_digest(config))
+
+
+def key_refusal(con: duckdb.DuckDBPyConnection, view: str = "normalized") -> str | None:
+    """Why the keys of the rows in `view` cannot tell them apart (sql/stage_delta_keys.sql), or None: they can."""
+    ((no_key, repeated),) = con.execute(read_sql("stage_delta_keys").format(view=view)).fetchall()
+    if no_key:
+        return f"{no_key:,} row(s) have no key"
+    if repeated:
+        return f"{repeated:,} row(s) repeat another row's key in their source"
+    return None
+
+
+def say_no_state(why: str, progress: Progress) -> None:
+    """Say that a full build keeps no delta state, and why."""
+    progress.step(f"stage: no delta state kept (the next build is a full one): {why}")

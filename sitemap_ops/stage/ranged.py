@@ -20,6 +20,7 @@ from sitemap_ops.constants import (
     REJECTS_NAME,
     STAGE_SPLIT_REJECTS_NAME,
     STAGED_PART_NAME,
+    STATE_PART_NAME,
 )
 from sitemap_ops.duck import create_parquet_view, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
@@ -36,6 +37,7 @@ from sitemap_ops.stage.completion import (
     write_range_nodes,
 )
 from sitemap_ops.stage.config import StageSettings
+from sitemap_ops.stage.delta_state import key_refusal, merge_state, say_no_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import create_canonical_rows, create_exclusions
 from sitemap_ops.stage.hosts import host_counts
@@ -56,10 +58,12 @@ from sitemap_ops.stage.partitions import (
     write_sent_counts,
 )
 from sitemap_ops.stage.result import (
+    DeltaState,
     ExtensionResult,
     SplitResult,
     StageRanges,
     StageResult,
+    StageSplits,
     add_counts,
     add_host_counts,
 )
@@ -197,10 +201,25 @@ def run_stage_split(
             lines, dropped = lines.filter("field IS NULL"), {}
         lines.write_csv(rejects, header=True)
         per_host = host_counts(con, config.sites) if len(config.sites) > 1 and not checked else []
+        state, no_state = _keep_state_part(con, work, staged.splits, tag)
         in_ranges = write_ranges(con, 0, work, progress, tag, bounds=bounds, unchecked=checked)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
-    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host, tag=tag)
+    return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host, tag=tag, state=state, no_state=no_state)
+
+
+def _keep_state_part(con: duckdb.DuckDBPyConnection, work: Storage, splits: StageSplits, tag: str) -> tuple[str, str]:
+    """A change-aware site's page split: its part of the delta state (its valid rows with their keys, as
+    sql/stage_delta_state.sql keeps a one-pass stage's) in the ranges folder, named by the split's `tag`; or
+    why its keys keep the build from keeping a state ("" for either when the site keeps none)."""
+    if splits.marks is None:
+        return "", ""
+    why = key_refusal(con)
+    if why:
+        return "", why
+    name = STATE_PART_NAME.format(tag=tag)
+    con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, ranges_of(work), name), compression="zstd")
+    return name, ""
 
 
 def run_stage_gather(
@@ -251,10 +270,15 @@ def run_stage_gather(
         routed=routed,
         complete=staged.splits.complete,
         senders=[split.tag for split in splits],
+        state_marks=staged.splits.marks,
+        state_parts=[split.state for split in splits if split.state],
+        no_state=next((split.no_state for split in splits if split.no_state), ""),
     )
-    return read_result(
+    gathered = read_result(
         work, rows_in, rejected, dropped, ranges=ranges, split_count=len(staged.splits.splits), tables=staged.tables
     )
+    gathered.mode = staged.mode  # (why it is a full build, said before the splits)
+    return gathered
 
 
 def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
@@ -549,10 +573,26 @@ def run_stage_merge(
     with progress.working("stage: indexing the snapshot's URL ranges", con.query_progress):
         snapshot = _in_work(work, "index the staged snapshot", lambda: index_ranges(con, work, ranges.rows))
     result = dataclasses.replace(staged, ranges=None, range_count=len(ranges.rows))
+    if ranges.state_marks is not None:  # (a split stage's; the ranged stage of one pass kept its own)
+        result.state = _merge_state(config, con, work, ranges, progress)
     valid, per_host = ranges.valid, ranges.host_counts
     if ranges.checked:
         valid, per_host = _gather_range_checks(work, result, ranges)
     return finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works)
+
+
+def _merge_state(
+    config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, progress: Progress
+) -> DeltaState | None:
+    """A split stage's delta state from its input splits' parts, or None when a split's keys said why not."""
+    assert ranges.state_marks is not None
+    if ranges.no_state:
+        say_no_state(ranges.no_state, progress)
+        return None
+    parts = [storage_path(con, ranges_of(work), name) for name in ranges.state_parts]
+    return _in_work(
+        work, "keep the delta state", lambda: merge_state(con, config, work, parts, ranges.state_marks or {}, progress)
+    )
 
 
 def _gather_range_checks(work: Storage, result: StageResult, checked: StageRanges) -> tuple[int, list[dict[str, int]]]:

@@ -75,6 +75,11 @@ class StageRanges:
     # the tags of the files the stage, or each of its input splits, wrote into the ranges (partitions.sender_tag):
     # a range reads those, never an earlier attempt's
     senders: list[str] = field(default_factory=list)
+    # a split stage of a change-aware site: the marks read before the splits (StageSplits.marks), each split's
+    # part of the delta state, which stage_merge writes as one (None: the site keeps none), or why it cannot
+    state_marks: dict[str, int | str | None] | None = None
+    state_parts: list[str] = field(default_factory=list)
+    no_state: str = ""
 
     @property
     def checked(self) -> bool:
@@ -160,6 +165,9 @@ class StageSplits:
     # checks its pages' (hreflang's return links in a keyed pass, sitemap_ops.stage.hreflang)
     extensions: list[str] = field(default_factory=list)
     complete: bool = False  # the alternates' clusters are completed (StageRanges.complete)
+    # a change-aware site's: each source's high-water mark, read before any split reads its rows (DeltaState);
+    # each page split then writes its part of the delta state (None: the site keeps none)
+    marks: dict[str, int | str | None] | None = None
 
 
 @dataclass
@@ -175,6 +183,10 @@ class SplitResult:
     host_counts: list[dict[str, int]] = field(default_factory=list)
     routed: dict[str, list[int]] = field(default_factory=dict)
     tag: str = ""  # of the files it wrote into the ranges (partitions.sender_tag)
+    # a change-aware site's page split: its part of the delta state (a file in the ranges folder), or why its
+    # rows' keys keep the build from keeping one
+    state: str = ""
+    no_state: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -268,14 +280,7 @@ class StageResult:
             fields["ranges"] = StageRanges(**fields["ranges"])
         if fields.get("splits") is not None:
             splits = fields["splits"]
-            inputs = [InputSplit(**split) for split in splits["splits"]]
-            fields["splits"] = StageSplits(
-                inputs,
-                list(splits["bounds"]),
-                splits.get("exclusions", False),
-                list(splits.get("extensions", [])),
-                splits.get("complete", False),
-            )
+            fields["splits"] = StageSplits(**{**splits, "splits": [InputSplit(**split) for split in splits["splits"]]})
         fields["hosts"] = [cls.from_dict(host) for host in fields.get("hosts") or []]
         fields["tables"] = [TableVersion(**table) for table in fields.get("tables") or []]
         if fields.get("state") is not None:

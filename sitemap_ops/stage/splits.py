@@ -53,9 +53,12 @@ def survey(
     inventory: Inventory,
 ) -> Survey:
     """What the sources can be cut by: the Parquet files' footers, a lakehouse table's data files, a keyed database
-    source's lowest and highest key. `inventory`: what create_inventory_view made of the sources."""
+    source's lowest and highest key. `inventory`: what create_inventory_view made of the sources. A deleted
+    source is left out: a delta build alone reads it."""
     found: Survey = []
     for index, source in enumerate(sources):
+        if source.kind == "deleted":
+            continue
         if source.format in LAKEHOUSE_FORMATS:
             table = inventory.tables[index]
             found.append((index, data_files(con, table, reach(con, source, table, storage))))

@@ -30,7 +30,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.columns import EXTENSION_VIEWS, INLINE_EXTENSIONS, quote_identifier
 from sitemap_ops.stage.config import StageSettings
-from sitemap_ops.stage.delta_state import keep_state, start_state
+from sitemap_ops.stage.delta_state import keep_state, say_no_state, start_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
@@ -270,8 +270,18 @@ def _split_stage(
         of += [f"{excluding} of exclusion sources"] if excluding else []
         of_sources = f" ({', '.join(of)})" if of else ""
         progress.step(f"stage: {len(splits)} input splits{of_sources}, {len(bounds) + 1} URL range(s)")
+        # a change-aware site's marks, read before any split reads its rows; each page split keeps its part of the
+        # state (ranged.run_stage_split), which stage_merge writes as one
+        marks, no_state = start_state(con, config, inventory)
+        if no_state:
+            say_no_state(no_state, progress)
         handed = StageSplits(
-            splits, bounds, exclusions=inventory.exclusions, extensions=sorted(inventory.extensions), complete=complete
+            splits,
+            bounds,
+            exclusions=inventory.exclusions,
+            extensions=sorted(inventory.extensions),
+            complete=complete,
+            marks=None if no_state else marks,
         )
         return read_result(work, 0, {}, {}, splits=handed, tables=list(inventory.tables.values()))
     except duckdb.Error as exc:

@@ -164,9 +164,9 @@ class Inventory:
             self.rng.choice(edits)()
 
 
-def write_parquet(inventory: Inventory, folder: Path) -> None:
+def write_parquet(inventory: Inventory, folder: Path, row_group_size: int | None = None) -> None:
     rows = [row.record() for row in inventory.rows.values()]
-    pq.write_table(pa.Table.from_pylist(rows, schema=PAGES), folder / "pages.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, schema=PAGES), folder / "pages.parquet", row_group_size=row_group_size)
     deleted = [{"id": key, "deleted_at": when} for key, when in inventory.deleted]
     pq.write_table(pa.Table.from_pylist(deleted, schema=DELETED), folder / "deleted.parquet")
 

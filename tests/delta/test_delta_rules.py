@@ -64,7 +64,6 @@ PAGES = {"path": "pages.parquet", "key_column": "id", "changed_column": "t"}
     [
         ([{"path": "pages.parquet"}], {}, "names no `key_column` and `changed_column`"),
         ([PAGES, {"path": "x.parquet", "kind": "exclude"}], {}, "is of kind 'exclude'"),
-        ([PAGES], {"duckdb": {"stage_splits": 4}}, "in input splits"),
         ([PAGES, {**PAGES, "path": "more.parquet"}, {**PAGES, "path": "d.parquet", "kind": "deleted"}], {}, "several"),
     ],
 )
@@ -73,11 +72,14 @@ def test_the_sites_that_keep_no_delta_state_say_why(
 ) -> None:
     assert why in (unsupported(_site(tmp_path, sources, **more).stage_settings()) or "")
     assert unsupported(_site(tmp_path, [PAGES]).stage_settings()) is None
+    assert unsupported(_site(tmp_path, [PAGES], duckdb={"stage_splits": 4}).stage_settings()) is None
 
 
-def _write(path: Path, rows: list[dict[str, Any]], changed: pa.DataType = pa.timestamp("us")) -> None:
+def _write(
+    path: Path, rows: list[dict[str, Any]], changed: pa.DataType = pa.timestamp("us"), row_group_size: int | None = None
+) -> None:
     schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", changed)])
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, row_group_size=row_group_size)
 
 
 def _rows(count: int, when: Any) -> list[dict[str, Any]]:
@@ -130,19 +132,27 @@ def test_delta_only_stops_with_one_line_and_changes_nothing(tmp_path: Path, caps
     assert not (tmp_path / "public").exists() or not list((tmp_path / "public").iterdir())
 
 
-def test_keys_that_do_not_tell_rows_apart_keep_no_state(tmp_path: Path) -> None:
+@pytest.mark.parametrize("splits", [1, 3])
+def test_keys_that_do_not_tell_rows_apart_keep_no_state(tmp_path: Path, splits: int) -> None:
+    """In one piece, or in input splits of row groups of 3 rows, where the key repeats in another split than its
+    first."""
     rows = _rows(10, dt.datetime(2026, 11, 20))
-    rows[3]["id"] = 2
-    _write(tmp_path / "pages.parquet", rows)
+    rows[9]["id"] = 2
+    _write(tmp_path / "pages.parquet", rows, row_group_size=3)
     lines = Lines()
-    summary = run_build(_site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}]), now=NOW, progress=lines)
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}], duckdb={"stage_splits": splits})
+    summary = run_build(config, now=NOW, progress=lines)
+    assert (summary.stage.split_count > 1) == (splits > 1)
     assert summary.stage.state is None
     assert "stage: no delta state kept (the next build is a full one): 1 row(s) repeat another row's key" in lines.text
-    rows[3]["id"], rows[4]["t"] = 3, None
-    _write(tmp_path / "pages.parquet", rows)
+    rows[9]["id"], rows[4]["t"] = 9, None
+    _write(tmp_path / "pages.parquet", rows, row_group_size=3)
     lines = Lines()
-    run_build(_site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}]), now=NOW, progress=lines)
+    assert run_build(config, now=NOW, progress=lines).stage.state is None
     assert f"1 row(s) of source {tmp_path / 'pages.parquet'} have no t\n" in lines.text
+    rows[4]["t"] = dt.datetime(2026, 11, 20)
+    _write(tmp_path / "pages.parquet", rows, row_group_size=3)
+    assert run_build(config, now=NOW).stage.state is not None
 
 
 def test_a_change_column_of_text_is_one_clear_error(tmp_path: Path) -> None:

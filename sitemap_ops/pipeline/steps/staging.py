@@ -66,9 +66,8 @@ def stage_rows(
             run.config.stage_settings(), con, work, run.now, progress, host_works(run), max_ranges, max_splits
         )
     staged.mode = f"full: {why}" if why else "full"
-    _reconcile(run, work, staged, progress)
-    for host in staged.hosts:  # (each host's result was split off before the drift was counted)
-        host.drift = staged.drift
+    if staged.splits is None:  # (a split stage keeps its state once merged: stage_merge reconciles)
+        _reconcile(run, work, staged, progress)
     return staged
 
 
@@ -81,7 +80,7 @@ def _live_stage(run: BuildRun) -> tuple[str, DeltaState | None]:
 
 def _reconcile(run: BuildRun, work: Storage, staged: StageResult, progress: Progress) -> None:
     """A full build that keeps a delta state, after delta builds made the live one: count what they missed
-    (`staged.drift`, sitemap_ops.stage.delta.count_drift) and say it."""
+    (`staged.drift`, and each host's, sitemap_ops.stage.delta.count_drift) and say it."""
     mode, live = _live_stage(run)
     if staged.state is None or not mode.startswith("delta") or live is None:
         return
@@ -90,6 +89,8 @@ def _reconcile(run: BuildRun, work: Storage, staged: StageResult, progress: Prog
         return
     with duckdb_session(run.config, work) as con:
         staged.drift = count_drift(settings, con, work, run.now, live, progress)
+    for host in staged.hosts:  # (each host's result was split off before the drift was counted)
+        host.drift = staged.drift
     if staged.drift is not None:
         progress.step(f"stage: {staged.drift:,} row(s) the delta builds missed; this build has them right")
 
@@ -199,6 +200,8 @@ def stage_merge(run: BuildRun, staged: StageResult, progress: Progress | None = 
     with duckdb_session(run.config, work) as con:
         merged = run_stage_merge(run.config.stage_settings(), con, work, staged, progress, host_works(run))
     clear_ranges(work)
+    if staged.ranges.state_marks is not None:  # (a split stage's state, kept by the merge)
+        _reconcile(run, work, merged, progress or Progress(enabled=False))
     return merged
 
 
