@@ -15,7 +15,8 @@ for hreflang's keyed pass (render_range), which checks them (completed_report: t
 report with the ones found).
 
 Every step runs once per range (run_round once per range and round: a DAG maps the first rounds, run_labels
-runs any further one range by range, as the CLI runs them all), each holding one range's share.
+runs any further one range by range, as the CLI runs them all), each holding one range's share. The
+run_stage_alt_* steps run them on a ranged stage's result, a DuckDB or storage error as one StageError line.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ import duckdb
 from sitemap_ops.constants import STAGED_PART_NAME
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.progress import Progress
+from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.stage.hreflang import COMPLETED, check_range_links, files_view, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
+    in_work,
     range_folder,
     ranges_of,
     received,
@@ -39,7 +42,7 @@ from sitemap_ops.stage.partitions import (
     write_by_range,
     write_sent_counts,
 )
-from sitemap_ops.stage.result import StageRanges
+from sitemap_ops.stage.result import StageRanges, StageResult
 from sitemap_ops.storage import Storage
 
 # A range's file of the staged snapshot as its stage_range writes it, with the sets as found; render_range
@@ -261,3 +264,61 @@ def _final_edges(
     # (every range that completes writes its links as checked in its stage_range: read by name, never listed)
     con.read_parquet(storage_path(con, folder, _OWN.format(index=part))).create_view("alt_own", replace=True)
     con.execute(read_sql("stage_alt_final"))
+
+
+def run_stage_alt_round(
+    con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, number: int, part: int
+) -> None:
+    """Round `number` of hreflang completion's label propagation in URL range `part`, once every range is
+    deduplicated (and ran the round before): a scheduler's mapped task."""
+    ranges = staged.ranges
+    assert ranges is not None
+    what = f"label the hreflang clusters of URL range {part} (round {number})"
+    in_work(work, what, lambda: run_round(con, work, ranges, number, part))
+
+
+def run_stage_alt_labels(
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    staged: StageResult,
+    done: int = 0,
+    progress: Progress | None = None,
+) -> None:
+    """hreflang completion's label propagation over every URL range (StageRanges.completion_parts), once every
+    range is deduplicated: the rounds after the first `done` (run as tasks of their own), range by range,
+    until no label changes."""
+    ranges = staged.ranges
+    assert ranges is not None
+    rounds = in_work(work, "label the hreflang clusters", lambda: run_labels(con, work, ranges, done, progress))
+    if progress is not None:
+        progress.step(f"stage: hreflang clusters labelled in {rounds} round(s)")
+
+
+def run_stage_alt_members(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
+    """Once hreflang completion's labels settled: URL range `part`'s links and pages, to the range that completes
+    their cluster."""
+    ranges = staged.ranges
+    assert ranges is not None
+    what = f"send the hreflang clusters' links of URL range {part}"
+    in_work(work, what, lambda: send_members(con, work, ranges, part))
+
+
+def run_stage_alt_complete(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
+    """Complete the hreflang clusters sent to URL range `part` (by a hash of their label), once every range sent
+    its links: each site page's set goes to the page's range."""
+    ranges = staged.ranges
+    assert ranges is not None
+    in_work(
+        work, f"complete the hreflang clusters of URL range {part}", lambda: complete_range(con, work, ranges, part)
+    )
+
+
+def run_stage_alt_render(
+    config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int
+) -> None:
+    """URL range `part`'s file of the staged snapshot with its pages' hreflang sets as completed, once every
+    cluster is completed, and its completed links for hreflang's keyed pass."""
+    ranges = staged.ranges
+    assert ranges is not None
+    what = f"write the completed hreflang sets of URL range {part}"
+    in_work(work, what, lambda: render_range(con, work, ranges, part, config.extensions.news_section))

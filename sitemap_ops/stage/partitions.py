@@ -21,6 +21,7 @@ import secrets
 import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -45,10 +46,13 @@ from sitemap_ops.duck import (
     set_variables,
     storage_path,
 )
+from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, index_snapshot
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.storage import Storage
+
+T = TypeVar("T")
 
 # What write_ranges writes for each range (a range without any has no file of that kind), by the query that
 # selects it: its valid rows, its checked extensions and its news entries.
@@ -380,3 +384,12 @@ def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int])
             f"in {work.url}): run their stage_range steps again"
         )
     return index_snapshot(con, work, list(names.values()), STAGED_NAME)
+
+
+def in_work(work: Storage, what: str, step: Callable[[], T]) -> T:
+    """Run a step's work in the work folder `work` (its result); a DuckDB or storage error as StageError("cannot
+    `what` in `work`: ...")."""
+    try:
+        return step()
+    except (duckdb.Error, OSError) as exc:
+        raise StageError(f"cannot {what} in {work.url}: {first_line(exc)}") from None

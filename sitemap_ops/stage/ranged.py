@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -28,12 +27,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.stage.columns import EXTENSION_VIEWS
 from sitemap_ops.stage.completion import (
     AS_FOUND_STAGED,
-    complete_range,
     completed_report,
-    render_range,
-    run_labels,
-    run_round,
-    send_members,
     write_range_nodes,
 )
 from sitemap_ops.stage.config import StageSettings
@@ -44,6 +38,7 @@ from sitemap_ops.stage.hosts import host_counts
 from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
     dedupe_range,
+    in_work,
     index_ranges,
     open_range_rows,
     range_folder,
@@ -87,8 +82,6 @@ from sitemap_ops.stage.stage import (
     stage_extensions,
 )
 from sitemap_ops.storage import Storage
-
-T = TypeVar("T")
 
 
 def _route_split(
@@ -349,7 +342,7 @@ def run_stage_range(
     out = ranges_of(work) if ranges.complete else work
     name = (AS_FOUND_STAGED if ranges.complete else STAGED_PART_NAME).format(index=part)
     checks = check if ranges.checked else None
-    _in_work(
+    in_work(
         work,
         f"deduplicate URL range {part}",
         lambda: dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name)),
@@ -459,7 +452,7 @@ def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: St
     assert ranges is not None
     staged_file = storage_path(con, work, STAGED_PART_NAME.format(index=part))
     completing = ranges if ranges.complete else None
-    _in_work(
+    in_work(
         work,
         f"check the hreflang links of URL range {part}",
         lambda: _hreflang_report(con, work, part, staged_file, ranges.hreflang_parts(), completing),
@@ -490,73 +483,6 @@ def _hreflang_report(
     folder.write_bytes(_range_file("issues", part), json.dumps(issues).encode())
 
 
-def run_stage_alt_round(
-    con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, number: int, part: int
-) -> None:
-    """Round `number` of hreflang completion's label propagation in URL range `part`, once every range is
-    deduplicated (and ran the round before): a scheduler's mapped task (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    what = f"label the hreflang clusters of URL range {part} (round {number})"
-    _in_work(work, what, lambda: run_round(con, work, ranges, number, part))
-
-
-def run_stage_alt_labels(
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    staged: StageResult,
-    done: int = 0,
-    progress: Progress | None = None,
-) -> None:
-    """hreflang completion's label propagation over every URL range (StageRanges.completion_parts), once every
-    range is deduplicated: the rounds after the first `done` (run as tasks of their own), range by range,
-    until no label changes (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    rounds = _in_work(work, "label the hreflang clusters", lambda: run_labels(con, work, ranges, done, progress))
-    if progress is not None:
-        progress.step(f"stage: hreflang clusters labelled in {rounds} round(s)")
-
-
-def run_stage_alt_members(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
-    """Once hreflang completion's labels settled: URL range `part`'s links and pages, to the range that completes
-    their cluster (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    what = f"send the hreflang clusters' links of URL range {part}"
-    _in_work(work, what, lambda: send_members(con, work, ranges, part))
-
-
-def run_stage_alt_complete(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
-    """Complete the hreflang clusters sent to URL range `part` (by a hash of their label), once every range sent
-    its links: each site page's set goes to the page's range (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    _in_work(
-        work, f"complete the hreflang clusters of URL range {part}", lambda: complete_range(con, work, ranges, part)
-    )
-
-
-def run_stage_alt_render(
-    config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int
-) -> None:
-    """URL range `part`'s file of the staged snapshot with its pages' hreflang sets as completed, once every
-    cluster is completed, and its completed links for hreflang's keyed pass (sitemap_ops.stage.completion)."""
-    ranges = staged.ranges
-    assert ranges is not None
-    what = f"write the completed hreflang sets of URL range {part}"
-    _in_work(work, what, lambda: render_range(con, work, ranges, part, config.extensions.news_section))
-
-
-def _in_work(work: Storage, what: str, step: Callable[[], T]) -> T:
-    """Run a step's work in the work folder `work` (its result); a DuckDB or storage error as StageError("cannot
-    `what` in `work`: ...")."""
-    try:
-        return step()
-    except (duckdb.Error, OSError) as exc:
-        raise StageError(f"cannot {what} in {work.url}: {first_line(exc)}") from None
-
-
 def run_stage_merge(
     config: StageSettings,
     con: duckdb.DuckDBPyConnection,
@@ -571,7 +497,7 @@ def run_stage_merge(
     ranges = staged.ranges
     assert ranges is not None
     with progress.working("stage: indexing the snapshot's URL ranges", con.query_progress):
-        snapshot = _in_work(work, "index the staged snapshot", lambda: index_ranges(con, work, ranges.rows))
+        snapshot = in_work(work, "index the staged snapshot", lambda: index_ranges(con, work, ranges.rows))
     result = dataclasses.replace(staged, ranges=None, range_count=len(ranges.rows))
     if ranges.state_marks is not None:  # (a split stage's; the ranged stage of one pass kept its own)
         result.state = _merge_state(config, con, work, ranges, progress)
@@ -590,7 +516,7 @@ def _merge_state(
         say_no_state(ranges.no_state, progress)
         return None
     parts = [storage_path(con, ranges_of(work), name) for name in ranges.state_parts]
-    return _in_work(
+    return in_work(
         work, "keep the delta state", lambda: merge_state(con, config, work, parts, ranges.state_marks or {}, progress)
     )
 

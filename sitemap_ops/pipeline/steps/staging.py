@@ -6,17 +6,19 @@ from sitemap_ops.constants import MAX_STAGE_PARTITIONS, MAX_STAGE_SPLITS
 from sitemap_ops.manifest import live_manifest
 from sitemap_ops.pipeline.steps.run import BuildRun, host_works, in_session
 from sitemap_ops.progress import Progress
+from sitemap_ops.stage.completion import (
+    run_stage_alt_complete,
+    run_stage_alt_labels,
+    run_stage_alt_members,
+    run_stage_alt_render,
+    run_stage_alt_round,
+)
 from sitemap_ops.stage.delta import count_drift, run_delta_stage
 from sitemap_ops.stage.delta_state import refusal
 from sitemap_ops.stage.exceptions import DeltaImpossibleError, DeltaRefused
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.ranged import (
-    run_stage_alt_complete,
-    run_stage_alt_labels,
-    run_stage_alt_members,
-    run_stage_alt_render,
-    run_stage_alt_round,
     run_stage_canonicals,
     run_stage_gather,
     run_stage_hreflang,
