@@ -198,6 +198,9 @@ STATE_ROWS_NAME = "state-rows.parquet"
 STATE_LAYER_NAME = "state-layer.parquet"
 # a delta build: the URLs it staged again, with their entries now, which the plan's change set compares
 DELTA_CHANGED_NAME = "delta-changed.parquet"
+# a change-aware site with exclusion sources: the URLs they keep out (the state's rows are kept before they
+# apply), which the next delta build compares its own with
+STATE_EXCLUSIONS_NAME = "state-exclusions.parquet"
 # A delta build adds a layer to the state rather than rewriting its rows, up to this many layers; the next writes
 # the rows merged (as will the next full build). Each layer costs every later delta build a read of its rows.
 MAX_STATE_LAYERS = 24
@@ -231,7 +234,8 @@ REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later re
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
     LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, PLAN_PLACED_NAME, REPORT_NAME,
-    REPORT_DATA_NAME, STATE_ROWS_NAME, STATE_LAYER_NAME, DELTA_CHANGED_NAME, *LEGACY_SNAPSHOT_NAMES,
+    REPORT_DATA_NAME, STATE_ROWS_NAME, STATE_LAYER_NAME, DELTA_CHANGED_NAME, STATE_EXCLUSIONS_NAME,
+    *LEGACY_SNAPSHOT_NAMES,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts

@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
     CHANGES_PART_FILE,
-    EXCLUDED_REASONS,
     PLAN_CHUNK_FILE,
     PLAN_CHUNKS_NAME,
     PLAN_PREPARED_NAME,
@@ -79,7 +78,7 @@ from sitemap_ops.snapshot import (
     load_snapshot,
     rows_relation,
 )
-from sitemap_ops.stage.result import DeltaState
+from sitemap_ops.stage.result import DeltaState, excluded_counts
 from sitemap_ops.storage import Storage
 
 
@@ -298,9 +297,7 @@ def prepare_plan(
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
     previous_urls = previous.total_urls if previous else None
     # publish's guard rail, applied as soon as the count is known: a build it stops renders nothing
-    previous_excluded = sum(
-        n for reason, n in (previous.stage.get("rejected") or {}).items() if reason in EXCLUDED_REASONS
-    ) if previous else 0  # fmt: skip
+    previous_excluded = sum(excluded_counts(previous.stage).values()) if previous else 0
     breaker = (
         None
         if force or config.publish.force

@@ -33,13 +33,21 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snapshot
 from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import StageSettings
-from sitemap_ops.stage.delta_state import Mark, changed_since, next_marks, read_marks
+from sitemap_ops.stage.delta_state import Mark, changed_since, keep_exclusions, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
+from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
 from sitemap_ops.stage.hosts import host_counts, host_state_rows, split_changed
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState, StageResult
 from sitemap_ops.stage.sources import Inventory, create_inventory_view, source_catalog
-from sitemap_ops.stage.stage import create_normalized, finish_stage, normalize_variables, read_result, stage_counts
+from sitemap_ops.stage.stage import (
+    EXTENSION_COLUMNS,
+    create_normalized,
+    finish_stage,
+    normalize_variables,
+    read_result,
+    stage_counts,
+)
 from sitemap_ops.storage import Storage, open_file
 
 
@@ -61,6 +69,7 @@ def run_delta_stage(
     try:
         old = load_snapshot(state.snapshot, config.storage)
         paths = [_existing(con, url, config) for url in (state.rows, *state.layers)]
+        excluded_old = _existing(con, state.exclusions, config) if state.exclusions else None
     except StorageError as exc:
         raise DeltaRefused(f"the live build's staged snapshot is gone: {first_line(exc)}") from None
     try:
@@ -68,42 +77,35 @@ def run_delta_stage(
         named, listed = listed, _with_live_keys(con, listed)
     except duckdb.Error as exc:
         raise StageError(f"cannot read the live build's delta state {state.rows}: {first_line(exc)}") from None
-    since = changed_since(config, state.marks) if listed is None else {}
-    inventory = create_inventory_view(con, config.sources, config.storage, changed_since=since, listed=listed)
-    if inventory.extensions:
-        raise DeltaRefused(f"the inventory now carries {', '.join(sorted(inventory.extensions))}")
-    set_variables(con, normalize_variables(config, build_time))
-    marks: dict[str, Mark] = {}
-    if listed is None:  # (before the rows, as a full build reads them)
-        marks, _ = read_marks(con, config, inventory, nulls=False)
     what = "changed since the live build" if named is None else f"of the {named} named"
-    try:
-        with progress.working(f"stage: reading the rows {what}", con.query_progress):
-            create_normalized(con, False)
-            _read_deleted(con, config, inventory, since, listed)
-    except duckdb.Error as exc:
-        raise SourceError(inventory.error(exc)) from None
-    finally:
-        con.execute("USE memory")
-    ((no_key, repeated),) = con.execute(read_sql("stage_delta_keys").format(view="normalized")).fetchall()
-    if no_key or repeated:
-        why = "have no key" if no_key else "repeat another row's key in their source"
-        raise DeltaRefused(f"{no_key or repeated:,} of the rows {what} {why}")
+    if excluded_old is None and any(source.kind == "exclude" for source in config.sources):
+        raise DeltaRefused("the live build kept no record of what its exclusion sources kept out")
+    inventory, marks = _read_changed(config, con, state, listed, build_time, progress, what)
     try:
         con.execute(read_sql("stage_delta_read"))
     except duckdb.Error as exc:
         raise StageError(f"cannot read the live build's delta state {state.rows}: {first_line(exc)}") from None
     con.execute(read_sql("stage_ext_empty"))
-    con.execute(read_sql("stage_exclusions_empty"))
-    rows, _, rejected, dropped = stage_counts(con)
-    set_variables(con, {"source_labels": inventory.labels})
-    result = read_result(work, rows, rejected, dropped, tables=list(inventory.tables.values()))
+    if not inventory.exclusions:
+        con.execute(read_sql("stage_exclusions_empty"))
     first = STAGED_PART_NAME.format(index=0)
     try:
-        con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         create_snapshot_view(con, "staged_old", old, config.storage)
         with progress.working("stage: merging the changed rows into the live build's", con.query_progress):
-            con.execute(read_sql("stage_delta"))
+            con.execute(read_sql("stage_delta"))  # (over the rows as read: the state keeps them so)
+            excluded, valid_change, canonicals = _apply_exclusions(con, excluded_old) if excluded_old else (None, 0, 0)
+            rows, _, rejected, dropped = stage_counts(con)
+            set_variables(con, {"source_labels": inventory.labels})
+            result = read_result(
+                work,
+                rows - canonicals,
+                rejected,
+                dropped,
+                canonicals=canonicals,
+                tables=list(inventory.tables.values()),
+            )
+            result.excluded_urls = excluded
+            con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
             con.sql(read_sql("stage_dedupe")).create_view("delta_winners", replace=True)
             # a layer over the state, or (past MAX_STATE_LAYERS) the state's rows merged
             layered = len(state.layers) < MAX_STATE_LAYERS
@@ -116,6 +118,7 @@ def run_delta_stage(
             snapshot = index_snapshot(con, work, [first], STAGED_NAME)
             changed = con.sql(read_sql("stage_delta_changed"))
             changed.write_parquet(storage_path(con, work, DELTA_CHANGED_NAME), compression="zstd")
+            kept_exclusions = keep_exclusions(con, work) if excluded_old else ""
             # each host's rows read, and its rows in the new state, which its duplicates count against
             per_host = host_counts(con, config.sites) if host_works else []
             host_valid = host_state_rows(con, len(config.sites)) if host_works else None
@@ -124,11 +127,67 @@ def run_delta_stage(
     progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
     result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
-    result.state = DeltaState(base, snapshot.url, next_marks(state.marks, marks), state.digest, layers)
+    marks = next_marks(state.marks, marks)
+    result.state = DeltaState(base, snapshot.url, marks, state.digest, layers, kept_exclusions)
     result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
-    staged = finish_stage(config, con, work, result, snapshot, int(valid), per_host, progress, host_works, host_valid)
+    valid = int(valid) + valid_change
+    staged = finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works, host_valid)
     split_changed(con, work, DELTA_CHANGED_NAME, config.sites, host_works, staged.hosts)
     return staged
+
+
+def _read_changed(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    state: DeltaState,
+    listed: Listed | None,
+    build_time: dt.datetime,
+    progress: Progress,
+    what: str,
+) -> tuple[Inventory, dict[str, Mark]]:
+    """Read and normalize the rows changed since `state`'s marks (the table `normalized_rows`; with `listed`,
+    those of its keys and URLs), the deleted sources' keys since (`deleted_keys`) and the exclusion sources, whole
+    (`exclusions`); the inventory read and the sources' new marks (none with `listed`). DeltaRefused when the
+    inventory now carries extensions or the rows' keys do not tell them apart."""
+    since = changed_since(config, state.marks) if listed is None else {}
+    inventory = create_inventory_view(con, config.sources, config.storage, changed_since=since, listed=listed)
+    if inventory.extensions:
+        raise DeltaRefused(f"the inventory now carries {', '.join(sorted(inventory.extensions))}")
+    set_variables(con, normalize_variables(config, build_time))
+    marks: dict[str, Mark] = {}
+    if listed is None:  # (before the rows, as a full build reads them)
+        marks, _ = read_marks(con, config, inventory, nulls=False)
+    try:
+        with progress.working(f"stage: reading the rows {what}", con.query_progress):
+            create_normalized(con, False)
+            _read_deleted(con, config, inventory, since, listed)
+            if inventory.exclusions:  # (read whole: they carry no change column)
+                create_exclusions(con)
+    except duckdb.Error as exc:
+        raise SourceError(inventory.error(exc)) from None
+    finally:
+        con.execute("USE memory")
+    ((no_key, repeated),) = con.execute(read_sql("stage_delta_keys").format(view="normalized")).fetchall()
+    if no_key or repeated:
+        why = "have no key" if no_key else "repeat another row's key in their source"
+        raise DeltaRefused(f"{no_key or repeated:,} of the rows {what} {why}")
+    return inventory, marks
+
+
+def _apply_exclusions(con: duckdb.DuckDBPyConnection, excluded_old: str) -> tuple[dict[str, int], int, int]:
+    """A delta build's exclusions (the table `exclusions`, the sources read whole): the URLs whose exclusion
+    changed since the live build (`excluded_old`, what it kept out) and the canonicals they name deduplicated
+    again with them applied (sql/stage_delta_exclusions.sql), then applied to the rows read, for their rejects
+    (exclusions.apply_exclusions). The URLs they keep out of the whole site now by reason, how many more valid
+    rows a full build counts than the state holds (the canonicals' rows less the excluded ones), and the
+    canonical rows added to the rows read."""
+    con.read_parquet(excluded_old).create_view("exclusions_old", replace=True)
+    con.execute(read_sql("stage_delta_exclusions"))
+    counts = con.execute(read_sql("stage_delta_excluded")).fetchall()
+    excluded = {str(reason): int(n) for reason, n, _ in counts}
+    # (the valid rows a full build counts: its state's, less those excluded, plus the canonicals' rows)
+    valid_change = sum(int(canonicals) - int(n) for _, n, canonicals in counts)
+    return excluded, valid_change, apply_exclusions(con, EXTENSION_COLUMNS)
 
 
 def count_drift(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import duckdb
 
-from sitemap_ops.constants import STAGED_NAME, STATE_ROWS_NAME
+from sitemap_ops.constants import STAGED_NAME, STATE_EXCLUSIONS_NAME, STATE_ROWS_NAME
 from sitemap_ops.duck import read_sql, storage_path
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.columns import quote_identifier
@@ -35,9 +35,17 @@ def unsupported(config: StageSettings) -> str | None:
     plain = next((source for source in pages if not source.change_aware), None)
     if plain is not None:
         return f"source {plain.label} names no `key_column` and `changed_column`"
-    other = next((source for source in config.sources if source.kind not in ("pages", "deleted")), None)
+    other = next((source for source in config.sources if source.kind not in ("pages", "deleted", "exclude")), None)
     if other is not None:
-        return f"source {other.label} is of kind {other.kind!r} (delta builds read page and deleted sources only)"
+        return (
+            f"source {other.label} is of kind {other.kind!r} (delta builds read page, deleted and exclusion sources "
+            "only)"
+        )
+    excluding = any(source.kind == "exclude" for source in config.sources)
+    if excluding and config.splits > 1:
+        return "exclusion sources in a stage in input splits ([duckdb] stage_splits), whose URL ranges apply them"
+    if excluding and len(config.sites) > 1:
+        return "exclusion sources on a site of several hosts"
     if len(pages) > 1 and any(source.kind == "deleted" for source in config.sources):
         return "a deleted source beside several page sources (whose keys would it list?)"
     return None
@@ -136,11 +144,14 @@ def keep_state(
     marks: dict[str, Mark] | None,
     why: str | None,
     progress: Progress,
+    *,
+    exclusions: bool = False,
 ) -> DeltaState | None:
     """A full build's delta state (start_state gave its `marks`, None for a site that keeps none): its valid
-    normalized rows (the view `normalized`) with their keys, beside its staged snapshot (STAGED_NAME in `work`,
-    written in one pass or, by a ranged stage, once its ranges are merged); None, with a line saying why, when
-    `why` says so or the keys cannot tell the rows apart."""
+    normalized rows (the view `normalized`, before any exclusion applies) with their keys, beside its staged
+    snapshot (STAGED_NAME in `work`, written in one pass or, by a ranged stage, once its ranges are merged), and
+    with `exclusions`, what the exclusion sources keep out (the table `exclusions`); None, with a line saying
+    why, when `why` says so or the keys cannot tell the rows apart."""
     if marks is None:
         return None
     why = why or key_refusal(con)
@@ -148,7 +159,16 @@ def keep_state(
         say_no_state(why, progress)
         return None
     con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression="zstd")
-    return _kept(config, work, marks)
+    state = _kept(config, work, marks)
+    if exclusions:
+        state.exclusions = keep_exclusions(con, work)
+    return state
+
+
+def keep_exclusions(con: duckdb.DuckDBPyConnection, work: Storage) -> str:
+    """What the exclusion sources keep out (the table `exclusions`) in `work`, for the next delta build: its URL."""
+    con.table("exclusions").write_parquet(storage_path(con, work, STATE_EXCLUSIONS_NAME), compression="zstd")
+    return work.url_of(STATE_EXCLUSIONS_NAME)
 
 
 def merge_state(

@@ -10,10 +10,9 @@ from sitemap_ops.stage.sources import create_url_inventory_view
 
 
 def apply_exclusions(con: duckdb.DuckDBPyConnection, extension_columns: dict[str, str]) -> int:
-    """Reject the rows of the table `normalized_rows` that the exclusion sources name and add their canonicals
-    (create_exclusions, then sql/stage_exclude_apply.sql); returns how many canonical rows were added. (A split
-    stage's URL ranges apply theirs as a view, sql/stage_range_excluded.sql.)"""
-    create_exclusions(con)
+    """Reject the rows of the table `normalized_rows` that the exclusion sources name (the table `exclusions`,
+    create_exclusions) and add their canonicals (sql/stage_exclude_apply.sql); returns how many canonical rows
+    were added. (A split stage's URL ranges apply theirs as a view, sql/stage_range_excluded.sql.)"""
     create_canonical_rows(con, "normalized_rows", extension_columns)
     ((added,),) = con.execute(read_sql("stage_exclude_apply")).fetchall()
     return int(added)

@@ -24,6 +24,14 @@ def add_host_counts(total: list[dict[str, int]], counts: list[dict[str, int]]) -
         add_counts(mine, theirs)
 
 
+def excluded_counts(stage: Mapping[str, Any]) -> dict[str, int]:
+    """The URLs a stage's exclusion sources kept out, by reason, from its record (StageResult.to_dict, as the
+    manifest keeps it): its rejected counts of those reasons, or a delta build's `excluded_urls`."""
+    if stage.get("excluded_urls") is not None:
+        return dict(stage["excluded_urls"])
+    return {reason: n for reason, n in (stage.get("rejected") or {}).items() if reason in EXCLUDED_REASONS}
+
+
 @dataclass
 class ExtensionResult:
     """What the extension checks found (images, videos, news, hreflang alternates); part of StageResult."""
@@ -210,6 +218,9 @@ class DeltaState:
     # the delta builds' changes since, oldest first (STATE_LAYER_NAME): each key's row in a layer (or no row: the
     # key is gone) replaces its rows in `rows` and the layers before
     layers: list[str] = field(default_factory=list)
+    # a site with exclusion sources: what they kept out (the table `exclusions`, STATE_EXCLUSIONS_NAME), which the
+    # state's rows (kept before the exclusions applied) are excluded by; a delta build reads the sources whole
+    exclusions: str = ""
 
     @classmethod
     def recorded(cls, stage: Mapping[str, Any]) -> DeltaState | None:
@@ -219,7 +230,7 @@ class DeltaState:
 
     def files(self) -> list[str]:
         """Every file the state reads (its snapshot's index included)."""
-        return [self.rows, *self.layers, self.snapshot]
+        return [self.rows, *self.layers, self.snapshot, *([self.exclusions] if self.exclusions else [])]
 
 
 @dataclass
@@ -260,11 +271,14 @@ class StageResult:
     # plan's change set compares only these when that build is still live ("": a full change set)
     changed_path: str = ""
     changed_since: str = ""
+    # a delta build of a site with exclusion sources: the URLs they keep out of the whole site now, by reason (its
+    # `rejected` counts only the rows it read), which the circuit breaker compares with the live build's
+    excluded_urls: dict[str, int] | None = None
 
     @property
     def excluded(self) -> dict[str, int]:
-        """The rejected counts of the reasons an exclusion source gives (part of `rejected`)."""
-        return {reason: n for reason, n in self.rejected.items() if reason in EXCLUDED_REASONS}
+        """The URLs the exclusion sources kept out, by reason (excluded_counts)."""
+        return excluded_counts({"rejected": self.rejected, "excluded_urls": self.excluded_urls})
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -30,9 +30,9 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.columns import EXTENSION_VIEWS, INLINE_EXTENSIONS, quote_identifier
 from sitemap_ops.stage.config import StageSettings
-from sitemap_ops.stage.delta_state import keep_state, say_no_state, start_state
+from sitemap_ops.stage.delta_state import Mark, keep_state, say_no_state, start_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
-from sitemap_ops.stage.exclusions import apply_exclusions
+from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
 from sitemap_ops.stage.hosts import host_counts, split_hosts
 from sitemap_ops.stage.partitions import (
@@ -41,6 +41,7 @@ from sitemap_ops.stage.partitions import (
     write_ranges,
 )
 from sitemap_ops.stage.result import (
+    DeltaState,
     ExtensionResult,
     StageRanges,
     StageResult,
@@ -150,7 +151,9 @@ def run_stage(
         return split
     # a change-aware site keeps what its next delta build starts from (its marks read before the rows)
     marks, no_state = start_state(con, config, inventory)
-    canonicals = _normalize_inventory(con, inventory, progress)
+    _normalize_inventory(con, inventory, progress)
+    state = _keep_state(config, con, work, (marks, no_state), inventory.exclusions, progress)
+    canonicals = _apply_exclusions(con, inventory, progress)
     (valid_rows, loc_bytes) = con.execute(read_sql("stage_valid_size")).fetchall()[0]
     # (with no valid row there is nothing to range: the one-pass query writes the empty snapshot)
     parts = 1
@@ -185,8 +188,8 @@ def run_stage(
     try:
         con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
         per_host = host_counts(con, config.sites) if host_works else []
+        result.state = state
         if parts > 1:
-            result.state = keep_state(con, config, work, marks, no_state, progress)
             tag = sender_tag(0)
             in_ranges = write_ranges(con, parts, work, progress, tag)
             result.ranges = StageRanges(in_ranges, valid, per_host, senders=[tag])
@@ -196,7 +199,6 @@ def run_stage(
             con.execute(read_sql("stage_dedupe_inputs"))
             con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, first), compression="snappy")
             snapshot = index_snapshot(con, work, [first], STAGED_NAME)
-        result.state = keep_state(con, config, work, marks, no_state, progress)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
@@ -213,21 +215,43 @@ def _say_tables(config: StageSettings, inventory: Inventory, progress: Progress)
         progress.step(f"stage: reading {table.describe(config.sources[table.source].label)}")
 
 
-def _normalize_inventory(con: duckdb.DuckDBPyConnection, inventory: Inventory, progress: Progress) -> int:
-    """Read and normalize the inventory (the table `normalized_rows`), then apply its exclusion sources; the
-    canonical rows they added. A source that cannot be read is a SourceError."""
-    canonicals = 0
+def _normalize_inventory(con: duckdb.DuckDBPyConnection, inventory: Inventory, progress: Progress) -> None:
+    """Read and normalize the inventory (the table `normalized_rows`) and its exclusion sources (the table
+    `exclusions`). A source that cannot be read is a SourceError."""
     try:
         with progress.working("stage: reading and normalizing", con.query_progress):
             create_normalized(con, bool(inventory.extensions))
-        if inventory.exclusions:
-            with progress.working("stage: applying the exclusion sources", con.query_progress):
-                canonicals = apply_exclusions(con, EXTENSION_COLUMNS)
+            if inventory.exclusions:
+                create_exclusions(con)
     except duckdb.Error as exc:
         raise SourceError(inventory.error(exc)) from None
     finally:
         con.execute("USE memory")
-    return canonicals
+
+
+def _keep_state(
+    config: StageSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    start: tuple[dict[str, Mark] | None, str | None],
+    exclusions: bool,
+    progress: Progress,
+) -> DeltaState | None:
+    """The delta state (delta_state.keep_state; `start`: start_state's marks and why not), kept before the
+    exclusions apply, with what they keep out: a delta build applies them again."""
+    try:
+        return keep_state(con, config, work, *start, progress, exclusions=exclusions)
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
+        raise StageError(f"cannot write the delta state to {work.url}: {first_line(exc)}") from None
+
+
+def _apply_exclusions(con: duckdb.DuckDBPyConnection, inventory: Inventory, progress: Progress) -> int:
+    """Apply the exclusion sources to the normalized rows (exclusions.apply_exclusions); the canonical rows they
+    added (none without exclusion sources)."""
+    if not inventory.exclusions:
+        return 0
+    with progress.working("stage: applying the exclusion sources", con.query_progress):
+        return apply_exclusions(con, EXTENSION_COLUMNS)
 
 
 def _split_stage(

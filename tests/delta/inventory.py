@@ -39,6 +39,9 @@ PAGES = pa.schema(
     ]
 )
 DELETED = pa.schema([("id", pa.int64()), ("deleted_at", pa.timestamp("us"))])
+EXCLUDED = pa.schema(
+    [("url", pa.string()), ("status", pa.int64()), ("noindex", pa.bool_()), ("canonical", pa.string())]
+)
 
 
 @dataclass(frozen=True)
@@ -81,11 +84,35 @@ class Inventory:
     # that find them (a row's URL as its source spells it; a deleted row's as the sitemap lists it)
     keys: set[str] = field(default_factory=set)
     urls: set[str] = field(default_factory=set)
+    # with `excluding`, an exclusion source's rules by page path (a single host's): noindex, a status, or a
+    # canonical (another path), which edits add, change and drop as they edit pages
+    excluding: bool = False
+    exclusions: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def expected(self, now: dt.datetime, host: str = HOST) -> set[str]:
-        """The URLs a build at `now` publishes on `host`: every spelling of a live row's page in its normal form."""
+        """The URLs a build at `now` publishes on `host`: every spelling of a live row's page in its normal form,
+        but those an exclusion names, and the canonical of each page that names one no exclusion names."""
         rows = self.rows.values()
-        return {row.page for row in rows if not row.gone and row.spelling != "bad" and row.host == host}
+        pages = {row.page for row in rows if not row.gone and row.spelling != "bad" and row.host == host}
+        if not self.excluding:
+            return pages
+        excluded = {f"{SITE}{path}": rule for path, rule in self.exclusions.items()}
+        kept = {page for page in pages if page not in excluded}
+        named = {
+            f"{SITE}{excluded[page][1]}" for page in pages if page in excluded and excluded[page][0] == "canonical"
+        }
+        return kept | {canonical for canonical in named if canonical not in excluded}
+
+    def exclude(self) -> None:
+        """A page (or a path no page has) gets an exclusion rule, or another one, or loses its own."""
+        paths = [row.path for row in self.rows.values()] + [self._new_path()]
+        if self.exclusions and self.rng.random() < 0.3:
+            del self.exclusions[self.rng.choice(sorted(self.exclusions))]
+            return
+        path = self.rng.choice(paths)
+        rule = self.rng.choice(("noindex", "status", "canonical", "canonical"))
+        target = self.rng.choice([other for other in paths if other != path] or ["/p/elsewhere"])
+        self.exclusions[path] = (rule, target if rule == "canonical" else "")
 
     def _new_path(self) -> str:
         self.next_key += 1
@@ -161,6 +188,8 @@ class Inventory:
             edits: list[Callable[[], None]] = [self.insert]
             if self.rows:
                 edits += [self.update, self.update, self.hard_delete]
+            if self.excluding:
+                edits += [self.exclude, self.exclude]
             self.rng.choice(edits)()
 
 
@@ -169,6 +198,26 @@ def write_parquet(inventory: Inventory, folder: Path, row_group_size: int | None
     pq.write_table(pa.Table.from_pylist(rows, schema=PAGES), folder / "pages.parquet", row_group_size=row_group_size)
     deleted = [{"id": key, "deleted_at": when} for key, when in inventory.deleted]
     pq.write_table(pa.Table.from_pylist(deleted, schema=DELETED), folder / "deleted.parquet")
+
+
+def write_exclusions(inventory: Inventory, folder: Path) -> None:
+    """The inventory's Parquet files (write_parquet) and its exclusion source's, each rule's URL spelled with
+    the host in capitals half the time (normalized as pages are)."""
+    write_parquet(inventory, folder)
+    rows = []
+    for path, (rule, target) in sorted(inventory.exclusions.items()):
+        host = HOST.upper() if inventory.rng.random() < 0.5 else HOST
+        rows.append({"url": f"https://{host}{path}", "status": 404 if rule == "status" else 200,
+                     "noindex": rule == "noindex", "canonical": f"{SITE}{target}" if target else None})  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows, schema=EXCLUDED), folder / "excluded.parquet")
+
+
+def exclusion_sources(folder: Path) -> list[dict[str, Any]]:
+    """The site's sources over write_exclusions' files."""
+    return [
+        *parquet_sources(folder),
+        {"path": str(folder / "excluded.parquet"), "kind": "exclude", "columns": {"loc": "url"}},
+    ]
 
 
 def parquet_sources(folder: Path) -> list[dict[str, Any]]:
@@ -187,7 +236,8 @@ def site(
     """A site's config (for load_config) whose output and work folder are in `root`; with more `hosts` than
     SITE's, each further one publishes to its own output there (outputs); `duckdb`: its [duckdb] settings."""
     config = {"base_url": SITE, "output": str(root / "public"), "work_dir": str(root / "work"), "sources": sources,
-              "shards": {"max_urls": 7}, "publish": {"min_ratio": 0.0}, "duckdb": duckdb or {}}  # fmt: skip
+              "shards": {"max_urls": 7}, "duckdb": duckdb or {},
+              "publish": {"min_ratio": 0.0, "max_exclusion_growth": 1.0}}  # fmt: skip
     if len(hosts) > 1:
         folders = outputs(root, hosts)
         config["hosts"] = [{"base_url": f"https://{host}", "output": str(folders[host])} for host in hosts[1:]]

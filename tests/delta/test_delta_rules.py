@@ -21,6 +21,7 @@ from sitemap_ops.pipeline import run_build
 from sitemap_ops.pipeline.graph import steps_for
 from sitemap_ops.pipeline.local import plan, walk
 from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
+from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
@@ -57,13 +58,16 @@ def _site(tmp_path: Path, sources: list[dict[str, Any]], **more: Any) -> Any:
 
 
 PAGES = {"path": "pages.parquet", "key_column": "id", "changed_column": "t"}
+EXCLUDE = {"path": "excluded.parquet", "kind": "exclude"}
 
 
 @pytest.mark.parametrize(
     ("sources", "more", "why"),
     [
         ([{"path": "pages.parquet"}], {}, "names no `key_column` and `changed_column`"),
-        ([PAGES, {"path": "x.parquet", "kind": "exclude"}], {}, "is of kind 'exclude'"),
+        ([PAGES, {"path": "x.parquet", "kind": "images"}], {}, "is of kind 'images'"),
+        ([PAGES, EXCLUDE], {"duckdb": {"stage_splits": 4}}, "exclusion sources in a stage in input splits"),
+        ([PAGES, EXCLUDE], {"hosts": [{"base_url": "https://m.example.com", "output": "m"}]}, "several hosts"),
         ([PAGES, {**PAGES, "path": "more.parquet"}, {**PAGES, "path": "d.parquet", "kind": "deleted"}], {}, "several"),
     ],
 )
@@ -73,6 +77,7 @@ def test_the_sites_that_keep_no_delta_state_say_why(
     assert why in (unsupported(_site(tmp_path, sources, **more).stage_settings()) or "")
     assert unsupported(_site(tmp_path, [PAGES]).stage_settings()) is None
     assert unsupported(_site(tmp_path, [PAGES], duckdb={"stage_splits": 4}).stage_settings()) is None
+    assert unsupported(_site(tmp_path, [PAGES, EXCLUDE]).stage_settings()) is None
 
 
 def _write(
@@ -303,3 +308,24 @@ def test_a_delta_build_compares_only_what_it_staged_again_while_its_base_is_live
     assert not prepared.changes_prepared
     # against the build live now, which has /new-7: this one staged /p/7 before it published
     assert plan(run, prepared).changes == {"added": 1, "removed": 1, "updated": 0}
+
+
+def test_a_delta_build_whose_exclusions_grew_too_much_stops_before_anything_changes(tmp_path: Path) -> None:
+    """The circuit breaker compares what the exclusion sources keep out of the whole site, which a delta build
+    counts over its state (its rows read are a few), with the live build's."""
+    _write(tmp_path / "pages.parquet", _rows(20, dt.datetime(2026, 11, 20)))
+    exclusions = pa.schema([("loc", pa.string()), ("noindex", pa.bool_())])
+    pq.write_table(
+        pa.Table.from_pylist([{"loc": f"{SITE}/p/1", "noindex": True}], schema=exclusions), tmp_path / "x.parquet"
+    )
+    sources = [{**PAGES, "path": str(tmp_path / "pages.parquet")}, {**EXCLUDE, "path": str(tmp_path / "x.parquet")}]
+    config = _site(tmp_path, sources, publish={"min_ratio": 0.0})
+    assert run_build(config, now=NOW).stage.excluded == {"excluded_noindex": 1}
+    noindex = [{"loc": f"{SITE}/p/{i}", "noindex": True} for i in range(1, 9)]
+    pq.write_table(pa.Table.from_pylist(noindex, schema=exclusions), tmp_path / "x.parquet")
+    with pytest.raises(CircuitBreakerError, match="keep out 8 URLs, 7 more than the last build's 1: 37% of its 19"):
+        run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
+    assert len(published(tmp_path / "public")) == 19
+    summary = run_build(config, now=NOW + dt.timedelta(minutes=2), delta="only", force=True)
+    assert summary.stage.mode == "delta" and summary.stage.duplicates == 0
+    assert summary.stage.excluded == {"excluded_noindex": 8} and len(published(tmp_path / "public")) == 12

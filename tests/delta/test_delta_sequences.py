@@ -29,7 +29,17 @@ from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.stage import delta as delta_module
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
-from tests.delta.inventory import HOST, Inventory, copy_output, outputs, parquet_sources, site, write_parquet
+from tests.delta.inventory import (
+    HOST,
+    Inventory,
+    copy_output,
+    exclusion_sources,
+    outputs,
+    parquet_sources,
+    site,
+    write_exclusions,
+    write_parquet,
+)
 from tests.helpers import assert_schema_valid, published
 from tests.publish.faults import in_child, read_live
 from tests.servers import Database
@@ -54,6 +64,7 @@ def _run_sequence(
     hosts: tuple[str, ...] = (HOST,),
     diverged: list[int] | None = None,
     duckdb: dict[str, object] | None = None,
+    excluding: bool = False,
 ) -> list[int]:
     """`steps` random edits, each followed by a delta build: with `faults`, one that may fail at a random storage
     write or be killed after one (the live site is then the last good build's or the new one's); else (and on
@@ -61,7 +72,7 @@ def _run_sequence(
     one that reads past the marks, or only the keys the step touched, or only URLs that find them, at random.
     With several `hosts`, every host's output is checked so (each its own live set: a fault may leave the hosts
     on different builds, whose steps `diverged` collects). Returns each clean delta build's layers over the state."""
-    inventory = Inventory(random.Random(seed), hosts)
+    inventory = Inventory(random.Random(seed), hosts, excluding=excluding)
     inventory.start(40)
     write(inventory)
     live = tmp_path / "live"
@@ -106,6 +117,9 @@ def _run_sequence(
         assert summary.stage.state is not None and not summary.failed_hosts
         layers.append(len(summary.stage.state.layers))
         assert summary.plan.changes == full.plan.changes, f"step {number}"
+        # what the exclusion sources keep out, as the circuit breaker counts it
+        assert summary.stage.excluded == full.stage.excluded, f"step {number}"
+        assert summary.stage.duplicates == full.stage.duplicates, f"step {number}"
         # each host's change set compared only the URLs the delta build staged again (unless a fault left the
         # host on another build than the one the stage started from)
         for built in summary.hosts or [summary]:
@@ -206,6 +220,18 @@ def test_delta_builds_after_full_builds_in_input_splits_equal_full_builds(tmp_pa
     folder.mkdir()
     write = functools.partial(write_parquet, folder=folder, row_group_size=8)
     _run_sequence(tmp_path, 9, 6, parquet_sources(folder), write, duckdb={"stage_splits": 3})
+
+
+@pytest.mark.parametrize(("seed", "faults"), [(11, False), (12, True)])
+def test_delta_builds_of_a_site_with_exclusion_sources_equal_full_builds(
+    tmp_path: Path, seed: int, faults: bool
+) -> None:
+    """An exclusion source (noindex, statuses, canonicals) read whole by each delta build, whose rules change with
+    the pages: each delta build publishes what a full build would, under faults too."""
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    write = functools.partial(write_exclusions, folder=folder)
+    _run_sequence(tmp_path, seed, 12, exclusion_sources(folder), write, faults, excluding=True)
 
 
 def test_delta_builds_of_a_multi_host_site_equal_full_builds(tmp_path: Path) -> None:

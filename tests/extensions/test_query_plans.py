@@ -117,7 +117,7 @@ def test_no_query_of_the_extension_checks_joins_by_nested_loops(
 ) -> None:
     found: list[str] = []
     patched = {
-        stage: ("run_extensions", "apply_exclusions"),
+        stage: ("run_extensions", "create_exclusions", "apply_exclusions"),
         ranged: ("write_range_links", "check_range_links", "_route_split", "_check_range"),
     }
     for module, names in patched.items():
