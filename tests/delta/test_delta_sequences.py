@@ -28,6 +28,7 @@ from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.stage import delta as delta_module
 from sitemap_ops.stage.listed import Listed
+from sitemap_ops.stage.result import DeltaState
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
 from tests.delta.inventory import (
     HOST,
@@ -232,6 +233,12 @@ def test_delta_builds_of_a_site_with_exclusion_sources_equal_full_builds(
     folder.mkdir()
     write = functools.partial(write_exclusions, folder=folder)
     _run_sequence(tmp_path, seed, 12, exclusion_sources(folder), write, faults, excluding=True)
+    if not faults:  # the superseded states' files are gone: only the live state's are kept
+        manifest = Manifest.load(Storage.open(str(tmp_path / "live" / "public")))
+        state = DeltaState.recorded(manifest.stage) if manifest else None
+        assert state is not None and state.exclusions
+        found = {str(path) for path in (tmp_path / "live" / "work").rglob("state-*.parquet")}
+        assert found == {url for url in state.files() if url.endswith(".parquet")}
 
 
 def test_delta_builds_of_a_multi_host_site_equal_full_builds(tmp_path: Path) -> None:
