@@ -223,16 +223,20 @@ def test_delta_builds_after_full_builds_in_input_splits_equal_full_builds(tmp_pa
     _run_sequence(tmp_path, 9, 6, parquet_sources(folder), write, duckdb={"stage_splits": 3})
 
 
-@pytest.mark.parametrize(("seed", "faults"), [(11, False), (12, True)])
+@pytest.mark.parametrize(
+    ("seed", "faults", "listing"),
+    [(11, False, False), (12, True, False), (13, False, True)],
+    ids=["", "faults", "listed"],
+)
 def test_delta_builds_of_a_site_with_exclusion_sources_equal_full_builds(
-    tmp_path: Path, seed: int, faults: bool
+    tmp_path: Path, seed: int, faults: bool, listing: bool
 ) -> None:
     """An exclusion source (noindex, statuses, canonicals) read whole by each delta build, whose rules change with
-    the pages: each delta build publishes what a full build would, under faults too."""
+    the pages: each delta build publishes what a full build would, under faults too, and of what events name."""
     folder = tmp_path / "inventory"
     folder.mkdir()
     write = functools.partial(write_exclusions, folder=folder)
-    _run_sequence(tmp_path, seed, 12, exclusion_sources(folder), write, faults, excluding=True)
+    _run_sequence(tmp_path, seed, 12, exclusion_sources(folder), write, faults, listing, excluding=True)
     if not faults:  # the superseded states' files are gone: only the live state's are kept
         manifest = Manifest.load(Storage.open(str(tmp_path / "live" / "public")))
         state = DeltaState.recorded(manifest.stage) if manifest else None
