@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
@@ -38,7 +39,7 @@ from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
 from sitemap_ops.stage.hosts import host_counts, host_state_rows, split_changed
 from sitemap_ops.stage.listed import Listed
-from sitemap_ops.stage.result import DeltaState, StageResult
+from sitemap_ops.stage.result import DeltaState, StageResult, add_counts
 from sitemap_ops.stage.sources import Inventory, create_inventory_view, source_catalog
 from sitemap_ops.stage.stage import (
     EXTENSION_COLUMNS,
@@ -49,6 +50,7 @@ from sitemap_ops.stage.stage import (
     stage_counts,
 )
 from sitemap_ops.storage import Storage, open_file
+from sitemap_ops.urls import Origin
 
 
 def run_delta_stage(
@@ -93,7 +95,7 @@ def run_delta_stage(
         create_snapshot_view(con, "staged_old", old, config.storage)
         with progress.working("stage: merging the changed rows into the live build's", con.query_progress):
             con.execute(read_sql("stage_delta"))  # (over the rows as read: the state keeps them so)
-            excluded, valid_change, canonicals = _apply_exclusions(con, excluded_old) if excluded_old else (None, 0, 0)
+            excluded, canonicals = _apply_exclusions(con, excluded_old, config.sites) if excluded_old else (None, 0)
             rows, _, rejected, dropped = stage_counts(con)
             set_variables(con, {"source_labels": inventory.labels})
             result = read_result(
@@ -104,7 +106,7 @@ def run_delta_stage(
                 canonicals=canonicals,
                 tables=list(inventory.tables.values()),
             )
-            result.excluded_urls = excluded
+            result.excluded_urls = excluded.site() if excluded else None
             con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, work, REJECTS_NAME), header=True)
             con.sql(read_sql("stage_dedupe")).create_view("delta_winners", replace=True)
             # a layer over the state, or (past MAX_STATE_LAYERS) the state's rows merged
@@ -122,6 +124,8 @@ def run_delta_stage(
             # each host's rows read, and its rows in the new state, which its duplicates count against
             per_host = host_counts(con, config.sites) if host_works else []
             host_valid = host_state_rows(con, len(config.sites)) if host_works else None
+            if host_valid and excluded:
+                host_valid = [n + change for n, change in zip(host_valid, excluded.valid_change, strict=True)]
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
@@ -130,8 +134,10 @@ def run_delta_stage(
     marks = next_marks(state.marks, marks)
     result.state = DeltaState(base, snapshot.url, marks, state.digest, layers, kept_exclusions)
     result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
-    valid = int(valid) + valid_change
+    valid = int(valid) + (sum(excluded.valid_change) if excluded else 0)
     staged = finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works, host_valid)
+    for host, urls in zip(staged.hosts, excluded.urls if excluded else [], strict=False):
+        host.excluded_urls = urls  # (each host's own, as its circuit breaker compares)
     split_changed(con, work, DELTA_CHANGED_NAME, config.sites, host_works, staged.hosts)
     return staged
 
@@ -174,20 +180,41 @@ def _read_changed(
     return inventory, marks
 
 
-def _apply_exclusions(con: duckdb.DuckDBPyConnection, excluded_old: str) -> tuple[dict[str, int], int, int]:
+@dataclass
+class _Excluded:
+    """What a delta build's exclusion sources keep out of the whole site (_apply_exclusions), per host (the site's
+    order): the URLs by reason, and how many more valid rows a full build counts than the state holds (the
+    canonicals' rows less the excluded ones)."""
+
+    urls: list[dict[str, int]]
+    valid_change: list[int]
+
+    def site(self) -> dict[str, int]:
+        """The URLs by reason over every host."""
+        total: dict[str, int] = {}
+        for counts in self.urls:
+            add_counts(total, counts)
+        return dict(sorted(total.items()))
+
+
+def _apply_exclusions(
+    con: duckdb.DuckDBPyConnection, excluded_old: str, sites: tuple[Origin, ...]
+) -> tuple[_Excluded, int]:
     """A delta build's exclusions (the table `exclusions`, the sources read whole): the URLs whose exclusion
     changed since the live build (`excluded_old`, what it kept out) and the canonicals they name deduplicated
     again with them applied (sql/stage_delta_exclusions.sql), then applied to the rows read, for their rejects
-    (exclusions.apply_exclusions). The URLs they keep out of the whole site now by reason, how many more valid
-    rows a full build counts than the state holds (the canonicals' rows less the excluded ones), and the
-    canonical rows added to the rows read."""
+    (exclusions.apply_exclusions). What they keep out of the whole site, by host of `sites`
+    (sql/stage_delta_excluded.sql), and the canonical rows added to the rows read."""
     con.read_parquet(excluded_old).create_view("exclusions_old", replace=True)
     con.execute(read_sql("stage_delta_exclusions"))
-    counts = con.execute(read_sql("stage_delta_excluded")).fetchall()
-    excluded = {str(reason): int(n) for reason, n, _ in counts}
-    # (the valid rows a full build counts: its state's, less those excluded, plus the canonicals' rows)
-    valid_change = sum(int(canonicals) - int(n) for _, n, canonicals in counts)
-    return excluded, valid_change, apply_exclusions(con, EXTENSION_COLUMNS)
+    set_variables(con, {"host_prefixes": [f"{site.scheme}://{site.host}/" for site in sites]})
+    excluded = _Excluded([{} for _ in sites], [0] * len(sites))
+    for kind, host, reason, n in con.execute(read_sql("stage_delta_excluded")).fetchall():
+        at = int(host) - 1  # (every such URL is a host's: the stage kept it)
+        if kind == "excluded":
+            excluded.urls[at][str(reason)] = int(n)
+        excluded.valid_change[at] += int(n) if kind == "canonical" else -int(n)
+    return excluded, apply_exclusions(con, EXTENSION_COLUMNS)
 
 
 def count_drift(

@@ -44,8 +44,6 @@ def unsupported(config: StageSettings) -> str | None:
     excluding = any(source.kind == "exclude" for source in config.sources)
     if excluding and config.splits > 1:
         return "exclusion sources in a stage in input splits ([duckdb] stage_splits), whose URL ranges apply them"
-    if excluding and len(config.sites) > 1:
-        return "exclusion sources on a site of several hosts"
     if len(pages) > 1 and any(source.kind == "deleted" for source in config.sources):
         return "a deleted source beside several page sources (whose keys would it list?)"
     return None

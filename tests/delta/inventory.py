@@ -84,35 +84,33 @@ class Inventory:
     # that find them (a row's URL as its source spells it; a deleted row's as the sitemap lists it)
     keys: set[str] = field(default_factory=set)
     urls: set[str] = field(default_factory=set)
-    # with `excluding`, an exclusion source's rules by page path (a single host's): noindex, a status, or a
-    # canonical (another path), which edits add, change and drop as they edit pages
+    # with `excluding`, an exclusion source's rules by page URL: noindex, a status, or a canonical (another page's
+    # URL, perhaps on another host), which edits add, change and drop as they edit pages
     excluding: bool = False
     exclusions: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def expected(self, now: dt.datetime, host: str = HOST) -> set[str]:
         """The URLs a build at `now` publishes on `host`: every spelling of a live row's page in its normal form,
-        but those an exclusion names, and the canonical of each page that names one no exclusion names."""
+        but those an exclusion names, and the canonical of each page (of any host) that names one no exclusion
+        names."""
         rows = self.rows.values()
-        pages = {row.page for row in rows if not row.gone and row.spelling != "bad" and row.host == host}
-        if not self.excluding:
-            return pages
-        excluded = {f"{SITE}{path}": rule for path, rule in self.exclusions.items()}
+        pages = {row.page for row in rows if not row.gone and row.spelling != "bad"}
+        excluded = self.exclusions if self.excluding else {}
         kept = {page for page in pages if page not in excluded}
-        named = {
-            f"{SITE}{excluded[page][1]}" for page in pages if page in excluded and excluded[page][0] == "canonical"
-        }
-        return kept | {canonical for canonical in named if canonical not in excluded}
+        named = {excluded[page][1] for page in pages if page in excluded and excluded[page][0] == "canonical"}
+        found = kept | {canonical for canonical in named if canonical not in excluded}
+        return {url for url in found if url.startswith(f"https://{host}/")}
 
     def exclude(self) -> None:
-        """A page (or a path no page has) gets an exclusion rule, or another one, or loses its own."""
-        paths = [row.path for row in self.rows.values()] + [self._new_path()]
+        """A page (or a URL no page has) gets an exclusion rule, or another one, or loses its own."""
+        urls = [row.page for row in self.rows.values()] + [f"https://{self._host()}{self._new_path()}"]
         if self.exclusions and self.rng.random() < 0.3:
             del self.exclusions[self.rng.choice(sorted(self.exclusions))]
             return
-        path = self.rng.choice(paths)
+        url = self.rng.choice(urls)
         rule = self.rng.choice(("noindex", "status", "canonical", "canonical"))
-        target = self.rng.choice([other for other in paths if other != path] or ["/p/elsewhere"])
-        self.exclusions[path] = (rule, target if rule == "canonical" else "")
+        target = self.rng.choice([other for other in urls if other != url] or [f"{SITE}/p/elsewhere"])
+        self.exclusions[url] = (rule, target if rule == "canonical" else "")
 
     def _new_path(self) -> str:
         self.next_key += 1
@@ -205,10 +203,12 @@ def write_exclusions(inventory: Inventory, folder: Path) -> None:
     the host in capitals half the time (normalized as pages are)."""
     write_parquet(inventory, folder)
     rows = []
-    for path, (rule, target) in sorted(inventory.exclusions.items()):
-        host = HOST.upper() if inventory.rng.random() < 0.5 else HOST
-        rows.append({"url": f"https://{host}{path}", "status": 404 if rule == "status" else 200,
-                     "noindex": rule == "noindex", "canonical": f"{SITE}{target}" if target else None})  # fmt: skip
+    for url, (rule, target) in sorted(inventory.exclusions.items()):
+        scheme, _, rest = url.partition("://")
+        host, _, path = rest.partition("/")
+        spelled = host.upper() if inventory.rng.random() < 0.5 else host
+        rows.append({"url": f"{scheme}://{spelled}/{path}", "status": 404 if rule == "status" else 200,
+                     "noindex": rule == "noindex", "canonical": target or None})  # fmt: skip
     pq.write_table(pa.Table.from_pylist(rows, schema=EXCLUDED), folder / "excluded.parquet")
 
 

@@ -119,8 +119,9 @@ def _run_sequence(
         layers.append(len(summary.stage.state.layers))
         assert summary.plan.changes == full.plan.changes, f"step {number}"
         # what the exclusion sources keep out, as the circuit breaker counts it
-        assert summary.stage.excluded == full.stage.excluded, f"step {number}"
-        assert summary.stage.duplicates == full.stage.duplicates, f"step {number}"
+        for built, twin_built in zip(summary.hosts or [summary], full.hosts or [full], strict=True):
+            assert built.stage.excluded == twin_built.stage.excluded, f"step {number}"
+            assert built.stage.duplicates == twin_built.stage.duplicates, f"step {number}"
         # each host's change set compared only the URLs the delta build staged again (unless a fault left the
         # host on another build than the one the stage started from)
         for built in summary.hosts or [summary]:
@@ -251,6 +252,16 @@ def test_delta_builds_of_a_multi_host_site_equal_full_builds(tmp_path: Path) -> 
     folder.mkdir()
     write = functools.partial(write_parquet, folder=folder)
     _run_sequence(tmp_path, 6, 8, parquet_sources(folder), write, listing=True, hosts=(HOST, "shop.example.com"))
+
+
+def test_delta_builds_of_a_multi_host_site_with_exclusion_sources_equal_full_builds(tmp_path: Path) -> None:
+    """Exclusions on two hosts, canonicals naming a page of the other host: each host's output, its excluded URLs
+    and its duplicates are a full build's."""
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    write = functools.partial(write_exclusions, folder=folder)
+    hosts = (HOST, "shop.example.com")
+    _run_sequence(tmp_path, 15, 10, exclusion_sources(folder), write, hosts=hosts, excluding=True)
 
 
 def test_delta_builds_of_a_multi_host_site_under_storage_faults_and_kills(tmp_path: Path) -> None:
