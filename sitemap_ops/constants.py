@@ -397,10 +397,12 @@ STAGE_RANGES_NAME = "stage-ranges"
 # sets go to the range of each page (alt_done); each range then sends its completed links for the keyed pass
 # as the found ones (alt_cedges, alt-clinks-<range>.parquet, alt-cself-<range>.parquet). Each of these kinds
 # has its counts files.
-# A change-aware site's input split also writes its part of the delta state (STATE_PART_NAME, by its tag), which
-# stage_merge writes as one STATE_ROWS_NAME.
+# A change-aware site's input split also writes its part of the delta state (STATE_PART_NAME, by its tag), and
+# with exclusion sources each range what they keep out of its URLs (STATE_EXCLUSIONS_PART_NAME), which
+# stage_merge writes as one STATE_ROWS_NAME and one STATE_EXCLUSIONS_NAME.
 STAGE_SPLIT_REJECTS_NAME = "rejects-splits.csv"
 STATE_PART_NAME = "state-{tag}.parquet"
+STATE_EXCLUSIONS_PART_NAME = "state-excl-{part:05d}.parquet"
 # The rounds of the hreflang clusters' labels that the DAG maps over the URL ranges (stage_alt_round_<n>, a
 # task per range; a round after the labels settled does nothing); stage_alt_labels runs any further round,
 # range by range. Most sites' clusters settle in two (sitemap_ops.stage.completion).
@@ -415,7 +417,7 @@ STAGE_RANGE_FILE = (
     r"|(canon|alt_edges|alt_cedges|alt_adj|alt_msg\d{2}|alt_mem|alt_done)-counts-\d{5}\.parquet"
     r"|ext-(rejects|hreflang)-\d{5}\.csv|ext-(counts|issues)-\d{5}\.json"
     r"|alt-(links|self|clinks|cself|own|staged)-\d{5}\.parquet|alt-rounds\.json"
-    r"|state-\d{5}-[0-9a-f]{8}\.parquet"
+    r"|state-\d{5}-[0-9a-f]{8}\.parquet|state-excl-\d{5}\.parquet"
 )
 
 # `validate` over HTTP: seconds for all of it, every file it follows included, so that a slow or trickling

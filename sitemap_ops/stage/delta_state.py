@@ -41,9 +41,6 @@ def unsupported(config: StageSettings) -> str | None:
             f"source {other.label} is of kind {other.kind!r} (delta builds read page, deleted and exclusion sources "
             "only)"
         )
-    excluding = any(source.kind == "exclude" for source in config.sources)
-    if excluding and config.splits > 1:
-        return "exclusion sources in a stage in input splits ([duckdb] stage_splits), whose URL ranges apply them"
     if len(pages) > 1 and any(source.kind == "deleted" for source in config.sources):
         return "a deleted source beside several page sources (whose keys would it list?)"
     return None
@@ -163,9 +160,10 @@ def keep_state(
     return state
 
 
-def keep_exclusions(con: duckdb.DuckDBPyConnection, work: Storage) -> str:
-    """What the exclusion sources keep out (the table `exclusions`) in `work`, for the next delta build: its URL."""
-    con.table("exclusions").write_parquet(storage_path(con, work, STATE_EXCLUSIONS_NAME), compression="zstd")
+def keep_exclusions(con: duckdb.DuckDBPyConnection, work: Storage, table: str = "exclusions") -> str:
+    """What the exclusion sources keep out (the table `exclusions`, or a split stage's view of its ranges' parts)
+    in `work`, for the next delta build: its URL."""
+    con.table(table).write_parquet(storage_path(con, work, STATE_EXCLUSIONS_NAME), compression="zstd")
     return work.url_of(STATE_EXCLUSIONS_NAME)
 
 

@@ -19,6 +19,7 @@ from sitemap_ops.constants import (
     REJECTS_NAME,
     STAGE_SPLIT_REJECTS_NAME,
     STAGED_PART_NAME,
+    STATE_EXCLUSIONS_PART_NAME,
     STATE_PART_NAME,
 )
 from sitemap_ops.duck import create_parquet_view, read_sql, set_variables, storage_path
@@ -31,7 +32,7 @@ from sitemap_ops.stage.completion import (
     write_range_nodes,
 )
 from sitemap_ops.stage.config import StageSettings
-from sitemap_ops.stage.delta_state import key_refusal, merge_state, say_no_state
+from sitemap_ops.stage.delta_state import keep_exclusions, key_refusal, merge_state, say_no_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import create_canonical_rows, create_exclusions
 from sitemap_ops.stage.hosts import host_counts
@@ -368,6 +369,9 @@ def _check_range(
     set_variables(con, normalize_variables(config, build_time))
     set_variables(con, {"source_labels": [source.label for source in config.sources]})
     _range_exclusions(con, range_folder(folder, part), names, part, ranges)  # (none without exclusion sources)
+    if ranges.exclusions and ranges.state_marks is not None:  # (the range's part of what the state keeps out)
+        name = STATE_EXCLUSIONS_PART_NAME.format(part=part)
+        con.table("exclusions").write_parquet(storage_path(con, folder, name), compression="zstd")
     if ranges.exclusions:
         senders = ranges.canonical_parts()
         if files := received(con, folder, names, "canon", part, senders, "stage_canonicals"):
@@ -515,10 +519,19 @@ def _merge_state(
     if ranges.no_state:
         say_no_state(ranges.no_state, progress)
         return None
-    parts = [storage_path(con, ranges_of(work), name) for name in ranges.state_parts]
-    return in_work(
-        work, "keep the delta state", lambda: merge_state(con, config, work, parts, ranges.state_marks or {}, progress)
-    )
+    folder = ranges_of(work)
+    parts = [storage_path(con, folder, name) for name in ranges.state_parts]
+    excluded = [STATE_EXCLUSIONS_PART_NAME.format(part=part) for part in ranges.written()] if ranges.exclusions else []
+    marks = ranges.state_marks
+
+    def merge() -> DeltaState | None:
+        kept = merge_state(con, config, work, parts, marks or {}, progress)
+        if kept is not None and excluded:
+            con.read_parquet([storage_path(con, folder, name) for name in excluded]).create_view("state_excluded")
+            kept.exclusions = keep_exclusions(con, work, "state_excluded")
+        return kept
+
+    return in_work(work, "keep the delta state", merge)
 
 
 def _gather_range_checks(work: Storage, result: StageResult, checked: StageRanges) -> tuple[int, list[dict[str, int]]]:

@@ -198,10 +198,10 @@ def write_parquet(inventory: Inventory, folder: Path, row_group_size: int | None
     pq.write_table(pa.Table.from_pylist(deleted, schema=DELETED), folder / "deleted.parquet")
 
 
-def write_exclusions(inventory: Inventory, folder: Path) -> None:
+def write_exclusions(inventory: Inventory, folder: Path, row_group_size: int | None = None) -> None:
     """The inventory's Parquet files (write_parquet) and its exclusion source's, each rule's URL spelled with
     the host in capitals half the time (normalized as pages are)."""
-    write_parquet(inventory, folder)
+    write_parquet(inventory, folder, row_group_size)
     rows = []
     for url, (rule, target) in sorted(inventory.exclusions.items()):
         scheme, _, rest = url.partition("://")
@@ -209,7 +209,8 @@ def write_exclusions(inventory: Inventory, folder: Path) -> None:
         spelled = host.upper() if inventory.rng.random() < 0.5 else host
         rows.append({"url": f"{scheme}://{spelled}/{path}", "status": 404 if rule == "status" else 200,
                      "noindex": rule == "noindex", "canonical": target or None})  # fmt: skip
-    pq.write_table(pa.Table.from_pylist(rows, schema=EXCLUDED), folder / "excluded.parquet")
+    table = pa.Table.from_pylist(rows, schema=EXCLUDED)
+    pq.write_table(table, folder / "excluded.parquet", row_group_size=row_group_size)
 
 
 def exclusion_sources(folder: Path) -> list[dict[str, Any]]:

@@ -66,7 +66,6 @@ EXCLUDE = {"path": "excluded.parquet", "kind": "exclude"}
     [
         ([{"path": "pages.parquet"}], {}, "names no `key_column` and `changed_column`"),
         ([PAGES, {"path": "x.parquet", "kind": "images"}], {}, "is of kind 'images'"),
-        ([PAGES, EXCLUDE], {"duckdb": {"stage_splits": 4}}, "exclusion sources in a stage in input splits"),
         ([PAGES, {**PAGES, "path": "more.parquet"}, {**PAGES, "path": "d.parquet", "kind": "deleted"}], {}, "several"),
     ],
 )

@@ -225,19 +225,21 @@ def test_delta_builds_after_full_builds_in_input_splits_equal_full_builds(tmp_pa
 
 
 @pytest.mark.parametrize(
-    ("seed", "faults", "listing"),
-    [(11, False, False), (12, True, False), (13, False, True)],
-    ids=["", "faults", "listed"],
+    ("seed", "faults", "listing", "splits"),
+    [(11, False, False, 1), (12, True, False, 1), (13, False, True, 1), (16, False, False, 3)],
+    ids=["", "faults", "listed", "input splits"],
 )
 def test_delta_builds_of_a_site_with_exclusion_sources_equal_full_builds(
-    tmp_path: Path, seed: int, faults: bool, listing: bool
+    tmp_path: Path, seed: int, faults: bool, listing: bool, splits: int
 ) -> None:
     """An exclusion source (noindex, statuses, canonicals) read whole by each delta build, whose rules change with
-    the pages: each delta build publishes what a full build would, under faults too, and of what events name."""
+    the pages: each delta build publishes what a full build would, under faults too, of what events name, and
+    after full builds in input splits (whose URL ranges apply the exclusions, each keeping its part)."""
     folder = tmp_path / "inventory"
     folder.mkdir()
-    write = functools.partial(write_exclusions, folder=folder)
-    _run_sequence(tmp_path, seed, 12, exclusion_sources(folder), write, faults, listing, excluding=True)
+    write = functools.partial(write_exclusions, folder=folder, row_group_size=8 if splits > 1 else None)
+    duckdb = {"stage_splits": splits} if splits > 1 else None
+    _run_sequence(tmp_path, seed, 12, exclusion_sources(folder), write, faults, listing, duckdb=duckdb, excluding=True)
     if not faults:  # the superseded states' files are gone: only the live state's are kept
         manifest = Manifest.load(Storage.open(str(tmp_path / "live" / "public")))
         state = DeltaState.recorded(manifest.stage) if manifest else None
