@@ -595,13 +595,18 @@ def test_a_multi_host_site_renders_every_hosts_shards_in_one_mapped_step(site) -
     assert live("multi-de") == {f"https://www.example.de/p/{i}" for i in range(30)}
 
 
-def test_a_run_with_delta_reads_only_the_rows_changed_since_the_live_build(site) -> None:
+@pytest.mark.parametrize("splits", [1, 3], ids=["one piece", "input splits"])
+def test_a_run_with_delta_reads_only_the_rows_changed_since_the_live_build(site, splits: int) -> None:
+    """After a full run in one piece, or in input splits (mapped tasks, each keeping its part of the state)."""
     folder, db, s3 = site
     pages = db.table("pages")
     db.execute(f"ALTER TABLE {pages} ADD COLUMN id SERIAL")
     db.execute(f"UPDATE {pages} SET updated = now() - interval '1 day' - id * interval '1 minute'")
-    _site(folder, db, s3, "delta", source='key_column = "id"\nchanged_column = "updated"\n')
+    source = 'key_column = "id"\nchanged_column = "updated"\nsplit_key = "id"\n'
+    _site(folder, db, s3, "delta", source=source, extra=f"[duckdb]\nstage_splits = {splits}\n")
     assert _run(folder).state == "success"  # (a manual run builds in full, and keeps the delta state)
+    full = json.loads(_objects(s3, "delta")["manifest.json"])["stage"]
+    assert full["split_count"] == (splits if splits > 1 else 0) and full["state"] is not None
     db.execute(f"INSERT INTO {pages} (url, updated) VALUES ('{SITE}/new', now())")
     assert _run(folder, delta="only").state == "success"
     stage = json.loads(_objects(s3, "delta")["manifest.json"])["stage"]
