@@ -88,7 +88,9 @@ def run_delta_stage(
     except duckdb.Error as exc:
         raise StageError(f"cannot read the live build's delta state {state.rows}: {first_line(exc)}") from None
     con.execute(read_sql("stage_ext_empty"))
-    if not inventory.exclusions:
+    if inventory.exclusions:  # (their rows with a rule value that means nothing count as dropped fields)
+        con.execute("INSERT INTO ext_rejects SELECT * FROM exclusion_rejects")
+    else:
         con.execute(read_sql("stage_exclusions_empty"))
     first = STAGED_PART_NAME.format(index=0)
     try:

@@ -310,20 +310,27 @@ def test_a_delta_build_compares_only_what_it_staged_again_while_its_base_is_live
 
 def test_a_delta_build_whose_exclusions_grew_too_much_stops_before_anything_changes(tmp_path: Path) -> None:
     """The circuit breaker compares what the exclusion sources keep out of the whole site, which a delta build
-    counts over its state (its rows read are a few), with the live build's."""
+    counts over its state (its rows read are a few), with the live build's. A rule value that means nothing is
+    a dropped field of each build that reads it, delta builds too (they read the exclusion sources whole)."""
     _write(tmp_path / "pages.parquet", _rows(20, dt.datetime(2026, 11, 20)))
-    exclusions = pa.schema([("loc", pa.string()), ("noindex", pa.bool_())])
-    pq.write_table(
-        pa.Table.from_pylist([{"loc": f"{SITE}/p/1", "noindex": True}], schema=exclusions), tmp_path / "x.parquet"
-    )
+    exclusions = pa.schema([("loc", pa.string()), ("noindex", pa.string())])
+
+    def exclude(values: list[str]) -> None:
+        rows = [{"loc": f"{SITE}/p/{i}", "noindex": value} for i, value in enumerate(values, start=1)]
+        pq.write_table(pa.Table.from_pylist(rows, schema=exclusions), tmp_path / "x.parquet")
+
+    exclude(["yes"])
     sources = [{**PAGES, "path": str(tmp_path / "pages.parquet")}, {**EXCLUDE, "path": str(tmp_path / "x.parquet")}]
     config = _site(tmp_path, sources, publish={"min_ratio": 0.0})
     assert run_build(config, now=NOW).stage.excluded == {"excluded_noindex": 1}
-    noindex = [{"loc": f"{SITE}/p/{i}", "noindex": True} for i in range(1, 9)]
-    pq.write_table(pa.Table.from_pylist(noindex, schema=exclusions), tmp_path / "x.parquet")
+    exclude(["yes"] * 8)
     with pytest.raises(CircuitBreakerError, match="keep out 8 URLs, 7 more than the last build's 1: 37% of its 19"):
         run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
     assert len(published(tmp_path / "public")) == 19
     summary = run_build(config, now=NOW + dt.timedelta(minutes=2), delta="only", force=True)
-    assert summary.stage.mode == "delta" and summary.stage.duplicates == 0
+    assert summary.stage.mode == "delta" and summary.stage.duplicates == 0 and not summary.stage.fields_dropped
     assert summary.stage.excluded == {"excluded_noindex": 8} and len(published(tmp_path / "public")) == 12
+    exclude(["yes"] * 8 + ["perhaps"])
+    again = run_build(config, now=NOW + dt.timedelta(minutes=3), delta="only")
+    assert again.stage.mode == "delta" and again.stage.fields_dropped == {"noindex_invalid": 1}
+    assert "noindex_invalid" in Path(again.stage.rejects_path).read_text()
