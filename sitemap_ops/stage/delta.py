@@ -97,7 +97,11 @@ def run_delta_stage(
         create_snapshot_view(con, "staged_old", old, config.storage)
         with progress.working("stage: merging the changed rows into the live build's", con.query_progress):
             con.execute(read_sql("stage_delta"))  # (over the rows as read: the state keeps them so)
-            excluded, canonicals = _apply_exclusions(con, excluded_old, config.sites) if excluded_old else (None, 0)
+            if excluded_old:  # (the URLs whose exclusion changed, and their canonicals, are touched too)
+                con.read_parquet(excluded_old).create_view("exclusions_old", replace=True)
+                con.execute(read_sql("stage_delta_exclusions"))
+            con.execute(read_sql("stage_delta_dedupe"))
+            excluded, canonicals = _apply_exclusions(con, config.sites) if excluded_old else (None, 0)
             rows, _, rejected, dropped = stage_counts(con)
             set_variables(con, {"source_labels": inventory.labels})
             result = read_result(
@@ -199,16 +203,11 @@ class _Excluded:
         return dict(sorted(total.items()))
 
 
-def _apply_exclusions(
-    con: duckdb.DuckDBPyConnection, excluded_old: str, sites: tuple[Origin, ...]
-) -> tuple[_Excluded, int]:
-    """A delta build's exclusions (the table `exclusions`, the sources read whole): the URLs whose exclusion
-    changed since the live build (`excluded_old`, what it kept out) and the canonicals they name deduplicated
-    again with them applied (sql/stage_delta_exclusions.sql), then applied to the rows read, for their rejects
-    (exclusions.apply_exclusions). What they keep out of the whole site, by host of `sites`
-    (sql/stage_delta_excluded.sql), and the canonical rows added to the rows read."""
-    con.read_parquet(excluded_old).create_view("exclusions_old", replace=True)
-    con.execute(read_sql("stage_delta_exclusions"))
+def _apply_exclusions(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> tuple[_Excluded, int]:
+    """A delta build's exclusions (the table `exclusions`, the sources read whole), once its URLs are
+    deduplicated again with them applied (sql/stage_delta_dedupe.sql): what they keep out of the whole site, by
+    host of `sites` (sql/stage_delta_excluded.sql), then applied to the rows read, for their rejects
+    (exclusions.apply_exclusions), and the canonical rows that added to the rows read."""
     set_variables(con, {"host_prefixes": [f"{site.scheme}://{site.host}/" for site in sites]})
     excluded = _Excluded([{} for _ in sites], [0] * len(sites))
     for kind, host, reason, n in con.execute(read_sql("stage_delta_excluded")).fetchall():

@@ -1,6 +1,6 @@
--- Stage, a delta build (sitemap_ops.stage.delta): the new state, and the inputs of sql/stage_dedupe.sql for the
--- URLs it touches. Reads `delta_keys` and `normalized_rows` (stage_delta_read.sql), the view `state_old`, and
--- the tables `page_ext` and `news_ext` (empty).
+-- Stage, a delta build (sitemap_ops.stage.delta): the new state, and the URLs it touches, whose rows
+-- sql/stage_delta_dedupe.sql reads. Reads `delta_keys` and `normalized_rows` (stage_delta_read.sql) and the view
+-- `state_old`.
 CREATE OR REPLACE TEMP TABLE delta_gone AS
 SELECT s.*, k.due FROM state_old s JOIN delta_keys k ON s.source = k.source AND s.key = k.key;
 -- The rows the state gains: the valid rows read, and the rows whose lastmod came due with that lastmod, as a
@@ -17,20 +17,9 @@ CREATE OR REPLACE TEMP VIEW state_new AS
 SELECT s.* FROM state_old s ANTI JOIN delta_keys k ON s.source = k.source AND s.key = k.key
 UNION ALL
 SELECT * FROM delta_rows;
--- The URLs whose entry may change (those of the rows gone and gained), and their rows in the new state:
--- sql/stage_dedupe.sql picks each one's winner again, as over every row.
+-- The URLs whose entry may change (those of the rows gone and gained): sql/stage_dedupe.sql picks each one's
+-- winner again, as over every row.
 CREATE OR REPLACE TEMP TABLE delta_locs AS
 SELECT loc FROM delta_gone
 UNION
 SELECT loc FROM delta_rows;
-CREATE OR REPLACE TEMP TABLE delta_dedupe AS
-SELECT loc, lastmod, changefreq, priority, section, content_hash
-FROM state_new
-WHERE loc IN (SELECT loc FROM delta_locs);
-CREATE OR REPLACE TEMP VIEW dedupe_rows AS
-SELECT *, NULL::VARCHAR AS images_j, NULL::BIGINT AS images_n, NULL::VARCHAR AS alternates_j,
-    NULL::BIGINT AS alternates_n
-FROM delta_dedupe;
-CREATE OR REPLACE TEMP VIEW dedupe_dups AS SELECT loc FROM delta_dedupe GROUP BY loc HAVING count(*) > 1;
-CREATE OR REPLACE TEMP VIEW dedupe_page_ext AS SELECT * FROM page_ext;
-CREATE OR REPLACE TEMP VIEW dedupe_news_ext AS SELECT * FROM news_ext;
