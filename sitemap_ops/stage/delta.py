@@ -37,7 +37,7 @@ from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_state import Mark, changed_since, keep_exclusions, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
-from sitemap_ops.stage.hosts import host_counts, host_state_rows, split_changed
+from sitemap_ops.stage.hosts import host_counts, host_state_rows, set_host_prefixes, split_changed
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState, StageResult, add_counts
 from sitemap_ops.stage.sources import Inventory, create_inventory_view, source_catalog
@@ -208,7 +208,7 @@ def _apply_exclusions(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...])
     deduplicated again with them applied (sql/stage_delta_dedupe.sql): what they keep out of the whole site, by
     host of `sites` (sql/stage_delta_excluded.sql), then applied to the rows read, for their rejects
     (exclusions.apply_exclusions), and the canonical rows that added to the rows read."""
-    set_variables(con, {"host_prefixes": [f"{site.scheme}://{site.host}/" for site in sites]})
+    set_host_prefixes(con, sites)
     excluded = _Excluded([{} for _ in sites], [0] * len(sites))
     for kind, host, reason, n in con.execute(read_sql("stage_delta_excluded")).fetchall():
         at = int(host) - 1  # (every such URL is a host's: the stage kept it)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import duckdb
 
-from sitemap_ops.constants import STAGED_NAME, STATE_EXCLUSIONS_NAME, STATE_ROWS_NAME
+from sitemap_ops.constants import STAGED_NAME, STATE_EXCLUSIONS_NAME, STATE_PART_NAME, STATE_ROWS_NAME
 from sitemap_ops.duck import read_sql, storage_path
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.columns import quote_identifier
@@ -167,24 +167,42 @@ def keep_exclusions(con: duckdb.DuckDBPyConnection, work: Storage, table: str = 
     return work.url_of(STATE_EXCLUSIONS_NAME)
 
 
+def keep_state_part(con: duckdb.DuckDBPyConnection, folder: Storage, tag: str) -> tuple[str, str]:
+    """A change-aware site's input split of pages: its part of the delta state (its valid rows with their keys,
+    as sql/stage_delta_state.sql keeps a one-pass stage's) in `folder` (the ranges folder), named by the split's
+    `tag` (STATE_PART_NAME); or why its keys keep the build from keeping a state ("" for the other)."""
+    why = key_refusal(con)
+    if why:
+        return "", why
+    name = STATE_PART_NAME.format(tag=tag)
+    con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, folder, name), compression="zstd")
+    return name, ""
+
+
 def merge_state(
     con: duckdb.DuckDBPyConnection,
     config: StageSettings,
     work: Storage,
     parts: list[str],
+    excluded_parts: list[str],
     marks: dict[str, Mark],
     progress: Progress,
 ) -> DeltaState | None:
     """A split stage's delta state: its input splits' parts (`parts`, as DuckDB reads them: each split's rows,
-    checked on their own) in one file beside the staged snapshot, the marks read before the splits; None, with a
-    line saying why, when a key repeats across splits."""
+    checked on their own) in one file beside the staged snapshot, the marks read before the splits, and with
+    exclusion sources its URL ranges' parts of what they keep out (`excluded_parts`) in one; None, with a line
+    saying why, when a key repeats across splits."""
     con.read_parquet(parts).create_view("state_splits", replace=True)
     why = key_refusal(con, "state_splits")
     if why:
         say_no_state(why, progress)
         return None
     con.table("state_splits").write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression="zstd")
-    return _kept(config, work, marks)
+    state = _kept(config, work, marks)
+    if excluded_parts:
+        con.read_parquet(excluded_parts).create_view("state_excluded", replace=True)
+        state.exclusions = keep_exclusions(con, work, "state_excluded")
+    return state
 
 
 def _kept(config: StageSettings, work: Storage, marks: dict[str, Mark]) -> DeltaState:

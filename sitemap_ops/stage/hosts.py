@@ -20,11 +20,17 @@ def host_counts(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> li
     """Per host (the site's order): its valid rows (key ""), excluded rows by reason and the
     canonicals' rows (key "canonical") (sql/stage_host_counts.sql). Reads the temp tables `normalized` and
     `exclusions`."""
-    set_variables(con, {"host_prefixes": [f"{site.scheme}://{site.host}/" for site in sites]})
+    set_host_prefixes(con, sites)
     counts: list[dict[str, int]] = [{} for _ in sites]
     for host, reason, n in con.execute(read_sql("stage_host_counts")).fetchall():
         counts[int(host) - 1][reason or ""] = int(n)
     return counts
+
+
+def set_host_prefixes(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...]) -> None:
+    """The variable host_prefixes, which the queries that tell hosts apart read: scheme://host/ of each of
+    `sites`, in order (a URL's host is the 1-based position of the prefix it starts with)."""
+    set_variables(con, {"host_prefixes": [f"{site.scheme}://{site.host}/" for site in sites]})
 
 
 def host_state_rows(con: duckdb.DuckDBPyConnection, hosts: int) -> list[int]:

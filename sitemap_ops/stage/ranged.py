@@ -20,7 +20,6 @@ from sitemap_ops.constants import (
     STAGE_SPLIT_REJECTS_NAME,
     STAGED_PART_NAME,
     STATE_EXCLUSIONS_PART_NAME,
-    STATE_PART_NAME,
 )
 from sitemap_ops.duck import create_parquet_view, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
@@ -32,7 +31,7 @@ from sitemap_ops.stage.completion import (
     write_range_nodes,
 )
 from sitemap_ops.stage.config import StageSettings
-from sitemap_ops.stage.delta_state import keep_exclusions, key_refusal, merge_state, say_no_state
+from sitemap_ops.stage.delta_state import keep_state_part, merge_state, say_no_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import create_canonical_rows, create_exclusions
 from sitemap_ops.stage.hosts import host_counts
@@ -59,7 +58,6 @@ from sitemap_ops.stage.result import (
     SplitResult,
     StageRanges,
     StageResult,
-    StageSplits,
     add_counts,
     add_host_counts,
 )
@@ -195,25 +193,12 @@ def run_stage_split(
             lines, dropped = lines.filter("field IS NULL"), {}
         lines.write_csv(rejects, header=True)
         per_host = host_counts(con, config.sites) if len(config.sites) > 1 and not checked else []
-        state, no_state = _keep_state_part(con, work, staged.splits, tag)
+        # (a change-aware site's: its part of the delta state, beside its rows in the ranges)
+        state, no_state = keep_state_part(con, ranges_of(work), tag) if staged.splits.marks is not None else ("", "")
         in_ranges = write_ranges(con, 0, work, progress, tag, bounds=bounds, unchecked=checked)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write input split {number} to {work.url}: {first_line(exc)}") from None
     return SplitResult(rows, valid, rejected, dropped, in_ranges, per_host, tag=tag, state=state, no_state=no_state)
-
-
-def _keep_state_part(con: duckdb.DuckDBPyConnection, work: Storage, splits: StageSplits, tag: str) -> tuple[str, str]:
-    """A change-aware site's page split: its part of the delta state (its valid rows with their keys, as
-    sql/stage_delta_state.sql keeps a one-pass stage's) in the ranges folder, named by the split's `tag`; or
-    why its keys keep the build from keeping a state ("" for either when the site keeps none)."""
-    if splits.marks is None:
-        return "", ""
-    why = key_refusal(con)
-    if why:
-        return "", why
-    name = STATE_PART_NAME.format(tag=tag)
-    con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, ranges_of(work), name), compression="zstd")
-    return name, ""
 
 
 def run_stage_gather(
@@ -514,24 +499,19 @@ def run_stage_merge(
 def _merge_state(
     config: StageSettings, con: duckdb.DuckDBPyConnection, work: Storage, ranges: StageRanges, progress: Progress
 ) -> DeltaState | None:
-    """A split stage's delta state from its input splits' parts, or None when a split's keys said why not."""
-    assert ranges.state_marks is not None
+    """A split stage's delta state from its input splits' parts and, with exclusion sources, its ranges' parts of
+    what they keep out (delta_state.merge_state); None when a split's keys said why not."""
     if ranges.no_state:
         say_no_state(ranges.no_state, progress)
         return None
     folder = ranges_of(work)
     parts = [storage_path(con, folder, name) for name in ranges.state_parts]
     excluded = [STATE_EXCLUSIONS_PART_NAME.format(part=part) for part in ranges.written()] if ranges.exclusions else []
-    marks = ranges.state_marks
-
-    def merge() -> DeltaState | None:
-        kept = merge_state(con, config, work, parts, marks or {}, progress)
-        if kept is not None and excluded:
-            con.read_parquet([storage_path(con, folder, name) for name in excluded]).create_view("state_excluded")
-            kept.exclusions = keep_exclusions(con, work, "state_excluded")
-        return kept
-
-    return in_work(work, "keep the delta state", merge)
+    excluded_parts = [storage_path(con, folder, name) for name in excluded]
+    marks = ranges.state_marks or {}
+    return in_work(
+        work, "keep the delta state", lambda: merge_state(con, config, work, parts, excluded_parts, marks, progress)
+    )
 
 
 def _gather_range_checks(work: Storage, result: StageResult, checked: StageRanges) -> tuple[int, list[dict[str, int]]]:
