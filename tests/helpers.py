@@ -15,12 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from lxml import etree
 
+from sitemap_ops.checks import schema
 from sitemap_ops.config import load_config
 from sitemap_ops.constants import SITEMAP_NS
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import BuildSummary, run_build
 from sitemap_ops.robots import sitemap_lines
-from sitemap_ops.validate import schema
 
 NS = {"s": SITEMAP_NS}
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)

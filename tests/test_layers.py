@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("duck", "manifest", "snapshot", "pipeline.graph"),
     ("stage", "stage.*"),  # each stage with its own config, exceptions and results, in the order they run
     ("plan", "plan.*"),
-    ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*", "validate", "fetch"),
+    ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*", "validate", "checks", "fetch"),
     ("config",),  # the site's config: every stage's section, each stage handed only its own settings
     ("workspace",),  # a build's work folder and DuckDB session
     ("pipeline", "pipeline.*", "pipeline.steps.*"),  # the steps (by phase), their graph, the in-process runner

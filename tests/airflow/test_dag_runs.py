@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from sitemap_ops.checks import schema
 from sitemap_ops.constants import SITEMAP_NS
-from sitemap_ops.validate import schema
 from tests.helpers import stable_name
 from tests.servers import Database, S3Server
 

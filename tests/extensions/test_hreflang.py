@@ -7,9 +7,9 @@ from pathlib import Path
 
 from lxml import etree
 
+from sitemap_ops.checks import valid_hreflang
 from sitemap_ops.constants import SITEMAP_NS, XHTML_NS
 from sitemap_ops.pipeline import run_build
-from sitemap_ops.validate import valid_hreflang
 from tests.extensions.rich import SITE, alternates, write_rich
 from tests.helpers import NOW, assert_schema_valid, read_file, site_config, sitemap_files, stable_name
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from sitemap_ops.checks import schema
 from sitemap_ops.cli import main
 from sitemap_ops.constants import IMAGE_NS, NEWS_NS, SITEMAP_NS, VIDEO_NS, XHTML_NS
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.stage.exceptions import StageError
-from sitemap_ops.validate import schema
 from tests.extensions.rich import SITE, alternates, recent, video, write_rich
 from tests.helpers import NOW, assert_schema_valid, read_file, site_config, sitemap_files
 

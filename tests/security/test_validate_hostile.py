@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from sitemap_ops.checks import MAX_PROBLEMS_PER_FILE
 from sitemap_ops.cli import main
 from sitemap_ops.constants import MAX_BYTES_PER_SITEMAP
-from sitemap_ops.validate import MAX_PROBLEMS_PER_FILE, validate
+from sitemap_ops.validate import validate
 from tests.helpers import NOW
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"

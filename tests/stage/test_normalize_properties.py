@@ -7,9 +7,9 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sitemap_ops.checks import Report, check_loc
 from sitemap_ops.config import load_config
 from sitemap_ops.stage.stage import normalize_urls
-from sitemap_ops.validate import Report, check_loc
 
 CONFIG = load_config(
     None, {"base_url": "https://www.example.com", "output": "/tmp/unused", "sources": [{"path": "x.parquet"}]}
