@@ -12,6 +12,7 @@ PACKAGE = Path(sitemap_ops.__file__).parent
 
 # Lowest first. A module belongs to the first layer one of whose patterns matches its dotted name (without
 # the package prefix); "*" matches one name part.
+AFTER_PLAN = ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*")
 LAYERS: list[tuple[str, ...]] = [
     ("__init__", "constants", "errors", "host", "progress", "deadline"),  # facts and plumbing every layer may use
     # protocol rules, the shards' format and bytes, storage access (and DuckDB's view of it)
@@ -20,7 +21,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("duck", "manifest", "snapshot", "pipeline.graph"),
     ("stage", "stage.*"),  # each stage with its own config, exceptions and results, in the order they run
     ("plan", "plan.*"),
-    ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*", "validate", "checks", "fetch"),
+    # the steps after the plan, and the independent checker (validate, by the rules of checks; fetch reads for it)
+    (*AFTER_PLAN, "validate", "checks", "fetch"),
     ("config",),  # the site's config: every stage's section, each stage handed only its own settings
     ("workspace",),  # a build's work folder and DuckDB session
     ("pipeline", "pipeline.*", "pipeline.steps.*"),  # the steps (by phase), their graph, the in-process runner

@@ -1,41 +1,36 @@
 """Stage's steps after stage_rows when it leaves input splits or URL ranges: each input split read into the ranges
 (stage_split), their results gathered (stage_gather), canonicals sent between ranges (stage_canonicals), each
-range checked and deduplicated (stage_range), hreflang's keyed pass (stage_hreflang) and the completion of its
-clusters (stage_alt_*), and the snapshot indexed over the ranges' files (stage_merge). Each runs in a session of
-its own, on any machine (sitemap_ops.stage.partitions hands the rows over)."""
+range checked (sitemap_ops.stage.range_checks) and deduplicated (stage_range), hreflang's keyed pass
+(stage_hreflang) and the completion of its clusters (stage_alt_*), and the snapshot indexed over the ranges' files
+(stage_merge). Each runs in a session of its own, on any machine (sitemap_ops.stage.partitions hands the rows
+over)."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
-from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from sitemap_ops.constants import (
-    HREFLANG_NAME,
     REJECTS_NAME,
     STAGE_SPLIT_REJECTS_NAME,
     STAGED_PART_NAME,
     STATE_EXCLUSIONS_PART_NAME,
 )
-from sitemap_ops.duck import create_parquet_view, read_sql, set_variables, storage_path
+from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.columns import EXTENSION_VIEWS
 from sitemap_ops.stage.completion import (
     AS_FOUND_STAGED,
-    completed_report,
-    write_range_nodes,
 )
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_state import keep_state_part, merge_state, say_no_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import create_canonical_rows, create_exclusions
 from sitemap_ops.stage.hosts import host_counts
-from sitemap_ops.stage.hreflang import HREFLANG_PART, check_range_links, issue_counts, write_range_links
 from sitemap_ops.stage.partitions import (
     dedupe_range,
     in_work,
@@ -43,8 +38,6 @@ from sitemap_ops.stage.partitions import (
     open_range_rows,
     range_folder,
     ranges_of,
-    received,
-    routed_files,
     sender_tag,
     start_sending,
     use_bounds,
@@ -52,9 +45,9 @@ from sitemap_ops.stage.partitions import (
     write_ranges,
     write_sent_counts,
 )
+from sitemap_ops.stage.range_checks import check_range, gather_range_checks, hreflang_report, range_exclusions
 from sitemap_ops.stage.result import (
     DeltaState,
-    ExtensionResult,
     SplitResult,
     StageRanges,
     StageResult,
@@ -63,7 +56,6 @@ from sitemap_ops.stage.result import (
 )
 from sitemap_ops.stage.sources import (
     Inventory,
-    create_extension_views,
     create_inventory_view,
     create_url_inventory_view,
 )
@@ -78,7 +70,6 @@ from sitemap_ops.stage.stage import (
     normalize_variables,
     read_result,
     stage_counts,
-    stage_extensions,
 )
 from sitemap_ops.storage import Storage
 
@@ -276,7 +267,7 @@ def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: 
             mine = range_folder(folder, part)
             names = sorted(mine.list_details())
             open_range_rows(con, mine, names, part, ranges.rows[part], ranges.senders, "range_rows")
-            _range_exclusions(con, mine, names, part, ranges)
+            range_exclusions(con, mine, names, part, ranges)
             create_canonical_rows(con, "range_rows", EXTENSION_COLUMNS)
             expression = use_bounds(con, ranges.bounds)
             query = read_sql("stage_partition_table").format(part=expression, table="canonical_rows")
@@ -284,18 +275,6 @@ def run_stage_canonicals(con: duckdb.DuckDBPyConnection, work: Storage, staged: 
         write_sent_counts(folder, "canon", part, sent, tag)
     except (duckdb.Error, OSError) as exc:
         raise StageError(f"cannot send the canonicals of URL range {part} in {work.url}: {first_line(exc)}") from None
-
-
-def _range_exclusions(
-    con: duckdb.DuckDBPyConnection, folder: Storage, names: list[str], part: int, ranges: StageRanges
-) -> None:
-    """The table `exclusions` of URL range `part` (sql/stage_range_exclusions.sql), from what the exclusion
-    sources' input splits sent it (all of it, or StageError; none without exclusion sources), and the empty view
-    `canonical_rows`. `folder`: the range's folder, whose files are `names`."""
-    con.execute(read_sql("stage_exclusions_empty"))
-    if files := routed_files(con, folder, names, "excl", part, ranges.sent("excl", part), ranges.senders):
-        create_parquet_view(con, "range_excl", files)
-        con.execute(read_sql("stage_range_exclusions"))
 
 
 def run_stage_range(
@@ -322,7 +301,7 @@ def run_stage_range(
         )
 
     def check(names: list[str]) -> None:
-        _check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), ranges, names)
+        check_range(config, con, work, part, build_time or dt.datetime.now(dt.UTC), ranges, names)
 
     # (completing hreflang clusters, the range's file with the sets as found, from which stage_alt_render writes it)
     out = ranges_of(work) if ranges.complete else work
@@ -333,104 +312,6 @@ def run_stage_range(
         f"deduplicate URL range {part}",
         lambda: dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name)),
     )
-
-
-def _check_range(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    part: int,
-    build_time: dt.datetime,
-    ranges: StageRanges,
-    names: list[str],
-) -> None:
-    """The checks of one URL range's rows (the view dedupe_rows: every spelling of each of its URLs, from all
-    input splits) as one piece makes them: its exclusions applied (the rows of its canonicals added), its pages'
-    extensions checked (the tables page_ext and news_ext), and in the ranges folder its rejects (as rows of the
-    rejects file: the exclusions' and dropped fields', and the extension values'), its counts and, with
-    alternates, its links by the range of the URL each points at (`ranges.bounds`: the ranges' lower bounds).
-    `names`: the files of the range's folder."""
-    folder = ranges_of(work)
-    set_variables(con, normalize_variables(config, build_time))
-    set_variables(con, {"source_labels": [source.label for source in config.sources]})
-    _range_exclusions(con, range_folder(folder, part), names, part, ranges)  # (none without exclusion sources)
-    if ranges.exclusions and ranges.state_marks is not None:  # (the range's part of what the state keeps out)
-        name = STATE_EXCLUSIONS_PART_NAME.format(part=part)
-        con.table("exclusions").write_parquet(storage_path(con, folder, name), compression="zstd")
-    if ranges.exclusions:
-        senders = ranges.canonical_parts()
-        if files := received(con, folder, names, "canon", part, senders, "stage_canonicals"):
-            create_parquet_view(con, "range_canon", files)
-            con.execute(read_sql("stage_range_canonicals"))
-    # the range's rows with its exclusions applied, read from its files as they are needed, or stored once for the
-    # extension checks
-    con.execute(read_sql("stage_range_excluded"))
-    extensions = None
-    if ranges.extensions:
-        con.execute(read_sql("stage_range_stored"))
-        con.execute(read_sql("stage_range_normalized").format(rows="normalized_rows"))
-        extensions = _check_range_extensions(config, con, work, part, build_time, ranges, names)
-    else:
-        con.execute(read_sql("stage_range_normalized").format(rows="range_normalized"))
-        con.execute(read_sql("stage_ext_empty"))
-    rows, valid, rejected, dropped = stage_counts(con)
-    canonicals = rows - ranges.rows[part]  # (the range's own rows are all there: open_range_rows counted them)
-    per_host = host_counts(con, config.sites) if len(config.sites) > 1 else []
-    con.sql(read_sql("stage_rejects")).write_csv(storage_path(con, folder, _range_file("rejects", part)), header=True)
-    counts_of = {
-        "extensions": dataclasses.asdict(extensions) if extensions else None,
-        "rejected": rejected,
-        "dropped": dropped,
-        "valid": valid,
-        "canonicals": canonicals,
-        "hosts": per_host,
-    }
-    folder.write_bytes(_range_file("counts", part), json.dumps(counts_of).encode())
-
-
-def _check_range_extensions(
-    config: StageSettings,
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    part: int,
-    build_time: dt.datetime,
-    ranges: StageRanges,
-    names: list[str],
-) -> ExtensionResult:
-    """The extension checks of one URL range's pages (the table normalized_rows): the tables page_ext, news_ext
-    and ext_rejects and, with alternates, the range's links by the range of the URL each points at. `names`: the
-    files of the range's folder."""
-    folder = ranges_of(work)
-    mine = range_folder(folder, part)
-    # the extension sources' rows whose page is in this range (their input splits routed them: _route_split)
-    files = {
-        kind: routed_files(con, mine, names, f"src_{kind}", part, ranges.sent(f"src_{kind}", part), ranges.senders)
-        for kind in EXTENSION_VIEWS
-    }
-    create_extension_views(con, files=files)
-    # the view normalized_urls, which normalizes the extension URLs (run_extensions points `inventory` at them)
-    create_url_inventory_view(con, "normalized_rows")
-    con.execute(read_sql("stage_normalize"))
-    con.execute(read_sql("stage_duplicates"))
-    kinds = set(ranges.extensions)
-    try:
-        # (hreflang's checks look across ranges: their keyed pass, write_range_links and check_range_links)
-        result = stage_extensions(config, con, build_time, kinds, folder, None)
-        if "alternates" in kinds:
-            write_range_links(con, work, part, ranges.bounds)
-            if ranges.complete:
-                write_range_nodes(con, work, part, ranges.bounds)
-        else:  # (no link: the range's report is empty)
-            _hreflang_report(con, work, part, None, [])
-    except SourceError as exc:
-        raise StageError(f"URL range {part}: {exc}") from None
-    return result
-
-
-def _range_file(kind: str, part: int) -> str:
-    """A range's file of its extension checks in the ranges folder (constants.STAGE_RANGE_FILE): its rejects,
-    counts, or hreflang problems by kind (its hreflang report: hreflang.HREFLANG_PART)."""
-    return f"ext-{kind}-{part:05d}." + ("csv" if kind == "rejects" else "json")
 
 
 def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
@@ -444,32 +325,8 @@ def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: St
     in_work(
         work,
         f"check the hreflang links of URL range {part}",
-        lambda: _hreflang_report(con, work, part, staged_file, ranges.hreflang_parts(), completing),
+        lambda: hreflang_report(con, work, part, staged_file, ranges.hreflang_parts(), completing),
     )
-
-
-def _hreflang_report(
-    con: duckdb.DuckDBPyConnection,
-    work: Storage,
-    part: int,
-    staged_file: str | None,
-    senders: list[int],
-    completing: StageRanges | None = None,
-) -> None:
-    """Range `part`'s part of the hreflang report and its problems by kind (ext-issues-<range>.json: as found,
-    and left after completion, with the links it added, when `completing`'s ranges completed the clusters), from
-    the links the ranges `senders` sent it."""
-    folder = ranges_of(work)
-    mine = sorted(range_folder(folder, part).list_details()) if senders else []
-    check_range_links(con, work, part, staged_file, mine, senders)
-    issues: dict[str, Any] = {"found": issue_counts(con, "alt_report"), "left": {}, "added": 0}
-    report = "alt_report"
-    if completing is not None and staged_file is not None:
-        con.execute("CREATE OR REPLACE TEMP TABLE alt_found AS FROM alt_report")
-        issues["left"], issues["added"] = completed_report(con, work, completing, part, staged_file, mine)
-        report = "alt_report_completed"
-    con.table(report).write_csv(storage_path(con, folder, HREFLANG_PART.format(index=part)), header=True)
-    folder.write_bytes(_range_file("issues", part), json.dumps(issues).encode())
 
 
 def run_stage_merge(
@@ -492,7 +349,7 @@ def run_stage_merge(
         result.state = _merge_state(config, con, work, ranges, progress)
     valid, per_host = ranges.valid, ranges.host_counts
     if ranges.checked:
-        valid, per_host = _gather_range_checks(work, result, ranges)
+        valid, per_host = gather_range_checks(work, result, ranges)
     return finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works)
 
 
@@ -512,54 +369,3 @@ def _merge_state(
     return in_work(
         work, "keep the delta state", lambda: merge_state(con, config, work, parts, excluded_parts, marks, progress)
     )
-
-
-def _gather_range_checks(work: Storage, result: StageResult, checked: StageRanges) -> tuple[int, list[dict[str, int]]]:
-    """A split stage's checks, made by its URL ranges (run_stage_range, and run_stage_hreflang with alternates):
-    their counts added to `result`, their rejects after the splits' in the rejects file, their hreflang reports
-    in one; the valid rows and each host's counts, which the ranges counted."""
-    ranges = ranges_of(work)
-    alternates = "alternates" in checked.extensions
-    extensions = ExtensionResult()
-    dropped = dict(result.fields_dropped)
-    rejected = dict(result.rejected)
-    valid = 0
-    per_host: list[dict[str, int]] = []
-
-    def read(kind: str, part: int) -> Any:
-        data = ranges.read_bytes(_range_file(kind, part))
-        if data is None:
-            step = "stage_hreflang" if kind == "issues" and alternates else "stage_range"
-            raise StageError(
-                f"URL range {part} of this build has no {kind} of its checks in {ranges.url}: run its {step} step again"
-            )
-        return json.loads(data)
-
-    parts = checked.written()
-    try:
-        for part in parts:
-            counts = read("counts", part)
-            if checked.extensions:
-                issues = read("issues", part)
-                extensions.add(ExtensionResult(**{
-                    **counts["extensions"],
-                    "hreflang_issues": issues["found"],
-                    "hreflang_issues_left": issues["left"],
-                    "hreflang_links_added": issues["added"],
-                }))  # fmt: skip
-            add_counts(dropped, counts["dropped"])
-            add_counts(rejected, counts["rejected"])
-            add_host_counts(per_host, counts["hosts"])
-            valid += counts["valid"]
-            result.canonicals += counts["canonicals"]
-        rejects = [STAGE_SPLIT_REJECTS_NAME, *(_range_file("rejects", part) for part in parts)]
-        join_csv(ranges, rejects, work, REJECTS_NAME)
-        if checked.extensions:
-            join_csv(ranges, [HREFLANG_PART.format(index=part) for part in parts], work, HREFLANG_NAME)
-    except OSError as exc:
-        raise StageError(f"cannot gather the URL ranges' checks in {work.url}: {first_line(exc)}") from None
-    if checked.extensions:
-        extensions.hreflang_path = work.url_of(HREFLANG_NAME)
-        result.extensions = extensions
-    result.fields_dropped, result.rejected = dict(sorted(dropped.items())), dict(sorted(rejected.items()))
-    return valid, per_host
