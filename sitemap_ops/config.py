@@ -49,7 +49,7 @@ class DuckDBConfig:
     # one after another); 1: in one piece (sitemap_ops.stage.splits)
     stage_splits: int = 1
     # chunks of rows plan reads the staged URLs in (each joined with the last assignment on a rebuild); 0: as
-    # many as the memory limit needs (sitemap_ops.plan.assign.chunk_count)
+    # many as the memory limit needs (sitemap_ops.plan.rows.chunk_count)
     plan_chunks: int = 0
 
     def __post_init__(self) -> None:

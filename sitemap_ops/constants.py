@@ -333,7 +333,7 @@ STAGE_ONE_PASS_SHARE = 1.5
 STAGE_PART_SHARE = 1.0
 # Plan joins the staged rows with the last assignment (sql/plan_rows.sql) in chunks of rows in file order, each
 # chunk's two sides (their URL bytes plus PLAN_ROW_OVERHEAD per row) within PLAN_CHUNK_SHARE of DuckDB's
-# memory limit (sitemap_ops.plan.assign.write_rows). Measured with duckdb 1.5.5: the join of a 90.9M-URL
+# memory limit (sitemap_ops.plan.rows.write_rows). Measured with duckdb 1.5.5: the join of a 90.9M-URL
 # rebuild in one query ran out of memory at 2 GB rather than spilling.
 PLAN_ROW_OVERHEAD = 100
 PLAN_CHUNK_SHARE = 1.0

@@ -24,8 +24,8 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import assignment_files, changes_part_name
-from sitemap_ops.plan.assign import RowChunk, use_chunk
 from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.plan.rows import RowChunk, use_chunk
 from sitemap_ops.progress import Chunked, Progress
 from sitemap_ops.snapshot import Snapshot, create_snapshot_view, index_snapshot
 from sitemap_ops.storage import Storage, StorageConfig
@@ -69,7 +69,7 @@ def date_snapshot(
     chunks: list[RowChunk],
 ) -> Snapshot | None:
     """When staged rows have a content_hash and no lastmod: write the staged snapshot with their lastmods
-    derived (sql/plan_dated.sql), one file per chunk of rows (`chunks`, see plan.assign.row_chunks), to the
+    derived (sql/plan_dated.sql), one file per chunk of rows (`chunks`, see plan.rows.row_chunks), to the
     work folder with its index, and return it (the view `staged` then reads it); else None. Reads the views
     `staged` and `live_urls`."""
     ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()

@@ -3,7 +3,7 @@
 per chunk that writes its part of the assignment (plan_write).
 
 Prepare reads what is live and the staged snapshot's sections and cuts its rows into chunks, each within the
-memory limit when joined with the last assignment (plan.assign.chunk_count); it writes what the chunk tasks
+memory limit when joined with the last assignment (plan.rows.chunk_count); it writes what the chunk tasks
 need to the work folder (plan-prepared.json). Chunk `i` writes its rows' entry sizes and kept shards
 (sql/plan_rows.sql) and their sums per kept shard (kept-<chunk>.parquet) into the work folder's plan-chunks/,
 and the change set's URL range `i` (sql/plan_changes.sql) as part `i` of the change set
@@ -48,17 +48,7 @@ from sitemap_ops.duck import (
 )
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import assignment_exists, changes_part_name, planned_part_name
-from sitemap_ops.plan.assign import (
-    KEPT_BATCH_ROWS,
-    RowChunk,
-    SectionRows,
-    chunk_count,
-    kept_shards,
-    kept_table,
-    row_batches,
-    row_chunks,
-    write_rows,
-)
+from sitemap_ops.plan.assign import KEPT_BATCH_ROWS, SectionRows, kept_shards, kept_table, row_batches
 from sitemap_ops.plan.changes import (
     change_bounds,
     create_live_view,
@@ -68,6 +58,7 @@ from sitemap_ops.plan.changes import (
 )
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import CircuitBreakerError, LiveStateChangedError, PlanError
+from sitemap_ops.plan.rows import RowChunk, chunk_count, row_chunks, write_rows
 from sitemap_ops.plan.state import LiveState
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import (

@@ -1,4 +1,4 @@
-"""Plan joins the staged URLs with the last assignment in chunks of rows (plan.assign.write_rows, one task
+"""Plan joins the staged URLs with the last assignment in chunks of rows (plan.rows.write_rows, one task
 each, sitemap_ops.plan.chunks): the same rows, kept shards and published files as one join, whatever the
 chunks, sections and previous order."""
 
@@ -17,7 +17,7 @@ import pytest
 from sitemap_ops.duck import connect, create_parquet_view, read_sql, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.manifest import assignment_files
-from sitemap_ops.plan.assign import chunk_count, row_chunks, write_rows
+from sitemap_ops.plan.rows import chunk_count, row_chunks, write_rows
 from sitemap_ops.snapshot import Snapshot, index_snapshot
 from sitemap_ops.storage import Storage
 from tests.helpers import NOW, build, read_assignment, read_file, site_config

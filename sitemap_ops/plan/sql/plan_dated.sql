@@ -1,10 +1,10 @@
 -- Plan 0 (rows with a content_hash and no lastmod): the staged snapshot with those lastmods derived, in the
 -- same row order. A page whose hash equals the live build's keeps the live lastmod; a page whose hash changed,
 -- or that is new, gets the build's time. So lastmod stays accurate without the inventory keeping one. Reads
--- the views `staged_rows` (the chunk's staged rows with their row numbers, plan.assign.use_chunk) and
+-- the views `staged_rows` (the chunk's staged rows with their row numbers, plan.rows.use_chunk) and
 -- `live_urls` (the live assignment, see sitemap_ops.plan.changes) and the variables build_time and
 -- news_section. One chunk of rows, whose URLs lie between floor_loc and
--- ceiling_loc when the chunk is in one section (sitemap_ops.plan.assign.row_chunks); the live assignment is
+-- ceiling_loc when the chunk is in one section (sitemap_ops.plan.rows.row_chunks); the live assignment is
 -- sorted by (section, loc), so the scan skips each section's row groups outside them by their statistics.
 SELECT s.* EXCLUDE (file_row_number) REPLACE (
     CASE

@@ -2,8 +2,8 @@
 -- order (section, loc): its entry size and, if the last published build had it in the same section, the shard
 -- and position it keeps (-1 otherwise). All INTEGER: an entry is at most 52,428,800 bytes and a position at
 -- most 50,000 (plan holds them as int32). Reads the views `staged_rows` (the chunk's staged rows with their
--- row numbers, sitemap_ops.plan.assign.use_chunk) and `previous` (the last published assignment; empty on a first
--- build), and the chunk's variables set by sitemap_ops.plan.assign.row_chunks: its rows, and its first and
+-- row numbers, sitemap_ops.plan.rows.use_chunk) and `previous` (the last published assignment; empty on a first
+-- build), and the chunk's variables set by sitemap_ops.plan.rows.row_chunks: its rows, and its first and
 -- last (section, loc), which bound the previous rows it can match. The bounds are exact; floor_loc and
 -- ceiling_loc repeat them as plain comparisons when the chunk is in one section, so that the scan skips the
 -- row groups outside them by their statistics (the assignment is sorted by (section, loc) like the staged
