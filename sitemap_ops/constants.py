@@ -196,6 +196,10 @@ REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
 STATE_ROWS_NAME = "state-rows.parquet"
 # a delta build: the rows of the keys it changed (none for a key gone), a layer over the state's rows
 STATE_LAYER_NAME = "state-layer.parquet"
+# A delta build writes the staged snapshot in files of URL ranges of about this many rows, and writes again only the
+# files whose URLs it changed (the others it copies): a live file of more than twice as many rows it splits when it
+# changes one of its URLs (the first delta build after a full build of one piece, a ranged build's large ranges).
+DELTA_FILE_ROWS = 1_000_000
 # a delta build: the URLs it staged again, with their entries now, which the plan's change set compares
 DELTA_CHANGED_NAME = "delta-changed.parquet"
 # a change-aware site with exclusion sources: the URLs they keep out (the state's rows are kept before they

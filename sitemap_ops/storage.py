@@ -286,6 +286,30 @@ class Storage:
             raise StorageError(f"cannot write {path}: {reason}") from None
         _fault_hook("after", f"writing {path}")
 
+    def copy_in(self, source: Storage, source_name: str, name: str) -> None:
+        """Copy the file `source_name` of `source`, a folder of the same file system (`source.fs == self.fs`),
+        into this folder as `name`: on a local disk to a temporary file renamed into place, on an object store by
+        the store itself (no byte passes through this process; retried)."""
+        origin, path = source.path(source_name), self.path(name)
+        _fault_hook("before", f"writing {path}")
+        try:
+            if self.is_local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + owner_tag(), dir=os.path.dirname(path))
+                os.close(fd)
+                try:
+                    shutil.copyfile(origin, tmp)
+                    os.replace(tmp, path)
+                except BaseException:
+                    _unlink_quietly(tmp)
+                    raise
+            else:
+                self._retry(lambda: self.fs.copy(origin, path), f"copying {origin} to {path}")
+        except OSError as exc:
+            reason = _os_reason(exc) if self.is_local else f"{type(exc).__name__}: {exc}"
+            raise StorageError(f"cannot copy {origin} to {path}: {reason}") from None
+        _fault_hook("after", f"writing {path}")
+
     def delete_many(self, names: list[str]) -> None:
         """Delete these files of this folder (those already gone are fine): one request per thousand on an
         object store."""

@@ -6,7 +6,8 @@ normalizes them with the full build's SQL, and merges them into the live build's
 (sitemap_ops.stage.delta_state; sql/stage_delta.sql): the keys read lose their old rows and get their new valid
 ones, and the URLs that touches are deduplicated again over the new state's rows of those URLs with the full
 build's SQL (sql/stage_dedupe.sql, whose winner depends on the rows' values, never their order), while every
-other URL keeps its staged entry. So the staged snapshot is the one a full build of the same inventory stages,
+other URL keeps its staged entry (the snapshot's files that hold none of those URLs are copied:
+sitemap_ops.stage.delta_snapshot). So the staged snapshot is the one a full build of the same inventory stages,
 and the plan, render and publish after it are a full build's.
 """
 
@@ -23,17 +24,16 @@ from sitemap_ops.constants import (
     DELTA_CHANGED_NAME,
     MAX_STATE_LAYERS,
     REJECTS_NAME,
-    STAGED_NAME,
-    STAGED_PART_NAME,
     STATE_LAYER_NAME,
     STATE_ROWS_NAME,
 )
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.errors import StorageError, first_line
 from sitemap_ops.progress import Progress
-from sitemap_ops.snapshot import create_snapshot_view, index_snapshot, load_snapshot
+from sitemap_ops.snapshot import load_snapshot
 from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import StageSettings
+from sitemap_ops.stage.delta_snapshot import write_delta_snapshot
 from sitemap_ops.stage.delta_state import Mark, changed_since, keep_exclusions, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
@@ -92,9 +92,7 @@ def run_delta_stage(
         con.execute("INSERT INTO ext_rejects SELECT * FROM exclusion_rejects")
     else:
         con.execute(read_sql("stage_exclusions_empty"))
-    first = STAGED_PART_NAME.format(index=0)
     try:
-        create_snapshot_view(con, "staged_old", old, config.storage)
         with progress.working("stage: merging the changed rows into the live build's", con.query_progress):
             con.execute(read_sql("stage_delta"))  # (over the rows as read: the state keeps them so)
             if excluded_old:  # (the URLs whose exclusion changed, and their canonicals, are touched too)
@@ -121,9 +119,7 @@ def run_delta_stage(
             query = read_sql("stage_delta_layer") if layered else "SELECT * FROM state_new"
             con.sql(query).write_parquet(storage_path(con, work, written), compression="zstd")
             ((valid, touched),) = con.execute(read_sql("stage_delta_counts")).fetchall()
-            snapshot_rows = con.sql(read_sql("stage_delta_snapshot"))
-            snapshot_rows.write_parquet(storage_path(con, work, first), compression="snappy")
-            snapshot = index_snapshot(con, work, [first], STAGED_NAME)
+            snapshot, rewritten = write_delta_snapshot(con, work, old, config.storage)
             changed = con.sql(read_sql("stage_delta_changed"))
             changed.write_parquet(storage_path(con, work, DELTA_CHANGED_NAME), compression="zstd")
             kept_exclusions = keep_exclusions(con, work) if excluded_old else ""
@@ -134,7 +130,8 @@ def run_delta_stage(
                 host_valid = [n + change for n, change in zip(host_valid, excluded.valid_change, strict=True)]
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
-    progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again")
+    files = f"{rewritten:,} of the snapshot's {len(snapshot.files):,} files written again"
+    progress.step(f"stage: {rows:,} changed rows read; {touched:,} URLs deduplicated again; {files}")
     result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     marks = next_marks(state.marks, marks)

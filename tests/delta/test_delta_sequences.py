@@ -27,6 +27,7 @@ from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.stage import delta as delta_module
+from sitemap_ops.stage import delta_snapshot
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
@@ -222,6 +223,33 @@ def test_delta_builds_after_full_builds_in_input_splits_equal_full_builds(tmp_pa
     folder.mkdir()
     write = functools.partial(write_parquet, folder=folder, row_group_size=8)
     _run_sequence(tmp_path, 9, 6, parquet_sources(folder), write, duckdb={"stage_splits": 3})
+
+
+@pytest.mark.parametrize(
+    ("seed", "duckdb", "faults"),
+    [(21, None, False), (22, {"stage_partitions": 3}, False), (23, None, True)],
+    ids=["one piece", "url ranges", "faults"],
+)
+def test_delta_builds_write_again_only_the_snapshot_files_whose_urls_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, duckdb: dict[str, object] | None, faults: bool
+) -> None:
+    """Snapshot files of about 4 rows: the first delta build cuts the full build's files into URL ranges as it
+    writes them again, and each delta build copies the files whose URLs it did not change; each publishes what a
+    full build would."""
+    monkeypatch.setattr(delta_snapshot, "DELTA_FILE_ROWS", 4)
+    copied: list[str] = []
+    copy_in = Storage.copy_in
+
+    def counted(self: Storage, source: Storage, source_name: str, name: str) -> None:
+        copy_in(self, source, source_name, name)
+        copied.append(name)
+
+    monkeypatch.setattr(Storage, "copy_in", counted)
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    write = functools.partial(write_parquet, folder=folder)
+    _run_sequence(tmp_path, seed, 8, parquet_sources(folder), write, faults=faults, duckdb=duckdb)
+    assert copied
 
 
 @pytest.mark.parametrize(

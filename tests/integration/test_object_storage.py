@@ -27,6 +27,7 @@ from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
+from sitemap_ops.stage import delta_snapshot
 from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.validate import validate
 from tests.extensions.rich import chain_rows, write_rich
@@ -405,9 +406,21 @@ def _changing(tmp_path: Path, rows: list[tuple[int, str, dt.datetime]]) -> list[
     return [{"path": str(tmp_path / "changing.parquet"), "key_column": "id", "changed_column": "updated_at"}]
 
 
-def test_delta_builds_read_and_keep_their_state_on_object_storage(tmp_path: Path, store) -> None:
+def test_delta_builds_read_and_keep_their_state_on_object_storage(
+    tmp_path: Path, store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The delta state (kept rows, layers, staged snapshot) lives in the work folder on S3 or GCS: each delta
-    build reads the live one there, and retire keeps what the next one reads."""
+    build reads the live one there, and retire keeps what the next one reads. The snapshot's files of about 20
+    URLs: each delta build after the first has the store copy the files whose URLs it did not change."""
+    monkeypatch.setattr(delta_snapshot, "DELTA_FILE_ROWS", 20)
+    copied: list[str] = []
+    copy_in = Storage.copy_in
+
+    def counted(self: Storage, source: Storage, source_name: str, name: str) -> None:
+        copy_in(self, source, source_name, name)
+        copied.append(name)
+
+    monkeypatch.setattr(Storage, "copy_in", counted)
     rows = [(key, f"{key:05d}", dt.datetime(2024, 1, 1) + dt.timedelta(days=key)) for key in range(150)]
     sources = _changing(tmp_path, rows)
     first = run_build(_config(tmp_path, store, sources=sources), now=NOW, delta="try")
@@ -421,6 +434,8 @@ def test_delta_builds_read_and_keep_their_state_on_object_storage(tmp_path: Path
         # the two changed rows, and those of the mark's time again (the overlap): the last build's changes
         assert delta.stage.mode == "delta" and delta.stage.rows_in == (3 if step == 1 else 4)
         assert delta.stage.state is not None and len(delta.stage.state.layers) == step
+        assert (len(copied) > 0) == (step > 1), f"step {step}"  # (the first cuts the full build's one file)
+        copied.clear()
         report = validate(store.url("site/robots.txt"), now=when + dt.timedelta(minutes=5))
         assert report.problems == [] and report.urls == 150 + step
     config = _config(tmp_path, store, sources=sources)

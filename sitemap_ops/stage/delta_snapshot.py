@@ -1,0 +1,137 @@
+"""A delta build's staged snapshot: files of URL ranges, of which it writes again only those whose URLs it changed.
+
+A staged snapshot's files are URL ranges in URL order, each sorted by (section, loc) (sitemap_ops.snapshot), so
+a file holds the URLs from its lowest to the next file's. A delta build changes the entries of a few URLs
+(`delta_locs`): it writes again the files whose range holds one of them (sql/stage_delta_snapshot.sql: the live
+entries but those, and the new winners) and copies the others from the live build's folder, byte for byte. A
+touched file of more than twice DELTA_FILE_ROWS rows is cut into URL ranges of about that many as it is written
+again, so the next delta builds write little. The snapshot's rows and order are those of one file sorted by
+(section, loc): each file holds a range of URLs, and the files follow each other in URL order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import duckdb
+
+from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_NAME, STAGED_PART_NAME
+from sitemap_ops.duck import read_sql, set_variables, storage_path
+from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
+from sitemap_ops.storage import Storage, StorageConfig, open_file
+
+# a URL range [low, high); None: unbounded
+Bounds = tuple[str | None, str | None]
+
+
+@dataclass(frozen=True)
+class _File:
+    """One file of the new snapshot: from the live file `source`, copied whole, or written again with the URLs of
+    `bounds` (the live file's and the new winners')."""
+
+    source: int
+    copied: bool
+    bounds: Bounds = (None, None)
+
+
+def write_delta_snapshot(
+    con: duckdb.DuckDBPyConnection, work: Storage, old: Snapshot, storage: StorageConfig | None
+) -> tuple[Snapshot, int]:
+    """The staged snapshot of a delta build in `work` (indexed as STAGED_NAME) and how many of its files were
+    written again: the live snapshot `old` with the entries of the URLs of the table `delta_locs` replaced by those
+    of the view `delta_winners`, each file of `old` whose range holds none of them copied."""
+    paths = file_paths(con, old, storage)
+    ranges = _live_ranges(con, paths)
+    touched = _touched(con, ranges)
+    rows = [0] * len(paths)
+    for piece in old.pieces:
+        rows[piece.file] += piece.rows
+    files: list[_File] = []
+    for index, bounds in enumerate(ranges):
+        if index not in touched:
+            files.append(_File(index, copied=True))
+            continue
+        count = rows[index] // DELTA_FILE_ROWS if rows[index] > 2 * DELTA_FILE_ROWS else 1
+        files.extend(_File(index, copied=False, bounds=_within(bounds, cut)) for cut in _cuts(con, paths[index], count))
+    if not files:  # (a live snapshot of no file: its winners in one)
+        files.append(_File(-1, copied=False))
+    names = [STAGED_PART_NAME.format(index=number) for number in range(len(files))]
+    sources = [open_file(url, storage) for url in old.file_urls()]
+    for name, file in zip(names, files, strict=True):
+        if file.copied and sources[file.source][0].fs == work.fs:
+            folder, source_name = sources[file.source]
+            work.copy_in(folder, source_name, name)
+            continue
+        # (a live file on another file system is written again, without winners: none is in its range)
+        _write_file(con, work, name, paths[file.source] if file.source >= 0 else None, file.bounds, not file.copied)
+    return index_snapshot(con, work, names, STAGED_NAME), sum(not file.copied for file in files)
+
+
+def _live_ranges(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[Bounds | None]:
+    """Each live file's URL range (sql/stage_delta_file_lows.sql): from its lowest URL (the first file's
+    unbounded) to the next file's; None for an empty file. With no URL in any file, the first holds them all."""
+    lows: dict[int, str] = {}
+    if paths:
+        set_variables(con, {"snapshot_files": paths})
+        lows = {int(index): str(low) for index, low in con.execute(read_sql("stage_delta_file_lows")).fetchall()}
+    ranges: list[Bounds | None] = [None] * len(paths)
+    filled = sorted(lows)
+    for at, index in enumerate(filled):
+        low = lows[index] if at else None
+        high = lows[filled[at + 1]] if at + 1 < len(filled) else None
+        ranges[index] = (low, high)
+    if paths and not filled:
+        ranges[0] = (None, None)
+    return ranges
+
+
+def _touched(con: duckdb.DuckDBPyConnection, ranges: list[Bounds | None]) -> set[int]:
+    """The live files whose range holds a URL of `delta_locs` (sql/stage_delta_files.sql)."""
+    kept = [(index, bounds) for index, bounds in enumerate(ranges) if bounds is not None]
+    if not kept:
+        return set()
+    set_variables(
+        con,
+        {
+            "delta_file_numbers": [index for index, _ in kept],
+            "delta_file_lows": [bounds[0] for _, bounds in kept],
+            "delta_file_highs": [bounds[1] for _, bounds in kept],
+        },
+    )
+    return {int(index) for (index,) in con.execute(read_sql("stage_delta_files")).fetchall()}
+
+
+def _cuts(con: duckdb.DuckDBPyConnection, path: str, count: int) -> list[Bounds]:
+    """`count` URL ranges of about as many of the file `path`'s rows each (fewer when its URLs are few), from a
+    sample of its URLs (sql/stage_delta_file_cuts.sql); one unbounded range for a `count` of 1."""
+    if count < 2:
+        return [(None, None)]
+    set_variables(con, {"delta_cut_file": path, "delta_cut_shares": [n / count for n in range(1, count)]})
+    ((found,),) = con.execute(read_sql("stage_delta_file_cuts")).fetchall()
+    cuts = sorted({str(cut) for cut in found or []})
+    return list(itertools.pairwise([None, *cuts, None]))
+
+
+def _within(outer: Bounds | None, inner: Bounds) -> Bounds:
+    """The URLs of both ranges (a file's range, and a range of its cuts, which is unbounded at its ends)."""
+    low, high = outer or (None, None)
+    if inner[0] is not None and (low is None or inner[0] > low):
+        low = inner[0]
+    if inner[1] is not None and (high is None or inner[1] < high):
+        high = inner[1]
+    return low, high
+
+
+def _write_file(
+    con: duckdb.DuckDBPyConnection, work: Storage, name: str, live: str | None, bounds: Bounds, winners: bool
+) -> None:
+    """Write the snapshot file `name` of the URLs of `bounds`: those of the live file `live` (None: no live file)
+    but the URLs deduplicated again, and (with `winners`) the new winners (sql/stage_delta_snapshot.sql)."""
+    if live is None:
+        con.sql("SELECT * FROM delta_winners LIMIT 0").create_view("staged_file", replace=True)
+    else:
+        con.read_parquet(live).create_view("staged_file", replace=True)
+    set_variables(con, {"file_low": bounds[0], "file_high": bounds[1], "file_winners": winners})
+    rows = con.sql(read_sql("stage_delta_snapshot"))
+    rows.write_parquet(storage_path(con, work, name), compression="snappy")
