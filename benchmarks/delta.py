@@ -136,7 +136,8 @@ def run(
             copy_output(live / "public", twin / "public")
             rebuilt = _build(site_config(twin, table, excluded=excluded), twin)
         delta = _build(config, live, "--delta-only")
-        results[f"{kind}:{count}"] = {"full": rebuilt, "delta": delta}
+        label = f"{kind}:{count}" if f"{kind}:{count}" not in results else f"{kind}:{count} ({number})"
+        results[label] = {"full": rebuilt, "delta": delta}
         print(f"{kind}:{count}: full {rebuilt.get('seconds')} s (CPU {rebuilt.get('cpu')} s), delta "
               f"{delta['seconds']} s (CPU {delta['cpu']} s, {delta['rows_read']:,} rows read)", flush=True)  # fmt: skip
     return results

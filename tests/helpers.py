@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from lxml import etree
 
 from sitemap_ops.checks import schema
@@ -21,6 +22,8 @@ from sitemap_ops.constants import SITEMAP_NS
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import BuildSummary, run_build
 from sitemap_ops.robots import sitemap_lines
+from sitemap_ops.stage import delta_snapshot
+from sitemap_ops.storage import Storage
 
 NS = {"s": SITEMAP_NS}
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
@@ -238,3 +241,18 @@ def crawl_export(folder: Path, rows: list[dict[str, Any]], seed: int) -> dict[st
     columns = {"loc": "Address", "status": "Status Code", "canonical": "Canonical Link Element 1",
                "noindex": "Indexability"}  # fmt: skip
     return {"path": str(folder / "crawl.csv"), "kind": "exclude", "columns": columns}
+
+
+def small_snapshot_files(monkeypatch: pytest.MonkeyPatch, rows: int) -> list[str]:
+    """Delta builds write their staged snapshot in files of about `rows` URLs (delta_snapshot.DELTA_FILE_ROWS);
+    the names of the files they copy from the live build's are appended to the list returned."""
+    monkeypatch.setattr(delta_snapshot, "DELTA_FILE_ROWS", rows)
+    copied: list[str] = []
+    copy_in = Storage.copy_in
+
+    def counted(self: Storage, source: Storage, source_name: str, name: str) -> None:
+        copy_in(self, source, source_name, name)
+        copied.append(name)
+
+    monkeypatch.setattr(Storage, "copy_in", counted)
+    return copied

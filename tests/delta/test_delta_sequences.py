@@ -27,7 +27,6 @@ from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.stage import delta as delta_module
-from sitemap_ops.stage import delta_snapshot
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState
 from sitemap_ops.storage import FAULTS_VARIABLE, Storage
@@ -42,7 +41,7 @@ from tests.delta.inventory import (
     write_exclusions,
     write_parquet,
 )
-from tests.helpers import assert_schema_valid, published
+from tests.helpers import assert_schema_valid, published, small_snapshot_files
 from tests.publish.faults import in_child, read_live
 from tests.servers import Database
 
@@ -236,15 +235,7 @@ def test_delta_builds_write_again_only_the_snapshot_files_whose_urls_they_change
     """Snapshot files of about 4 rows: the first delta build cuts the full build's files into URL ranges as it
     writes them again, and each delta build copies the files whose URLs it did not change; each publishes what a
     full build would."""
-    monkeypatch.setattr(delta_snapshot, "DELTA_FILE_ROWS", 4)
-    copied: list[str] = []
-    copy_in = Storage.copy_in
-
-    def counted(self: Storage, source: Storage, source_name: str, name: str) -> None:
-        copy_in(self, source, source_name, name)
-        copied.append(name)
-
-    monkeypatch.setattr(Storage, "copy_in", counted)
+    copied = small_snapshot_files(monkeypatch, 4)
     folder = tmp_path / "inventory"
     folder.mkdir()
     write = functools.partial(write_parquet, folder=folder)

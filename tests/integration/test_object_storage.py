@@ -27,11 +27,10 @@ from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
-from sitemap_ops.stage import delta_snapshot
 from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.validate import validate
 from tests.extensions.rich import chain_rows, write_rich
-from tests.helpers import NOW, write_inventory
+from tests.helpers import NOW, small_snapshot_files, write_inventory
 from tests.publish.faults import read_live
 
 pytestmark = pytest.mark.service("s3 (moto server) and gcs (emulator)")
@@ -412,15 +411,7 @@ def test_delta_builds_read_and_keep_their_state_on_object_storage(
     """The delta state (kept rows, layers, staged snapshot) lives in the work folder on S3 or GCS: each delta
     build reads the live one there, and retire keeps what the next one reads. The snapshot's files of about 20
     URLs: each delta build after the first has the store copy the files whose URLs it did not change."""
-    monkeypatch.setattr(delta_snapshot, "DELTA_FILE_ROWS", 20)
-    copied: list[str] = []
-    copy_in = Storage.copy_in
-
-    def counted(self: Storage, source: Storage, source_name: str, name: str) -> None:
-        copy_in(self, source, source_name, name)
-        copied.append(name)
-
-    monkeypatch.setattr(Storage, "copy_in", counted)
+    copied = small_snapshot_files(monkeypatch, 20)
     rows = [(key, f"{key:05d}", dt.datetime(2024, 1, 1) + dt.timedelta(days=key)) for key in range(150)]
     sources = _changing(tmp_path, rows)
     first = run_build(_config(tmp_path, store, sources=sources), now=NOW, delta="try")
