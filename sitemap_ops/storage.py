@@ -244,25 +244,36 @@ class Storage:
                 raise StorageError(f"cannot write {path}: {type(exc).__name__}: {exc}") from None
         else:
             try:
-                tmp = self._local_temporary(path, payload)
-                try:
-                    os.replace(tmp, path)
-                except BaseException:
-                    _unlink_quietly(tmp)
-                    raise
+                self._replace_local(path, payload)
             except OSError as exc:
                 raise StorageError(f"cannot write {path}: {_os_reason(exc)}") from None
         _fault_hook("after", f"writing {path}")
 
+    @classmethod
+    def _replace_local(cls, path: str, payload: bytes | bytearray | memoryview | None, origin: str = "") -> None:
+        """Put `payload` (or a copy of the local file `origin`) at the local `path` whole: a temporary file beside
+        it, renamed over it."""
+        tmp = cls._local_temporary(path, payload, origin)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+
     @staticmethod
-    def _local_temporary(path: str, payload: bytes | bytearray | memoryview) -> str:
-        """A complete temporary file beside `path` holding `payload` (renamed or linked into place after)."""
+    def _local_temporary(path: str, payload: bytes | bytearray | memoryview | None, origin: str = "") -> str:
+        """A complete temporary file beside `path` holding `payload`, or a copy of the local file `origin` (renamed
+        or linked into place after)."""
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + owner_tag(), dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
+                if payload is None:
+                    with open(origin, "rb") as source:
+                        shutil.copyfileobj(source, fh)
+                else:
+                    fh.write(payload)
             os.chmod(tmp, 0o644)
         except BaseException:
             _unlink_quietly(tmp)
@@ -294,15 +305,7 @@ class Storage:
         _fault_hook("before", f"writing {path}")
         try:
             if self.is_local:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + owner_tag(), dir=os.path.dirname(path))
-                os.close(fd)
-                try:
-                    shutil.copyfile(origin, tmp)
-                    os.replace(tmp, path)
-                except BaseException:
-                    _unlink_quietly(tmp)
-                    raise
+                self._replace_local(path, None, origin)
             else:
                 self._retry(lambda: self.fs.copy(origin, path), f"copying {origin} to {path}")
         except OSError as exc:

@@ -320,6 +320,18 @@ def test_no_temporary_files_are_left_behind(tmp_path: Path) -> None:
     assert not [p for p in out.iterdir() if p.name.startswith(".tmp-")]
 
 
+def test_a_copied_file_is_whole_and_as_readable_as_a_written_one(tmp_path: Path) -> None:
+    """A local copy (Storage.copy_in, a delta build's unchanged snapshot files) lands whole, by rename, with the mode
+    of a file write_bytes puts, not a temporary file's owner-only one."""
+    source, target = Storage.open(str(tmp_path / "live")), Storage.open(str(tmp_path / "next"))
+    source.write_bytes("staged-00000.parquet", b"rows" * 1000)
+    target.copy_in(source, "staged-00000.parquet", "staged-00003.parquet")
+    copied, written = tmp_path / "next" / "staged-00003.parquet", tmp_path / "live" / "staged-00000.parquet"
+    assert copied.read_bytes() == b"rows" * 1000
+    assert copied.stat().st_mode & 0o777 == written.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in (tmp_path / "next").iterdir()] == ["staged-00003.parquet"]
+
+
 def test_validate_reports_a_live_shard_that_differs_from_its_manifest_entry(tmp_path: Path) -> None:
     first, out = build(tmp_path, _rows(250), shards={"max_urls": 100})
     assert validate(str(out / "robots.txt"), now=LATER).problems == []
