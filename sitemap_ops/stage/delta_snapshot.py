@@ -5,8 +5,10 @@ a file holds the URLs from its lowest to the next file's. A delta build changes 
 (`delta_locs`): it writes again the files whose range holds one of them (sql/stage_delta_snapshot.sql: the live
 entries but those, and the new winners) and copies the others from the live build's folder, byte for byte. A
 touched file of more than twice DELTA_FILE_ROWS rows is cut into URL ranges of about that many as it is written
-again, so the next delta builds write little. The snapshot's rows and order are those of one file sorted by
-(section, loc): each file holds a range of URLs, and the files follow each other in URL order.
+again, so the next delta builds write little; a change-aware site's full build staged in one pass writes its
+snapshot in such ranges already (`write_in_ranges`), so that its first delta build does not cut it. The
+snapshot's rows and order are those of one file sorted by (section, loc): each file holds a range of URLs, and
+the files follow each other in URL order.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ def write_delta_snapshot(
         if index not in touched:
             files.append(_File(index, copied=True))
             continue
-        count = rows[index] // DELTA_FILE_ROWS if rows[index] > 2 * DELTA_FILE_ROWS else 1
-        files.extend(_File(index, copied=False, bounds=_within(bounds, cut)) for cut in _cuts(con, paths[index], count))
+        con.read_parquet(paths[index]).create_view("delta_cut_rows", replace=True)
+        cuts = _cuts(con, range_count(rows[index]))
+        files.extend(_File(index, copied=False, bounds=_within(bounds, cut)) for cut in cuts)
     if not files:  # (a live snapshot of no file: its winners in one)
         files.append(_File(-1, copied=False))
     names = [STAGED_PART_NAME.format(index=number) for number in range(len(files))]
@@ -102,12 +105,39 @@ def _touched(con: duckdb.DuckDBPyConnection, ranges: list[Bounds | None]) -> set
     return {int(index) for (index,) in con.execute(read_sql("stage_delta_files")).fetchall()}
 
 
-def _cuts(con: duckdb.DuckDBPyConnection, path: str, count: int) -> list[Bounds]:
-    """`count` URL ranges of about as many of the file `path`'s rows each (fewer when its URLs are few), from a
-    sample of its URLs (sql/stage_delta_file_cuts.sql); one unbounded range for a `count` of 1."""
+def range_count(rows: int) -> int:
+    """How many URL ranges a snapshot file of `rows` rows is written in: about DELTA_FILE_ROWS rows each, and one
+    below twice as many."""
+    return rows // DELTA_FILE_ROWS if rows > 2 * DELTA_FILE_ROWS else 1
+
+
+def write_in_ranges(con: duckdb.DuckDBPyConnection, work: Storage, query: str) -> list[str]:
+    """Write the rows of `query` (a staged snapshot's, sorted by (section, loc)) in `work` as the files of a staged
+    snapshot (STAGED_PART_NAME) in URL ranges of about DELTA_FILE_ROWS rows each (range_count); their names.
+
+    The rows are sorted once, into a temporary table, and each range is a scan of it, which keeps that order."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE staged_entries AS\n{query}")
+    try:
+        ((rows,),) = con.execute("SELECT count(*) FROM staged_entries").fetchall()
+        con.table("staged_entries").create_view("delta_cut_rows", replace=True)
+        names = []
+        for number, (low, high) in enumerate(_cuts(con, range_count(int(rows)))):
+            set_variables(con, {"file_low": low, "file_high": high})
+            names.append(STAGED_PART_NAME.format(index=number))
+            path = storage_path(con, work, names[-1])
+            con.sql(read_sql("stage_range_file")).write_parquet(path, compression="snappy")
+    finally:
+        con.execute("DROP VIEW IF EXISTS delta_cut_rows")
+        con.execute("DROP TABLE IF EXISTS staged_entries")
+    return names
+
+
+def _cuts(con: duckdb.DuckDBPyConnection, count: int) -> list[Bounds]:
+    """`count` URL ranges of about as many of the rows of the view `delta_cut_rows` each (fewer when its URLs are
+    few), from a sample of its URLs (sql/stage_delta_file_cuts.sql); one unbounded range for a `count` of 1."""
     if count < 2:
         return [(None, None)]
-    set_variables(con, {"delta_cut_file": path, "delta_cut_shares": [n / count for n in range(1, count)]})
+    set_variables(con, {"delta_cut_shares": [n / count for n in range(1, count)]})
     ((found,),) = con.execute(read_sql("stage_delta_file_cuts")).fetchall()
     cuts = sorted({str(cut) for cut in found or []})
     return list(itertools.pairwise([None, *cuts, None]))

@@ -30,6 +30,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.columns import EXTENSION_VIEWS, INLINE_EXTENSIONS, quote_identifier
 from sitemap_ops.stage.config import StageSettings
+from sitemap_ops.stage.delta_snapshot import write_in_ranges
 from sitemap_ops.stage.delta_state import Mark, keep_state, say_no_state, start_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
@@ -172,7 +173,6 @@ def run_stage(
         con.execute(read_sql("stage_exclusions_empty"))
     rows, valid, rejected, dropped = stage_counts(con)
     rows_in = rows - canonicals  # a canonical published in place of a page is a row of its own, not an input row
-    first = STAGED_PART_NAME.format(index=0)  # (the one file of a snapshot staged in one pass)
     progress.step(f"stage: {rows_in:,} rows read, {sum(rejected.values()):,} rejected; deduplicating")
     # the rejects file names each row's source by its label (database URLs with *** for the password)
     set_variables(con, {"source_labels": inventory.labels})
@@ -197,8 +197,7 @@ def run_stage(
             return result
         with progress.working("stage: deduplicating and sorting", con.query_progress):
             con.execute(read_sql("stage_dedupe_inputs"))
-            con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, first), compression="snappy")
-            snapshot = index_snapshot(con, work, [first], STAGED_NAME)
+            snapshot = _write_snapshot(con, work, ranged=state is not None)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the staged snapshot to {work.url}: {first_line(exc)}") from None
     finally:
@@ -207,6 +206,18 @@ def run_stage(
         for table in ("normalized_rows", "dup_locs", "page_ext", "news_ext", "exclusions", "exclude_url_map"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     return finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works)
+
+
+def _write_snapshot(con: duckdb.DuckDBPyConnection, work: Storage, *, ranged: bool) -> Snapshot:
+    """Write the staged snapshot of a stage in one pass (sql/stage_dedupe.sql) in `work`: one file, or, for a site
+    that keeps a delta state (`ranged`), files of URL ranges, which a delta build writes again only where it
+    changes them (delta_snapshot.write_in_ranges)."""
+    if ranged:
+        files = write_in_ranges(con, work, read_sql("stage_dedupe"))
+    else:
+        files = [STAGED_PART_NAME.format(index=0)]
+        con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, files[0]), compression="snappy")
+    return index_snapshot(con, work, files, STAGED_NAME)
 
 
 def _say_tables(config: StageSettings, inventory: Inventory, progress: Progress) -> None:

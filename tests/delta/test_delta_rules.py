@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -23,6 +24,7 @@ from sitemap_ops.pipeline.local import plan, walk
 from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.progress import Progress
+from sitemap_ops.snapshot import load_snapshot, rows_relation
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
@@ -30,7 +32,7 @@ from sitemap_ops.stage.listed import Listed, listed_changes
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.summary import summary_lines
 from tests.delta.inventory import SITE
-from tests.helpers import published
+from tests.helpers import published, small_snapshot_files
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 
@@ -334,3 +336,35 @@ def test_a_delta_build_whose_exclusions_grew_too_much_stops_before_anything_chan
     again = run_build(config, now=NOW + dt.timedelta(minutes=3), delta="only")
     assert again.stage.mode == "delta" and again.stage.fields_dropped == {"noindex_invalid": 1}
     assert "noindex_invalid" in Path(again.stage.rejects_path).read_text()
+
+
+def test_a_change_aware_full_build_writes_its_snapshot_in_url_ranges_that_a_delta_build_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Staged in one pass, a site that keeps a delta state writes its snapshot in files of URL ranges (of about 10
+    rows here) in the one file's order (sections first) and publishes what a site without a state does; the
+    first delta build copies the files whose URLs it does not change."""
+    copied = small_snapshot_files(monkeypatch, 10)
+    when = dt.datetime(2026, 11, 1)  # (an hour apart: a delta build reads again only the last row before its mark)
+    rows = [
+        {"id": i, "loc": f"{SITE}/{('help', 'shop')[i % 2]}/{i:03d}", "t": when + dt.timedelta(hours=i)}
+        for i in range(60)
+    ]
+    _write(tmp_path / "pages.parquet", rows)
+    shards = {"sections": [{"name": "help", "prefix": "/help/"}, {"name": "shop", "prefix": "/shop/"}]}
+    plain = _site(tmp_path / "plain", [{"path": str(tmp_path / "pages.parquet")}], shards=shards)
+    run_build(plain, now=NOW)
+    config = _site(tmp_path / "aware", [{**PAGES, "path": str(tmp_path / "pages.parquet")}], shards=shards)
+    snapshot = load_snapshot(run_build(config, now=NOW).stage.staged_path)
+    with duckdb.connect() as con:
+        locs = [str(loc) for (loc,) in rows_relation(con, snapshot, None).select("loc").fetchall()]
+    assert len(snapshot.files) == 6
+    assert locs == sorted((str(row["loc"]) for row in rows), key=lambda loc: ("/shop/" in loc, loc))
+    assert published(tmp_path / "aware" / "public") == published(tmp_path / "plain" / "public")
+    rows[59] = {"id": 59, "loc": f"{SITE}/shop/new", "t": dt.datetime(2026, 11, 21)}  # (in the last file's range)
+    _write(tmp_path / "pages.parquet", rows)
+    delta = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
+    assert delta.stage.mode == "delta" and len(copied) == 5
+    live = published(tmp_path / "aware" / "public")
+    assert f"{SITE}/shop/new" in live and f"{SITE}/shop/059" not in live and len(live) == 60
+
