@@ -368,3 +368,21 @@ def test_a_change_aware_full_build_writes_its_snapshot_in_url_ranges_that_a_delt
     live = published(tmp_path / "aware" / "public")
     assert f"{SITE}/shop/new" in live and f"{SITE}/shop/059" not in live and len(live) == 60
 
+
+def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overlap before the marks reads rows again that did not change (here every row: they share one change
+    time); only the URLs of the rows that changed are deduplicated again, and only their files written again."""
+    small_snapshot_files(monkeypatch, 10)
+    rows = _rows(30, dt.datetime(2026, 11, 20))
+    _write(tmp_path / "pages.parquet", rows)
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
+    run_build(config, now=NOW)
+    rows[3] = {"id": 3, "loc": f"{SITE}/moved", "t": dt.datetime(2026, 11, 21)}
+    _write(tmp_path / "pages.parquet", rows)
+    lines = Lines()
+    run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only", progress=lines)
+    assert "stage: 30 changed rows read; 2 URLs deduplicated again; 2 of the snapshot's 3 files written again\n" in (
+        lines.text
+    )
+    live = published(tmp_path / "public")
+    assert f"{SITE}/moved" in live and f"{SITE}/p/3" not in live and len(live) == 30

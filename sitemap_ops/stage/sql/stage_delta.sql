@@ -17,9 +17,16 @@ CREATE OR REPLACE TEMP VIEW state_new AS
 SELECT s.* FROM state_old s ANTI JOIN delta_keys k ON s.source = k.source AND s.key = k.key
 UNION ALL
 SELECT * FROM delta_rows;
--- The URLs whose entry may change (those of the rows gone and gained): sql/stage_dedupe.sql picks each one's
--- winner again, as over every row.
+-- The URLs whose entry may change: those of the rows gone and gained, but a row read again as it was (the
+-- overlap before the marks reads such rows, spread over the whole site) changes nothing. sql/stage_dedupe.sql
+-- picks each one's winner again, as over every row.
 CREATE OR REPLACE TEMP TABLE delta_locs AS
-SELECT loc FROM delta_gone
-UNION
-SELECT loc FROM delta_rows;
+WITH gone AS (
+    SELECT source, key, loc, lastmod, changefreq, priority, section, content_hash, lastmod_due FROM delta_gone
+)
+SELECT DISTINCT loc
+FROM (
+    (SELECT * FROM gone EXCEPT ALL SELECT * FROM delta_rows)
+    UNION ALL
+    (SELECT * FROM delta_rows EXCEPT ALL SELECT * FROM gone)
+);
