@@ -354,8 +354,9 @@ MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
 PLAN_CHUNKS_NAME = "plan-chunks"
 # (rows and kept from the chunk tasks, and changes from an earlier version's; numbers, each chunk's rows'
 # shard keys, from placement; shards, each assignment part's per-shard fingerprint terms, and feed, its
-# candidates for the feed, from the part writes)
-PLAN_CHUNK_FILE = r"(rows|kept|changes|numbers|shards|feed)-\d{5}\.parquet"
+# candidates for the feed, from the part writes; touched, a delta build's rows of the URLs it staged again, from
+# prepare)
+PLAN_CHUNK_FILE = r"(rows|kept|changes|numbers|shards|feed|touched)-\d{5}\.parquet"
 # At most this many ranges: the partitioned write keeps one file open per range.
 MAX_STAGE_PARTITIONS = 1000
 # Stage may read and normalize the page sources in input splits, each a task of its own in Airflow
@@ -427,3 +428,6 @@ STAGE_RANGE_FILE = (
 # `validate` over HTTP: seconds for all of it, every file it follows included, so that a slow or trickling
 # server cannot hold it (each read also has its own socket timeout).
 VALIDATE_TIME_LIMIT_SECONDS = 300.0
+# Bump when the bytes a shard renders to change for the same rows, so every shard is written again (and a delta
+# build sizes every entry again rather than read the live assignment's sizes).
+RENDER_VERSION = 2

@@ -359,16 +359,17 @@ def place(
     done: Callable[[int, str], None],
 ) -> Assignment:
     """Placement: every row of `rows` (row_batches, in file order) gets its shard, position and shard key
-    (shard_key, shard, pos), written in file order to the local files `sinks` (path, rows: consecutive parts of
-    the rows, one per plan chunk), each handed to `done` (its index, its path) as soon as it is complete; the
-    shards' totals in key order."""
+    (shard_key, shard, pos, and its entry's bytes), written in file order to the local files `sinks` (path, rows:
+    consecutive parts of the rows, one per plan chunk), each handed to `done` (its index, its path) as soon as it
+    is complete; the shards' totals in key order."""
     key_shards: list[tuple[int, int]] = []
     urls_per_key: list[int] = []
     bytes_per_key: list[int] = []
     ordered = True
     last: tuple[int, int] | None = None  # the previous row's (key, pos), across chunks
     states: dict[int, _Placing] = {}
-    schema = pa.schema([("shard_key", pa.int32()), ("shard", pa.int32()), ("pos", pa.int32())])
+    # (each row's entry bytes too: the assignment keeps them, so a delta build's plan reads an unchanged row's)
+    schema = pa.schema([("shard_key", pa.int32()), ("shard", pa.int32()), ("pos", pa.int32()), ("bytes", pa.int32())])
 
     def finish(index: int) -> None:
         state = states.pop(index)
@@ -395,7 +396,7 @@ def place(
                 ordered = _in_order(keys, pos, last)
             if len(keys):
                 last = (int(keys[-1]), int(pos[-1]))
-            arrays = [int_array(a, pa.int32()) for a in (keys, shard, pos)]
+            arrays = [int_array(a, pa.int32()) for a in (keys, shard, pos, size)]
             out.write(pa.RecordBatch.from_arrays(arrays, schema=schema))
         for index in sorted(states):
             finish(index)

@@ -127,16 +127,17 @@ def write_change_chunk(
     )  # fmt: skip
 
 
-def write_changed(
-    con: duckdb.DuckDBPyConnection, work: Storage, changed: str, storage: StorageConfig, news_section: str
-) -> None:
+def write_changed(con: duckdb.DuckDBPyConnection, work: Storage, news_section: str, *, live_read: bool) -> None:
     """A delta build's change set, as its one part in `work`: sql/plan_changes.sql over only the URLs its stage
-    staged again (`changed`, a URL: sql/plan_changed.sql), whose other URLs all keep the live build's entries.
-    Reads the view `live_urls`; redefines the views `staged` and `live_urls` to those URLs."""
+    staged again (the view `changed_urls`: sql/plan_changed.sql), whose other URLs all keep the live build's
+    entries. Reads their live entries from the view `live_urls` (sql/plan_changed_live.sql), unless `live_read`:
+    the table `changed_live` holds them already (plan.carry.write_touched). Redefines the views `staged` and
+    `live_urls` to those URLs."""
     name = changes_part_name(0, 1)
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         try:
-            create_parquet_view(con, "changed_urls", duckdb_path(con, changed, storage))
+            if not live_read:
+                con.execute(read_sql("plan_changed_live"))
             con.execute(read_sql("plan_changed"))
             write_change_chunk(con, os.path.join(scratch, name), news_section, None, None)
             work.move_in(os.path.join(scratch, name), name)

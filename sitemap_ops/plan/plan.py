@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 import duckdb
 import pyarrow as pa
 
-from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME
+from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME, RENDER_VERSION
 from sitemap_ops.duck import (
     create_parquet_view,
     read_sql,
@@ -43,9 +43,6 @@ from sitemap_ops.plan.state import LiveState, digest
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Piece, Snapshot
 from sitemap_ops.storage import Storage
-
-# Bump when the bytes a shard renders to change for the same rows, so every shard is written again.
-RENDER_VERSION = 2
 
 
 def shard_name(section: str, shard: int, content: str, suffix: str) -> str:

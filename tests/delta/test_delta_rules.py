@@ -386,3 +386,50 @@ def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: 
     )
     live = published(tmp_path / "public")
     assert f"{SITE}/moved" in live and f"{SITE}/p/3" not in live and len(live) == 30
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_a_delta_build_plans_its_untouched_rows_from_the_live_assignment_as_a_join_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: int
+) -> None:
+    """A delta build reads the size, shard and position of every URL it did not stage again from the live
+    assignment by position (plan.carry): its assignment and shards are those of sizing and matching every URL with
+    the live build's, whatever the change (new pages between others and at the ends, a new lastmod, a section
+    move, URLs gone); a live assignment without entry sizes (an older version's) makes it size and match all."""
+    schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string())])
+    when = dt.datetime(2026, 11, 20)
+    rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": ("a", "b")[i % 2]} for i in range(0, 80, 2)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    sources = [{**PAGES, "path": str(tmp_path / "pages.parquet")}]
+    config = _site(tmp_path, sources, shards={"max_urls": 7}, duckdb={"plan_chunks": chunks})
+    run_build(config, now=NOW)
+    later = dt.datetime(2026, 11, 21)
+    rows += [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": later, "section": "a"} for i in (5, 41, 99)]  # new pages
+    rows[3] = {**rows[3], "t": later, "section": "a"}  # a section move
+    rows[10] = {**rows[10], "loc": f"{SITE}/q/10", "t": later}  # a URL gone, a new one
+    rows[20] = {**rows[20], "t": later}  # read again as it was
+    del rows[30]  # (a row gone from the source: its URL stays until a deleted source names it)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    run, slots = BuildRun.new(config, NOW + dt.timedelta(minutes=1)), {}
+    walk([s for s in steps_for(config) if s.phase == "stage"], run, slots, {"delta": "only"}, {})
+
+    def planned() -> tuple[bool, list[Any], list[Any]]:
+        prepared = plan_prepare(run, slots["staged"])
+        made = plan(run, prepared)
+        with duckdb.connect() as con:
+            assignment = con.sql(f"SELECT * FROM read_parquet('{run.work.root}/planned-*.parquet')").fetchall()
+        shards = [(s.section, s.shard, s.name, s.urls, s.bytes, s.fingerprint) for s in made.shards]
+        return prepared.carried, assignment, shards
+
+    carried = planned()
+    monkeypatch.setattr("sitemap_ops.plan.chunks.live_part_rows", lambda *args: None)
+    joined = planned()
+    assert carried[0] and not joined[0]
+    assert carried[1:] == joined[1:]
+    monkeypatch.undo()
+    # the live assignment as an older version wrote it: no entry sizes
+    assignment = json.loads((tmp_path / "public" / "manifest.json").read_text())["assignment"]
+    for part in Path(assignment).parent.glob(Path(assignment).name):
+        pq.write_table(pq.read_table(part).drop_columns(["bytes"]), part)
+    assert planned() == (False, *joined[1:])
+    assert {row[4] for row in carried[1]} >= {f"{SITE}/p/005", f"{SITE}/p/099", f"{SITE}/q/10"}

@@ -1,0 +1,160 @@
+"""A delta build's plan rows for the URLs it did not touch, read from the live assignment by position.
+
+A delta build's stage records the URLs it staged again (present or gone, StageResult.changed_path); every
+other URL keeps the live build's staged row, and both the staged snapshot and the live assignment are sorted by
+(section, loc). So the k-th untouched row of the staged snapshot is the k-th untouched row of the live
+assignment, which holds its entry bytes, shard and position: a chunk task reads those three integers by
+position. Prepare sizes and joins the touched rows alone (sql/plan_carry_touched.sql, as sql/plan_rows.sql
+would) and writes them with their row numbers in both (touched-00000.parquet in plan-chunks/); when the untouched
+rows do not agree in number, it writes nothing and the chunks size and join every row.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sitemap_ops.constants import RENDER_VERSION
+from sitemap_ops.duck import (
+    create_parquet_view,
+    duckdb_path,
+    numpy_of,
+    read_sql,
+    scratch_folder,
+    set_variables,
+    storage_path,
+)
+from sitemap_ops.manifest import Manifest, assignment_files
+from sitemap_ops.plan.rows import RowChunk
+from sitemap_ops.snapshot import Snapshot, create_rows_view
+from sitemap_ops.storage import Storage, StorageConfig
+
+TOUCHED_NAME = "touched-00000.parquet"
+_ROWS_SCHEMA = pa.schema([("bytes", pa.int32()), ("kept_shard", pa.int32()), ("kept_pos", pa.int32())])
+
+
+def live_part_rows(
+    con: duckdb.DuckDBPyConnection, live: Manifest, storage: StorageConfig, render_format: str
+) -> list[int] | None:
+    """The rows of each part of the live build's assignment, when a delta build's plan can read its untouched
+    rows there: every part holds its rows' entry bytes, sized for `render_format` (every live shard's
+    fingerprint names the format and render version); None otherwise."""
+    signature = f"-r{RENDER_VERSION}-{render_format}-"
+    if not live.assignment or any(signature not in (s.fingerprint or "") for s in live.shards):
+        return None
+    files = assignment_files(live.assignment)
+    set_variables(con, {"carry_files": [duckdb_path(con, f, storage) for f in files]})
+    listed = con.execute(read_sql("plan_carry_parts")).fetchall()
+    found = {name: (int(rows), bool(sized)) for name, rows, sized in listed}
+    parts = [found.get(duckdb_path(con, f, storage)) for f in files]
+    if any(part is None or not part[1] for part in parts):
+        return None
+    return [rows for rows, _ in parts]  # type: ignore[misc]
+
+
+def write_touched(
+    con: duckdb.DuckDBPyConnection,
+    folder: Storage,
+    snapshot: Snapshot,
+    live: Manifest,
+    live_rows: list[int],
+    storage: StorageConfig,
+) -> bool:
+    """Write the touched rows, sized and joined, with their numbers in the staged snapshot and in the live
+    assignment (sql/plan_carry_touched.sql; reads the view `changed_urls`) to `folder` (TOUCHED_NAME), and fill
+    the table `changed_live` the change set compares with; whether the untouched rows agree in number (else no
+    file is written, and the plan sizes and joins every row)."""
+    assert live.assignment
+    files = [duckdb_path(con, f, storage) for f in assignment_files(live.assignment)]
+    offsets = [0, *itertools.accumulate(live_rows)][: len(files)]
+    ((low, high),) = con.execute("SELECT min(loc), max(loc) FROM changed_urls").fetchall()
+    low, high = (low, high) if low is not None else ("", "")  # (no URL touched: the bounds hold none either)
+    set_variables(con, {"carry_files": files, "carry_offsets": offsets, "carry_low": low, "carry_high": high})
+    con.execute(read_sql("plan_carry_live"))
+    create_rows_view(con, "carry_staged", snapshot, storage)
+    con.execute(read_sql("plan_carry_touched"))
+    try:
+        ((staged, live_touched),) = con.execute(
+            "SELECT count(*) FILTER (side = 'staged'), count(*) FILTER (side = 'live') FROM carry_touched"
+        ).fetchall()
+        if snapshot.rows - staged != sum(live_rows) - live_touched:
+            return False
+        with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+            local = os.path.join(scratch, TOUCHED_NAME)
+            con.table("carry_touched").write_parquet(local)
+            folder.move_in(local, TOUCHED_NAME)
+    finally:
+        con.execute("DROP TABLE carry_touched")
+    return True
+
+
+def _touched_rows(con: duckdb.DuckDBPyConnection, folder: Storage) -> tuple[pa.Table, np.ndarray]:
+    """The touched rows in the staged snapshot (row, bytes, kept_shard, kept_pos) and their numbers in the live
+    assignment, each sorted by row, from TOUCHED_NAME in `folder`."""
+    create_parquet_view(con, "carry_touched", storage_path(con, folder, TOUCHED_NAME))
+    staged = con.sql(
+        "SELECT row, bytes, kept_shard, kept_pos FROM carry_touched WHERE side = 'staged' ORDER BY row"
+    ).to_arrow_table()
+    live = con.sql("SELECT row FROM carry_touched WHERE side = 'live' ORDER BY row").to_arrow_table()
+    return staged, numpy_of(live.column(0), np.int64)
+
+
+def _live_numbers(
+    con: duckdb.DuckDBPyConnection, live_files: list[str], live_rows: list[int], first: int, end: int
+) -> list[np.ndarray]:
+    """The live assignment's entry bytes, shards and positions of its rows [first, end), one part's rows at a
+    time (sql/plan_carry_rows.sql)."""
+    found: list[list[np.ndarray]] = [[], [], []]
+    start = 0
+    for path, rows in zip(live_files, live_rows, strict=True):
+        lo, hi = max(first, start), min(end, start + rows)
+        if lo < hi:
+            create_parquet_view(con, "carry_part", path, row_numbers=True)
+            set_variables(con, {"carry_first": lo - start, "carry_end": hi - start})
+            table = con.sql(read_sql("plan_carry_rows")).to_arrow_table()
+            for column, parts in zip(table.columns, found, strict=True):
+                parts.append(numpy_of(column, np.int32))
+        start += rows
+    return [np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32) for parts in found]
+
+
+def write_carried_rows(
+    con: duckdb.DuckDBPyConnection,
+    storage: StorageConfig,
+    sink: str,
+    chunk: RowChunk,
+    folder: Storage,
+    carried: tuple[str, list[int]],
+) -> int:
+    """sql/plan_rows.sql's rows (size, kept shard, kept position) for `chunk` of the staged snapshot, written to
+    the local Parquet file `sink` in the snapshot's order, as write_rows writes them: the touched rows as prepare
+    sized and joined them (in `folder`, TOUCHED_NAME), every other row read from the live assignment by position.
+    `carried`: the live assignment and the rows of its parts (PreparedPlan's). The rows written."""
+    assignment, live_rows = carried
+    live_files = [duckdb_path(con, f, storage) for f in assignment_files(assignment)]
+    staged, live_touched = _touched_rows(con, folder)
+    touched_rows = numpy_of(staged.column("row"), np.int64)
+    inside = (touched_rows >= chunk.first) & (touched_rows < chunk.end)
+    touched = np.zeros(chunk.end - chunk.first, dtype=bool)
+    touched[touched_rows[inside] - chunk.first] = True
+    # the k-th untouched staged row is the k-th untouched live row: k is the row less the touched rows before it,
+    # and the live row k plus the touched live rows up to it (live_touched[i] - i: the untouched rows before it)
+    before = np.searchsorted(touched_rows, chunk.first) + np.cumsum(touched) - touched
+    rank = (np.arange(chunk.first, chunk.end, dtype=np.int64) - before)[~touched]
+    live = rank + np.searchsorted(live_touched - np.arange(len(live_touched)), rank, side="right")
+    columns = [np.empty(chunk.end - chunk.first, dtype=np.int32) for _ in range(3)]
+    if len(live):
+        kept = _live_numbers(con, live_files, live_rows, int(live[0]), int(live[-1]) + 1)
+        for column, values in zip(columns, kept, strict=True):
+            column[~touched] = values[live - live[0]]
+    for column, name in zip(columns, ("bytes", "kept_shard", "kept_pos"), strict=True):
+        column[touched] = numpy_of(staged.column(name), np.int32)[inside]
+    table = pa.Table.from_arrays([pa.array(c) for c in columns], schema=_ROWS_SCHEMA)
+    pq.write_table(table, sink, compression="none")
+    return chunk.end - chunk.first
