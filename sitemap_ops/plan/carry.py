@@ -31,7 +31,10 @@ from sitemap_ops.duck import (
     storage_path,
 )
 from sitemap_ops.manifest import Manifest, assignment_files
+from sitemap_ops.plan.changes import write_changed
+from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.rows import RowChunk
+from sitemap_ops.plan.state import LiveState
 from sitemap_ops.snapshot import Snapshot, create_rows_view
 from sitemap_ops.storage import Storage, StorageConfig
 
@@ -92,6 +95,34 @@ def write_touched(
     finally:
         con.execute("DROP TABLE carry_touched")
     return True
+
+
+def delta_changes(
+    con: duckdb.DuckDBPyConnection,
+    config: PlanSettings,
+    work: Storage,
+    folder: Storage,
+    snapshot: Snapshot,
+    live: LiveState,
+    changed: str,
+    *,
+    keep: bool,
+) -> list[int] | None:
+    """A delta build's change set (in `work`), of the URLs its stage staged again (`changed`, a URL), and, when
+    URLs keep their shards (`keep`: not a full rebuild) and the live assignment allows, the touched rows its
+    chunks carry the others by (in `folder`, plan-chunks/): the rows of the live assignment's parts then, else
+    None. One scan of the live assignment serves both. Redefines the views `staged` and `live_urls` to those
+    URLs (plan.changes)."""
+    assert live.manifest is not None
+    create_parquet_view(con, "changed_urls", duckdb_path(con, changed, config.storage))
+    live_rows = live_part_rows(con, live.manifest, config.storage, config.render.format) if keep else None
+    carried = None
+    if live_rows is not None:
+        folder.makedirs()
+        if write_touched(con, folder, snapshot, live.manifest, live_rows, config.storage):
+            carried = live_rows
+    write_changed(con, work, config.news_section, live_read=live_rows is not None)
+    return carried
 
 
 def _touched_rows(con: duckdb.DuckDBPyConnection, folder: Storage) -> tuple[pa.Table, np.ndarray]:

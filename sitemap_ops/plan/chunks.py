@@ -25,7 +25,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import duckdb
 import pyarrow.parquet as pq
@@ -49,13 +49,12 @@ from sitemap_ops.duck import (
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import assignment_exists, changes_part_name, planned_part_name
 from sitemap_ops.plan.assign import KEPT_BATCH_ROWS, SectionRows, kept_shards, kept_table, row_batches
-from sitemap_ops.plan.carry import live_part_rows, write_carried_rows, write_touched
+from sitemap_ops.plan.carry import delta_changes, write_carried_rows
 from sitemap_ops.plan.changes import (
     change_bounds,
     create_live_view,
     date_snapshot,
     write_change_chunk,
-    write_changed,
 )
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import CircuitBreakerError, LiveStateChangedError, PlanError
@@ -94,10 +93,9 @@ class PreparedPlan:
     state_notes: list[str]  # what disagreed in the live state prepare read (plan.Plan.state_notes)
     full_rebuild: bool = False
     breaker: str | None = None  # a preview's: why the circuit breaker would stop the build
-    # a delta build whose chunks read their untouched rows from the live assignment (plan.carry), and the rows of
-    # each part of the live assignment
-    carried: bool = False
-    live_rows: list[int] = field(default_factory=list)
+    # a delta build whose chunks read their untouched rows from the live assignment (plan.carry): the rows of
+    # each part of the live assignment (None: the chunks size and join every row)
+    live_rows: list[int] | None = None
 
     @property
     def changes_prepared(self) -> bool:
@@ -285,10 +283,12 @@ def prepare_plan(
         prepared_changes = bool(live_assignment and changed[0] and dated is None and changed[1] == since)
         files = file_paths(con, dated or snapshot, config.storage)
         change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
-        carried: list[int] | None = None
+        live_rows: list[int] | None = None
         if prepared_changes:  # (last: it redefines the views `staged` and `live_urls` to the URLs staged again)
             with live_guard(live_assignment, config):
-                carried = _delta_changes(con, config, work, snapshot, live, changed[0], bool(previous_assignment))
+                live_rows = delta_changes(
+                    con, config, work, chunks_of(work), snapshot, live, changed[0], keep=bool(previous_assignment)
+                )
     except duckdb.Error as exc:
         raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
@@ -319,37 +319,10 @@ def prepare_plan(
         state_notes=list(live.notes),
         full_rebuild=full_rebuild,
         breaker=breaker,
-        carried=carried is not None,
-        live_rows=carried or [],
+        live_rows=live_rows,
     )
     work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
     return prepared
-
-
-def _delta_changes(
-    con: duckdb.DuckDBPyConnection,
-    config: PlanSettings,
-    work: Storage,
-    snapshot: Snapshot,
-    live: LiveState,
-    changed: str,
-    keep: bool,
-) -> list[int] | None:
-    """A delta build's change set, of the URLs its stage staged again (`changed`, a URL), and, when URLs keep
-    their shards (`keep`: not a full rebuild) and the live assignment allows, the touched rows its chunks carry
-    the others by (plan.carry): the rows of the live assignment's parts then, else None. One scan of the live
-    assignment serves both. Redefines the views `staged` and `live_urls` to those URLs (plan.changes)."""
-    assert live.manifest is not None
-    create_parquet_view(con, "changed_urls", duckdb_path(con, changed, config.storage))
-    live_rows = live_part_rows(con, live.manifest, config.storage, config.render.format) if keep else None
-    carried = None
-    if live_rows is not None:
-        folder = chunks_of(work)
-        folder.makedirs()
-        if write_touched(con, folder, snapshot, live.manifest, live_rows, config.storage):
-            carried = live_rows
-    write_changed(con, work, config.news_section, live_read=live_rows is not None)
-    return carried
 
 
 def read_step_file(work: Storage, name: str, step: str) -> bytes:
@@ -385,7 +358,7 @@ def run_plan_chunk(
                 if index < len(prepared.chunks):
                     chunk = prepared.chunks[index]
                     local = os.path.join(scratch, rows_name(index))
-                    if prepared.carried and prepared.live_assignment:
+                    if prepared.live_rows is not None and prepared.live_assignment:
                         carried = (prepared.live_assignment, prepared.live_rows)
                         written = write_carried_rows(con, config.storage, local, chunk, folder, carried)
                     else:
