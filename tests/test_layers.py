@@ -15,8 +15,9 @@ PACKAGE = Path(sitemap_ops.__file__).parent
 AFTER_PLAN = ("render", "render.*", "publish", "publish.*", "notify", "notify.*", "report", "report.*")
 LAYERS: list[tuple[str, ...]] = [
     ("__init__", "constants", "errors", "host", "progress", "deadline"),  # facts and plumbing every layer may use
-    # protocol rules, the shards' format and bytes, storage access (and DuckDB's view of it)
-    ("urls", "framing", "robots", "storage", "session_fs"),
+    # protocol rules, the shards' format and bytes, storage access, its compare-and-swap writes (and DuckDB's view
+    # of storage)
+    ("urls", "framing", "robots", "storage", "versioned", "session_fs"),
     # the DuckDB session, the manifest, the staged snapshot's files; the build's step graph (data: names, slots)
     ("duck", "manifest", "snapshot", "pipeline.graph"),
     ("stage", "stage.*"),  # each stage with its own config, exceptions and results, in the order they run

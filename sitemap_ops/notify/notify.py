@@ -30,6 +30,7 @@ from sitemap_ops.notify.exceptions import IndexNowKeyError, IndexNowRejectedErro
 from sitemap_ops.notify.indexnow import Submission, post_batch
 from sitemap_ops.progress import Progress
 from sitemap_ops.storage import Storage
+from sitemap_ops.versioned import create_exclusive, read_versioned, replace_if
 
 STATE_NAME = "state.json"
 # https://www.indexnow.org/documentation: 400 (the format) and 422 (a URL not on the host) refuse the batch's
@@ -74,7 +75,7 @@ class NotifyResult:
 
 
 def _read_state(folder: Storage) -> tuple[QueueState, str | None]:
-    current = folder.read_versioned(STATE_NAME)
+    current = read_versioned(folder, STATE_NAME)
     if current is None:
         return QueueState(), None
     try:
@@ -85,8 +86,8 @@ def _read_state(folder: Storage) -> tuple[QueueState, str | None]:
 
 def _write_state(folder: Storage, state: QueueState, token: str | None) -> str:
     data = (json.dumps(asdict(state), indent=1) + "\n").encode("utf-8")
-    done = folder.create_exclusive(STATE_NAME, data) if token is None else folder.replace_if(STATE_NAME, data, token)
-    current = folder.read_versioned(STATE_NAME) if done else None
+    done = create_exclusive(folder, STATE_NAME, data) if token is None else replace_if(folder, STATE_NAME, data, token)
+    current = read_versioned(folder, STATE_NAME) if done else None
     if current is None or current[0] != data:
         raise NotifyError(
             f"{folder.path(STATE_NAME)} changed while this build submitted: another build's notify step ran at the "
@@ -180,7 +181,7 @@ def _publish_key_file(settings: NotifySettings, output: Storage, key: str) -> st
     if settings.indexnow.key_location:
         return settings.indexnow.key_location
     check_key_file(settings, output)
-    output.create_exclusive(f"{key}.txt", key.encode("ascii"))  # (False when it is there: checked as ours)
+    create_exclusive(output, f"{key}.txt", key.encode("ascii"))  # (False when it is there: checked as ours)
     return settings.public_url + f"{key}.txt"
 
 

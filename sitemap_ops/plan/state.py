@@ -31,6 +31,7 @@ from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import StateError
 from sitemap_ops.robots import managed_sitemaps
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
+from sitemap_ops.versioned import read_versioned
 
 RECOVERED_BUILD_ID = "recovered-from-live-index"
 _SHARD_NAME = re.compile(SHARD_NAME_PATTERN)
@@ -141,8 +142,8 @@ def load_live_state(
     from and its assignment is still there. The versions read here are what publish compares against.
     """
     index_name = config.publish.index_name
-    index = output.read_versioned(index_name)  # first: a switch after this read fails the compare-and-swap
-    manifest_file = output.read_versioned(MANIFEST_NAME)
+    index = read_versioned(output, index_name)  # first: a switch after this read fails the compare-and-swap
+    manifest_file = read_versioned(output, MANIFEST_NAME)
     listing = output.list_details()
     notes: list[str] = []
     written: Manifest | None = None

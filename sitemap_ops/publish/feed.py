@@ -12,6 +12,7 @@ from sitemap_ops.constants import ATOM_NS
 from sitemap_ops.publish.config import PublishSettings
 from sitemap_ops.publish.exceptions import PublishError
 from sitemap_ops.storage import Storage
+from sitemap_ops.versioned import create_exclusive, read_versioned, replace_if
 
 GENERATOR = "sitemap-ops"
 # How a feed this project wrote is recognised before it is replaced: its generator element.
@@ -86,7 +87,7 @@ def write_feeds(
     for section in sorted(feeds):
         name = config.feed.file_name(section)
         data = render_feed(config, section, feeds[section], built_at)
-        current = output.read_versioned(name)
+        current = read_versioned(output, name)
         if current is not None and (current[0] == data or (not feeds[section] and _empty_own_feed(current[0]))):
             continue  # (an empty feed's `updated` is its build's time: it stays as it is until an entry comes)
         if current is not None and not own_feed(current[0]):
@@ -94,7 +95,7 @@ def write_feeds(
                 f"{output.path(name)} exists and was not written by sitemap-ops; it was left as it is (set "
                 "feed.name to another file name)"
             )
-        done = output.create_exclusive(name, data) if current is None else output.replace_if(name, data, current[1])
+        done = create_exclusive(output, name, data) if current is None else replace_if(output, name, data, current[1])
         if not done:
             raise PublishError(f"{output.path(name)} changed while this build wrote it; rerun the build")
         written += 1

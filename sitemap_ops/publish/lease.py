@@ -24,6 +24,7 @@ from sitemap_ops.errors import StorageError
 from sitemap_ops.host import machine_id, process_is_gone, process_start
 from sitemap_ops.publish.exceptions import LeaseHeldError, LeaseLostError
 from sitemap_ops.storage import Storage
+from sitemap_ops.versioned import create_exclusive, delete_if, read_versioned, replace_if
 
 LEASE_NAME = ".sitemap-ops.lease.json"
 # A lease that vanishes or changes between our reads is read again; this bounds those rounds per acquire.
@@ -94,7 +95,7 @@ class PublishLease:
         return json.dumps(asdict(info)).encode()
 
     def _remember(self) -> None:
-        current = self.storage.read_versioned(LEASE_NAME)
+        current = read_versioned(self.storage, LEASE_NAME)
         self.token = current[1] if current else None
 
     def acquire(self) -> None:
@@ -102,10 +103,10 @@ class PublishLease:
         deadline = self.clock() + self.wait_seconds
         churn = 0  # rounds in which the lease vanished or changed under us (bounded)
         while churn < _MAX_ROUNDS:
-            if self.storage.create_exclusive(LEASE_NAME, self._body()):
+            if create_exclusive(self.storage, LEASE_NAME, self._body()):
                 self._remember()
                 return
-            current = self.storage.read_versioned(LEASE_NAME)
+            current = read_versioned(self.storage, LEASE_NAME)
             info = LeaseInfo.parse(current[0]) if current else None
             held = current is not None and info is not None
             if current is not None and (
@@ -115,7 +116,7 @@ class PublishLease:
                 or info.holder_is_dead()
             ):
                 # unreadable, our own (a retried task), expired, or its process is gone: take it over
-                if self.storage.replace_if(LEASE_NAME, self._body(), current[1]):
+                if replace_if(self.storage, LEASE_NAME, self._body(), current[1]):
                     self._remember()
                     return
                 held = False
@@ -135,7 +136,7 @@ class PublishLease:
 
     def renew(self) -> None:
         """Extend the lease; LeaseLostError if another build took it over (ours had expired)."""
-        if self.token is None or not self.storage.replace_if(LEASE_NAME, self._body(), self.token):
+        if self.token is None or not replace_if(self.storage, LEASE_NAME, self._body(), self.token):
             raise LeaseLostError(
                 f"the publish lease of {self.storage.url} was taken over by another build (this build ran past "
                 "storage.lease_seconds); stopped before publishing anything more"
@@ -150,11 +151,11 @@ class PublishLease:
 
     def release(self) -> None:
         """Give the lease up if it is still ours."""
-        current = self.storage.read_versioned(LEASE_NAME)
+        current = read_versioned(self.storage, LEASE_NAME)
         if current is not None:
             info = LeaseInfo.parse(current[0])
             if info is not None and info.build_id == self.build_id:
-                self.storage.delete_if(LEASE_NAME, current[1])
+                delete_if(self.storage, LEASE_NAME, current[1])
         self.token = None
 
     @contextmanager

@@ -36,6 +36,7 @@ from sitemap_ops.publish.feed import check_feeds, feed_urls, write_feeds
 from sitemap_ops.robots import update_robots
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import ObjectInfo, Storage, open_file
+from sitemap_ops.versioned import create_exclusive, delete_if, read_versioned, replace_if
 
 # Attempts at a read-modify-write of robots.txt when someone else edits it at the same moment.
 _ROBOTS_ATTEMPTS = 5
@@ -58,7 +59,7 @@ def _concurrent(what: str) -> ConcurrentBuildError:
 
 
 def _read_manifest(output: Storage) -> tuple[Manifest | None, str | None]:
-    current = output.read_versioned(MANIFEST_NAME)
+    current = read_versioned(output, MANIFEST_NAME)
     if current is None:
         return None, None
     try:
@@ -71,11 +72,13 @@ def _write_manifest(output: Storage, manifest: Manifest, token: str | None) -> s
     """Write manifest.json if it still has version `token` (None: absent); its new version, or None if not."""
     data = manifest.to_json()
     done = (
-        output.create_exclusive(MANIFEST_NAME, data) if token is None else output.replace_if(MANIFEST_NAME, data, token)
+        create_exclusive(output, MANIFEST_NAME, data)
+        if token is None
+        else replace_if(output, MANIFEST_NAME, data, token)
     )
     if not done:
         return None
-    current = output.read_versioned(MANIFEST_NAME)
+    current = read_versioned(output, MANIFEST_NAME)
     return current[1] if current is not None and current[0] == data else None
 
 
@@ -91,14 +94,14 @@ def update_robots_file(config: PublishSettings, index_urls: list[str]) -> bool:
         return False
     robots, name = target
     for _ in range(_ROBOTS_ATTEMPTS):
-        current = robots.read_versioned(name)
+        current = read_versioned(robots, name)
         # surrogateescape keeps bytes that are not UTF-8 exactly as they were
         text = current[0].decode("utf-8", errors="surrogateescape") if current is not None else ""
         new = update_robots(text, index_urls)
         if current is not None and new == text:
             return False
         data = new.encode("utf-8", errors="surrogateescape")
-        if robots.create_exclusive(name, data) if current is None else robots.replace_if(name, data, current[1]):
+        if create_exclusive(robots, name, data) if current is None else replace_if(robots, name, data, current[1]):
             return True
     raise PublishError(f"{robots.path(name)} kept changing while this build updated it; rerun the build")
 
@@ -202,7 +205,7 @@ def _switch(
     """Steps (4) and (5): record the pending switch in manifest.json, then replace the main index, only if it
     is still the version plan read. Returns (switched, the manifest's version token)."""
     main = config.publish.index_name
-    live = output.read_versioned(main)
+    live = read_versioned(output, main)
     if not resuming and (live[1] if live else None) != plan.base_index_token:
         raise _concurrent(f"{main} changed")
     if live is not None and new_main is not None and live[0] == new_main:
@@ -215,11 +218,11 @@ def _switch(
     if token is None:
         raise _concurrent("manifest.json changed")
     if new_main is None:  # a forced empty build: no index at all (an empty sitemapindex is invalid)
-        ok = plan.base_index_token is None or output.delete_if(main, plan.base_index_token)
+        ok = plan.base_index_token is None or delete_if(output, main, plan.base_index_token)
     elif plan.base_index_token is None:
-        ok = output.create_exclusive(main, new_main)
+        ok = create_exclusive(output, main, new_main)
     else:
-        ok = output.replace_if(main, new_main, plan.base_index_token)
+        ok = replace_if(output, main, new_main, plan.base_index_token)
     if not ok and not _landed(output, main, new_main):
         raise _concurrent(f"{main} changed")
     return True, token
@@ -228,7 +231,7 @@ def _switch(
 def _landed(output: Storage, main: str, new_main: bytes | None) -> bool:
     """Whether the live main index is the one this build wrote, read back: when a write's reply is lost after it
     went through, its retry fails its own condition, and only the bytes tell whether anything live changed."""
-    live = output.read_versioned(main)
+    live = read_versioned(output, main)
     return (live[0] if live else None) == new_main
 
 
@@ -253,7 +256,7 @@ def _finish(
     update_robots_file(config, new_urls)
     if _write_manifest(output, manifest, token) is None:
         # Someone wrote manifest.json since: if this build's index is still live, its manifest is the true one.
-        live = output.read_versioned(main)
+        live = read_versioned(output, main)
         if (live[0] if live else None) != new_main:
             raise _concurrent("manifest.json changed after the switch")
         _, token = _read_manifest(output)

@@ -14,6 +14,7 @@ from sitemap_ops.pipeline import BuildRun, run_build
 from sitemap_ops.plan.exceptions import LiveStateChangedError
 from sitemap_ops.publish.exceptions import ConcurrentBuildError, LeaseHeldError
 from sitemap_ops.storage import Storage, StorageConfig
+from sitemap_ops.versioned import create_exclusive, read_versioned, replace_if
 from tests.helpers import NOW, mtimes, site_config, write_inventory
 from tests.publish.faults import read_live
 
@@ -135,11 +136,11 @@ def test_racing_builds_leave_exactly_one_inventory_live(tmp_path: Path, lease: b
 
 def test_conditional_writes_refuse_a_stale_version_on_a_local_disk(tmp_path: Path) -> None:
     storage = Storage.open(str(tmp_path / "out"), StorageConfig())
-    assert storage.create_exclusive("sitemap.xml", b"one")
-    assert not storage.create_exclusive("sitemap.xml", b"two")
-    data, token = storage.read_versioned("sitemap.xml")
-    assert storage.replace_if("sitemap.xml", b"two", token)
-    assert not storage.replace_if("sitemap.xml", b"three", token), "the version read before is stale now"
+    assert create_exclusive(storage, "sitemap.xml", b"one")
+    assert not create_exclusive(storage, "sitemap.xml", b"two")
+    data, token = read_versioned(storage, "sitemap.xml")
+    assert replace_if(storage, "sitemap.xml", b"two", token)
+    assert not replace_if(storage, "sitemap.xml", b"three", token), "the version read before is stale now"
     assert storage.read_bytes("sitemap.xml") == b"two"
 
 

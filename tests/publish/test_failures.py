@@ -12,6 +12,7 @@ import pytest
 
 from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.plan.exceptions import CircuitBreakerError, StateError
+from sitemap_ops.publish import publish
 from sitemap_ops.storage import Storage
 from sitemap_ops.summary import summary_lines
 from sitemap_ops.validate import validate
@@ -26,16 +27,17 @@ def _rows(n: int, start: int = 0, section: str = "p") -> list[dict]:
 
 
 def fail_on(monkeypatch: pytest.MonkeyPatch, predicate) -> None:
-    """Make every storage mutation of a file whose name matches `predicate` fail (like a 500 that stays)."""
-    for method in ("write_bytes", "create_exclusive", "replace_if"):
-        real = getattr(Storage, method)
+    """Make every storage mutation of a file whose name matches `predicate` fail (like a 500 that stays): whole
+    writes, and the compare-and-swap writes publish makes."""
+    for owner, method in ((Storage, "write_bytes"), (publish, "create_exclusive"), (publish, "replace_if")):
+        real = getattr(owner, method)
 
-        def failing(self: Storage, name: str, *args, _real=real, **kwargs):
+        def failing(folder: Storage, name: str, *args, _real=real, **kwargs):
             if predicate(name):
                 raise StorageError(f"injected failure writing {name}")
-            return _real(self, name, *args, **kwargs)
+            return _real(folder, name, *args, **kwargs)
 
-        monkeypatch.setattr(Storage, method, failing)
+        monkeypatch.setattr(owner, method, failing)
 
 
 @pytest.mark.parametrize(
@@ -274,14 +276,14 @@ def test_an_index_write_whose_reply_was_lost_is_read_back_before_anything_is_cla
     # so the build finishes (it said "nothing live was changed by this build" while its own index was live)
     if not first:
         build(tmp_path, _rows(100))
-    for method in ("create_exclusive", "replace_if"):
-        real = getattr(Storage, method)
+    for method in ("create_exclusive", "replace_if"):  # (as publish calls them)
+        real = getattr(publish, method)
 
-        def lost_reply(self: Storage, name: str, *args: object, real=real) -> bool:
-            done = real(self, name, *args)
+        def lost_reply(folder: Storage, name: str, *args: object, real=real) -> bool:
+            done = real(folder, name, *args)
             return False if name == "sitemap.xml" else done
 
-        monkeypatch.setattr(Storage, method, lost_reply)
+        monkeypatch.setattr(publish, method, lost_reply)
     summary, out = build(tmp_path, _rows(120), now=LATER)
     assert summary.index_switched and len(published(out)) == 120
     assert json.loads((out / "manifest.json").read_text())["build_id"] == summary.build_id

@@ -17,6 +17,7 @@ from sitemap_ops.host import machine_id
 from sitemap_ops.publish.exceptions import LeaseHeldError, LeaseLostError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
 from sitemap_ops.storage import Storage
+from sitemap_ops.versioned import create_exclusive, read_versioned, replace_if
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -75,7 +76,8 @@ def test_a_lease_of_a_dead_process_on_this_machine_is_taken_over_at_once(tmp_pat
     storage = Storage.open(str(tmp_path / "out"))
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)
-    storage.create_exclusive(
+    create_exclusive(
+        storage,
         LEASE_NAME,
         json.dumps(
             {
@@ -104,7 +106,7 @@ def test_a_holder_in_another_pid_namespace_or_host_is_never_judged_by_pid(tmp_pa
     # same host name (containers with host networking), a PID that is free here, another PID namespace
     for machine in (f"{host}/{boot}/pid:[1]", f"{host}/other-boot/{machine_id().split('/')[2]}", "", "elsewhere/?/?"):
         storage.delete(LEASE_NAME)
-        storage.create_exclusive(
+        create_exclusive(storage, 
             LEASE_NAME,
             json.dumps(
                 {
@@ -120,7 +122,7 @@ def test_a_holder_in_another_pid_namespace_or_host_is_never_judged_by_pid(tmp_pa
 def test_a_reused_pid_does_not_keep_a_dead_holders_lease(tmp_path: Path) -> None:
     storage = Storage.open(str(tmp_path / "out"))
     # our own PID, but a process start time that is not ours: the holder died and the PID was reused
-    storage.create_exclusive(
+    create_exclusive(storage, 
         LEASE_NAME,
         json.dumps(
             {
@@ -144,8 +146,8 @@ def test_the_heartbeat_keeps_a_long_build_s_lease_and_notices_a_takeover(storage
         with pytest.raises(LeaseHeldError, match="long-build"):
             PublishLease(storage, "second", seconds=60).acquire()
         # someone takes it over (as after an expiry): the heartbeat notices and check() stops the build
-        data, token = storage.read_versioned(LEASE_NAME)
-        storage.replace_if(LEASE_NAME, data.replace(b"long-build", b"intruder"), token)
+        data, token = read_versioned(storage, LEASE_NAME)
+        replace_if(storage, LEASE_NAME, data.replace(b"long-build", b"intruder"), token)
         while lease.lost is None and time.monotonic() < deadline:
             time.sleep(0.05)
         with pytest.raises(LeaseLostError, match="taken over"):
@@ -153,19 +155,13 @@ def test_the_heartbeat_keeps_a_long_build_s_lease_and_notices_a_takeover(storage
     assert json.loads(storage.read_bytes(LEASE_NAME))["build_id"] == "intruder", "release leaves others' lease"
 
 
-def test_acquire_gives_up_on_a_lease_that_keeps_changing(tmp_path: Path) -> None:
-    class Churning(Storage):
-        def create_exclusive(self, name: str, data: bytes) -> bool:
-            return False
-
-        def read_versioned(self, name: str):
-            return None  # vanished again, every time
-
-    base = Storage.open(str(tmp_path / "out"))
-    churning = Churning(base.url, base.fs, base.root, base.config)
+def test_acquire_gives_up_on_a_lease_that_keeps_changing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # another build creates the lease each time, and it vanishes again before it can be read, every time
+    monkeypatch.setattr("sitemap_ops.publish.lease.create_exclusive", lambda folder, name, data: False)
+    monkeypatch.setattr("sitemap_ops.publish.lease.read_versioned", lambda folder, name: None)
     sleeps: list[float] = []
     with pytest.raises(LeaseHeldError, match="kept changing"):
-        PublishLease(churning, "b", seconds=60, sleep=sleeps.append).acquire()
+        PublishLease(Storage.open(str(tmp_path / "out")), "b", seconds=60, sleep=sleeps.append).acquire()
     assert len(sleeps) == 50 and all(s > 0 for s in sleeps), "bounded, with a pause between rounds"
 
 
@@ -177,8 +173,8 @@ def test_a_holder_that_died_on_another_machine_blocks_the_next_build_for_one_lea
     other = PublishLease(storage, "on-worker-2", seconds=seconds, clock=clock)
     other.acquire()  # ... then its machine died: no heartbeat renews it from now on
     info = json.loads(storage.read_bytes(LEASE_NAME) or b"{}")
-    storage.replace_if(LEASE_NAME, json.dumps({**info, "machine": "worker-2/boot/pid:[1]"}).encode(),
-                       storage.read_versioned(LEASE_NAME)[1])  # fmt: skip
+    replace_if(storage, LEASE_NAME, json.dumps({**info, "machine": "worker-2/boot/pid:[1]"}).encode(),
+               read_versioned(storage, LEASE_NAME)[1])  # fmt: skip
     with pytest.raises(LeaseHeldError, match="on-worker-2"):
         PublishLease(storage, "next", seconds=seconds, clock=clock).acquire()
     clock.now += seconds + 1  # one lease later, not an hour
