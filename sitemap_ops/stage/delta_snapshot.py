@@ -54,8 +54,7 @@ def write_delta_snapshot(
         if index not in touched:
             files.append(_File(index, copied=True))
             continue
-        con.read_parquet(paths[index]).create_view("delta_cut_rows", replace=True)
-        cuts = _cuts(con, range_count(rows[index]))
+        cuts = _cuts(con, con.read_parquet(paths[index]), range_count(rows[index]))
         files.extend(_File(index, copied=False, bounds=_within(bounds, cut)) for cut in cuts)
     if not files:  # (a live snapshot of no file: its winners in one)
         files.append(_File(-1, copied=False))
@@ -116,29 +115,30 @@ def write_in_ranges(con: duckdb.DuckDBPyConnection, work: Storage, query: str) -
     snapshot (STAGED_PART_NAME) in URL ranges of about DELTA_FILE_ROWS rows each (range_count); their names.
 
     The rows are sorted once, into a temporary table, and each range is a scan of it, which keeps that order."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE staged_entries AS\n{query}")
+    ((rows,),) = con.execute(f"CREATE OR REPLACE TEMP TABLE staged_entries AS\n{query}").fetchall()  # its rows
     try:
-        ((rows,),) = con.execute("SELECT count(*) FROM staged_entries").fetchall()
-        con.table("staged_entries").create_view("delta_cut_rows", replace=True)
         names = []
-        for number, (low, high) in enumerate(_cuts(con, range_count(int(rows)))):
+        for number, (low, high) in enumerate(_cuts(con, con.table("staged_entries"), range_count(int(rows)))):
             set_variables(con, {"file_low": low, "file_high": high})
             names.append(STAGED_PART_NAME.format(index=number))
             path = storage_path(con, work, names[-1])
             con.sql(read_sql("stage_range_file")).write_parquet(path, compression="snappy")
     finally:
-        con.execute("DROP VIEW IF EXISTS delta_cut_rows")
         con.execute("DROP TABLE IF EXISTS staged_entries")
     return names
 
 
-def _cuts(con: duckdb.DuckDBPyConnection, count: int) -> list[Bounds]:
-    """`count` URL ranges of about as many of the rows of the view `delta_cut_rows` each (fewer when its URLs are
-    few), from a sample of its URLs (sql/stage_delta_file_cuts.sql); one unbounded range for a `count` of 1."""
+def _cuts(con: duckdb.DuckDBPyConnection, rows: duckdb.DuckDBPyRelation, count: int) -> list[Bounds]:
+    """`count` URL ranges of about as many of `rows` each (fewer when its URLs are few), from a sample of its URLs
+    (sql/stage_delta_file_cuts.sql, on the view `delta_cut_rows`); one unbounded range for a `count` of 1."""
     if count < 2:
         return [(None, None)]
+    rows.create_view("delta_cut_rows", replace=True)
     set_variables(con, {"delta_cut_shares": [n / count for n in range(1, count)]})
-    ((found,),) = con.execute(read_sql("stage_delta_file_cuts")).fetchall()
+    try:
+        ((found,),) = con.execute(read_sql("stage_delta_file_cuts")).fetchall()
+    finally:
+        con.execute("DROP VIEW delta_cut_rows")
     cuts = sorted({str(cut) for cut in found or []})
     return list(itertools.pairwise([None, *cuts, None]))
 
