@@ -189,7 +189,9 @@ WORK_MARKER_NAME = ".sitemap-ops-build"
 # that reads them as one table sorted by (section, loc) (sitemap_ops.snapshot)
 STAGED_NAME = "staged.json"
 STAGED_PART_NAME = "staged-{index:05d}.parquet"
-STAGED_PART_FILE = r"staged-\d{5}\.parquet"
+# a ranged stage of a site that keeps a delta state writes each URL range in pieces of about DELTA_FILE_ROWS rows
+STAGED_PIECE_NAME = "staged-{index:05d}-{piece:04d}.parquet"
+STAGED_PART_FILE = r"staged-\d{5}(-\d{4})?\.parquet"
 REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
 # stage of a change-aware site: every valid normalized row with its source and key, which a delta build merges
 # the changed rows into (sitemap_ops.stage.delta); kept with the staged snapshot while the build is live

@@ -233,7 +233,7 @@ def completed_report(
     work: Storage,
     ranges: StageRanges,
     part: int,
-    staged_file: str,
+    staged_file: list[str],
     mine: list[str],
 ) -> tuple[dict[str, int], int]:
     """Range `part`'s part of the report once its sets are completed (the table alt_report_completed,

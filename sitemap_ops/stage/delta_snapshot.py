@@ -14,6 +14,7 @@ the files follow each other in URL order.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -58,7 +59,7 @@ def write_delta_snapshot(
         files.extend(_File(index, copied=False, bounds=_within(bounds, cut)) for cut in cuts)
     if not files:  # (a live snapshot of no file: its winners in one)
         files.append(_File(-1, copied=False))
-    names = [STAGED_PART_NAME.format(index=number) for number in range(len(files))]
+    names = [snapshot_file_name(number) for number in range(len(files))]
     sources = [open_file(url, storage) for url in old.file_urls()]
     for name, file in zip(names, files, strict=True):
         if file.copied and sources[file.source][0].fs == work.fs:
@@ -110,9 +111,17 @@ def range_count(rows: int) -> int:
     return rows // DELTA_FILE_ROWS if rows > 2 * DELTA_FILE_ROWS else 1
 
 
-def write_in_ranges(con: duckdb.DuckDBPyConnection, work: Storage, query: str) -> list[str]:
-    """Write the rows of `query` (a staged snapshot's, sorted by (section, loc)) in `work` as the files of a staged
-    snapshot (STAGED_PART_NAME) in URL ranges of about DELTA_FILE_ROWS rows each (range_count); their names.
+def snapshot_file_name(number: int) -> str:
+    """The name of a staged snapshot's file `number` (STAGED_PART_NAME)."""
+    return STAGED_PART_NAME.format(index=number)
+
+
+def write_in_ranges(
+    con: duckdb.DuckDBPyConnection, work: Storage, query: str, name_of: Callable[[int], str] = snapshot_file_name
+) -> list[str]:
+    """Write the rows of `query` (a staged snapshot's, or a URL range's of it, sorted by (section, loc)) in `work` as
+    files of a staged snapshot in URL ranges of about DELTA_FILE_ROWS rows each (range_count), the n-th named
+    `name_of(n)`; their names.
 
     The rows are sorted once, into a temporary table, and each range is a scan of it, which keeps that order."""
     ((rows,),) = con.execute(f"CREATE OR REPLACE TEMP TABLE staged_entries AS\n{query}").fetchall()  # its rows
@@ -120,7 +129,7 @@ def write_in_ranges(con: duckdb.DuckDBPyConnection, work: Storage, query: str) -
         names = []
         for number, (low, high) in enumerate(_cuts(con, con.table("staged_entries"), range_count(int(rows)))):
             set_variables(con, {"file_low": low, "file_high": high})
-            names.append(STAGED_PART_NAME.format(index=number))
+            names.append(name_of(number))
             path = storage_path(con, work, names[-1])
             con.sql(read_sql("stage_range_file")).write_parquet(path, compression="snappy")
     finally:

@@ -66,7 +66,7 @@ def check_range_links(
     con: duckdb.DuckDBPyConnection,
     work: Storage,
     part: int,
-    staged_file: str | None,
+    staged_file: list[str] | None,
     mine: list[str],
     senders: list[int],
     files: LinkFiles = AS_FOUND,
@@ -74,7 +74,7 @@ def check_range_links(
     """The second half, once the ranges `senders` (none: a site without alternates) wrote their links (`files`;
     `mine`: the files of the range's folder): the table `alt_report`, range `part`'s part of the hreflang report
     (sql/stage_range_alt_check.sql), over the links that point into it, its own links and its file of the staged
-    snapshot (`staged_file`, a path DuckDB reads; None: the range is empty)."""
+    snapshot (`staged_file`, the paths DuckDB reads of its files; None: the range is empty)."""
     ranges = ranges_of(work)
     incoming = received(con, ranges, mine, files.edges, part, senders, files.step)
     # (the range's own, which its first half wrote: read by name, never listed)

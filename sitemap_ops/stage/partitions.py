@@ -37,6 +37,7 @@ from sitemap_ops.constants import (
     STAGE_SENT_FILE,
     STAGED_NAME,
     STAGED_PART_NAME,
+    STAGED_PIECE_NAME,
 )
 from sitemap_ops.duck import (
     create_parquet_view,
@@ -49,6 +50,7 @@ from sitemap_ops.duck import (
 from sitemap_ops.errors import first_line
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, index_snapshot
+from sitemap_ops.stage.delta_snapshot import write_in_ranges
 from sitemap_ops.stage.exceptions import StageError
 from sitemap_ops.storage import Storage
 
@@ -216,10 +218,14 @@ def dedupe_range(
     senders: list[str],
     check: Callable[[list[str]], None] | None = None,
     out: tuple[Storage, str] | None = None,
+    *,
+    pieces: bool = False,
 ) -> None:
     """Deduplicate and sort range `part` (of `rows` valid rows, sent by the steps tagged `senders`) from its folder
     in the ranges folder of `work` into its file of the staged snapshot in `work` (STAGED_PART_NAME; or `out`, a
-    folder and a name). With `check`, the range's rows (the view range_rows) carry every column, unchecked:
+    folder and a name), or, with `pieces` (a site that keeps a delta state), its files of URL ranges of about
+    DELTA_FILE_ROWS rows (STAGED_PIECE_NAME; delta_snapshot.write_in_ranges), which a delta build writes again
+    only where it changes them. With `check`, the range's rows (the view range_rows) carry every column, unchecked:
     `check`, given the names of the range's folder's files (listed once: a LIST costs a request on object
     storage), makes the view dedupe_rows and the tables page_ext and news_ext from them."""
     if not rows and part:  # an empty range has no file of the snapshot
@@ -239,8 +245,13 @@ def dedupe_range(
             con.table(kind).create_view(f"dedupe_{kind}", replace=True)
     con.execute(read_sql("stage_dedupe_part"))
     try:
-        folder, name = out or (work, STAGED_PART_NAME.format(index=part))
-        con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, folder, name), compression="snappy")
+        if pieces:
+            write_in_ranges(
+                con, work, read_sql("stage_dedupe"), lambda n: STAGED_PIECE_NAME.format(index=part, piece=n)
+            )
+        else:
+            folder, name = out or (work, STAGED_PART_NAME.format(index=part))
+            con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, folder, name), compression="snappy")
     finally:
         con.execute("DROP TABLE IF EXISTS part_dups")
 
@@ -374,16 +385,26 @@ def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int])
     """The staged snapshot's index (STAGED_NAME in `work`) over the deduplicated ranges' files: each range holds
     its URLs sorted by (section, loc), so each section's rows are, range after range, in URL order and no
     file of all rows is written (sitemap_ops.snapshot)."""
-    present = work.list_details()
+    present = list(work.list_details())
     # (range 0's file even when empty: the snapshot of a stage that staged nothing has its columns)
-    names = {part: STAGED_PART_NAME.format(index=part) for part, count in enumerate(rows) if count or not part}
-    missing = [str(part) for part, name in names.items() if name not in present]
+    names = {part: range_snapshot_files(present, part) for part, count in enumerate(rows) if count or not part}
+    missing = [str(part) for part, found in names.items() if not found]
     if missing:
         raise StageError(
-            f"URL range(s) {', '.join(missing)} of this build were not deduplicated (no {names[int(missing[0])]} "
-            f"in {work.url}): run their stage_range steps again"
+            f"URL range(s) {', '.join(missing)} of this build were not deduplicated (no "
+            f"{STAGED_PART_NAME.format(index=int(missing[0]))} in {work.url}): run their stage_range steps again"
         )
-    return index_snapshot(con, work, list(names.values()), STAGED_NAME)
+    return index_snapshot(con, work, [name for found in names.values() for name in found], STAGED_NAME)
+
+
+def range_snapshot_files(present: list[str], part: int) -> list[str]:
+    """The files of the staged snapshot that range `part` wrote, among the names `present` of the work folder: its
+    one file, or its pieces in URL order (dedupe_range); none when it has not been deduplicated."""
+    whole = STAGED_PART_NAME.format(index=part)
+    if whole in present:
+        return [whole]
+    prefix = whole.removesuffix(".parquet") + "-"
+    return sorted(name for name in present if name.startswith(prefix) and name.endswith(".parquet"))
 
 
 def in_work(work: Storage, what: str, step: Callable[[], T]) -> T:

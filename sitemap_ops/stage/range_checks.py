@@ -142,7 +142,7 @@ def hreflang_report(
     con: duckdb.DuckDBPyConnection,
     work: Storage,
     part: int,
-    staged_file: str | None,
+    staged_file: list[str] | None,
     senders: list[int],
     completing: StageRanges | None = None,
 ) -> None:

@@ -37,6 +37,7 @@ from sitemap_ops.stage.partitions import (
     index_ranges,
     open_range_rows,
     range_folder,
+    range_snapshot_files,
     ranges_of,
     sender_tag,
     start_sending,
@@ -307,10 +308,13 @@ def run_stage_range(
     out = ranges_of(work) if ranges.complete else work
     name = (AS_FOUND_STAGED if ranges.complete else STAGED_PART_NAME).format(index=part)
     checks = check if ranges.checked else None
+    # a site that keeps a delta state: the range in pieces a delta build copies (not when hreflang clusters are
+    # completed: stage_alt_render writes the range's file again)
+    pieces = (staged.state is not None or ranges.state_marks is not None) and not ranges.complete
     in_work(
         work,
         f"deduplicate URL range {part}",
-        lambda: dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name)),
+        lambda: dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name), pieces=pieces),
     )
 
 
@@ -320,12 +324,12 @@ def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: St
     report and its problems by kind, in the ranges folder (sitemap_ops.stage.hreflang)."""
     ranges = staged.ranges
     assert ranges is not None
-    staged_file = storage_path(con, work, STAGED_PART_NAME.format(index=part))
+    staged_files = [storage_path(con, work, n) for n in range_snapshot_files(list(work.list_details()), part)]
     completing = ranges if ranges.complete else None
     in_work(
         work,
         f"check the hreflang links of URL range {part}",
-        lambda: hreflang_report(con, work, part, staged_file, ranges.hreflang_parts(), completing),
+        lambda: hreflang_report(con, work, part, staged_files or None, ranges.hreflang_parts(), completing),
     )
 
 

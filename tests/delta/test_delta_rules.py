@@ -369,6 +369,36 @@ def test_a_change_aware_full_build_writes_its_snapshot_in_url_ranges_that_a_delt
     assert f"{SITE}/shop/new" in live and f"{SITE}/shop/059" not in live and len(live) == 60
 
 
+def test_a_change_aware_ranged_build_writes_each_url_range_in_pieces_that_a_delta_build_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Staged in URL ranges, a site that keeps a delta state writes each range in pieces of about 10 rows here, in
+    the snapshot's order, and publishes what a site without a state does; the first delta build writes again only
+    the piece whose URLs it changes and copies the others (no range is cut then)."""
+    copied = small_snapshot_files(monkeypatch, 10)
+    when = dt.datetime(2026, 11, 1)
+    rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when + dt.timedelta(hours=i)} for i in range(90)]
+    _write(tmp_path / "pages.parquet", rows)
+    ranged = {"stage_partitions": 3}
+    plain = _site(tmp_path / "plain", [{"path": str(tmp_path / "pages.parquet")}], duckdb=ranged)
+    run_build(plain, now=NOW)
+    config = _site(tmp_path / "aware", [{**PAGES, "path": str(tmp_path / "pages.parquet")}], duckdb=ranged)
+    full = run_build(config, now=NOW)
+    snapshot = load_snapshot(full.stage.staged_path)
+    with duckdb.connect() as con:
+        locs = [str(loc) for (loc,) in rows_relation(con, snapshot, None).select("loc").fetchall()]
+        sizes = [con.read_parquet(url).count("*").fetchall()[0][0] for url in snapshot.file_urls()]
+    assert full.stage.range_count == 3 and len(sizes) > 3 and max(sizes) <= 20
+    assert locs == sorted(str(row["loc"]) for row in rows)
+    assert published(tmp_path / "aware" / "public") == published(tmp_path / "plain" / "public")
+    rows[89] = {"id": 89, "loc": f"{SITE}/p/new", "t": dt.datetime(2026, 11, 21)}  # (in the last piece's range)
+    _write(tmp_path / "pages.parquet", rows)
+    delta = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
+    assert delta.stage.mode == "delta" and len(copied) == len(sizes) - 1
+    live = published(tmp_path / "aware" / "public")
+    assert f"{SITE}/p/new" in live and f"{SITE}/p/089" not in live and len(live) == 90
+
+
 def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The overlap before the marks reads rows again that did not change (here every row: they share one change
     time); only the URLs of the rows that changed are deduplicated again, and only their files written again."""
