@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sitemap_ops.constants import RENDER_VERSION
+from sitemap_ops.constants import DELTA_FILE_ROWS, RENDER_VERSION
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
@@ -31,14 +31,20 @@ from sitemap_ops.duck import (
     storage_path,
 )
 from sitemap_ops.manifest import Manifest, assignment_files
+from sitemap_ops.plan.assign import int_array
 from sitemap_ops.plan.changes import write_changed
 from sitemap_ops.plan.config import PlanSettings
-from sitemap_ops.plan.rows import RowChunk
+from sitemap_ops.plan.rows import RowChunk, chunks_between
 from sitemap_ops.plan.state import LiveState
 from sitemap_ops.snapshot import Snapshot, create_rows_view
-from sitemap_ops.storage import Storage, StorageConfig
+from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 TOUCHED_NAME = "touched-00000.parquet"
+# the columns of a part of the assignment (sql/plan_planned.sql)
+PLANNED_COLUMNS = (
+    "shard_key", "shard", "pos", "bytes", "loc", "lastmod", "changefreq", "priority", "section", "ext_hash",
+    "content_hash",
+)  # fmt: skip
 _ROWS_SCHEMA = pa.schema([("bytes", pa.int32()), ("kept_shard", pa.int32()), ("kept_pos", pa.int32())])
 
 
@@ -136,8 +142,73 @@ def _touched_rows(con: duckdb.DuckDBPyConnection, folder: Storage) -> tuple[pa.T
     return staged, numpy_of(live.column(0), np.int64)
 
 
+def aligned_chunks(
+    con: duckdb.DuckDBPyConnection,
+    folder: Storage,
+    snapshot: Snapshot,
+    live_rows: list[int],
+    storage: StorageConfig,
+) -> tuple[list[RowChunk], list[int]]:
+    """A delta build's chunks of rows, cut where the live assignment's parts are (its rows: `live_rows`), and for
+    each chunk the live part whose rows it holds exactly, or -1: the part's rows untouched, and no URL staged again
+    among them. Placement may still move such rows (run_plan_write compares its numbers before it copies the
+    part). A chunk starts at the staged row of its live part's first untouched row (the rows staged again before
+    it end the chunk before); a chunk of more than twice DELTA_FILE_ROWS rows is cut in pieces of about as many,
+    so parts stay small as a site grows by delta builds. Reads the touched rows in `folder` (TOUCHED_NAME)."""
+    staged, live_touched = _touched_rows(con, folder)
+    touched = numpy_of(staged.column("row"), np.int64)
+    starts = np.array([0, *itertools.accumulate(live_rows)], dtype=np.int64)
+    # the k-th untouched live row is the first untouched row at or after a part's start; the k-th untouched staged
+    # row is k plus the staged rows touched before it (as write_carried_rows maps them the other way)
+    rank = starts - np.searchsorted(live_touched, starts)
+    at = rank + np.searchsorted(touched - np.arange(len(touched)), rank, side="right")
+    at = np.minimum(np.where(rank < snapshot.rows - len(touched), at, snapshot.rows), snapshot.rows)
+    at[0], at[-1] = 0, snapshot.rows
+    cuts: list[tuple[int, int]] = []
+    parts: list[int] = []
+    for part in range(len(live_rows)):
+        first, end = int(at[part]), int(at[part + 1])
+        lo, hi = int(starts[part]), int(starts[part + 1])
+        # (no live row touched in the part, and as many staged rows: so none staged again among them either)
+        same = end - first == hi - lo > 0 and np.searchsorted(live_touched, lo) == np.searchsorted(live_touched, hi)
+        pieces = 1 if same or end - first <= 2 * DELTA_FILE_ROWS else (end - first) // DELTA_FILE_ROWS
+        for piece in range(pieces):
+            cuts.append((first + (end - first) * piece // pieces, first + (end - first) * (piece + 1) // pieces))
+            parts.append(part if same else -1)
+    chunks = chunks_between(con, snapshot, storage, cuts or [(0, 0)])
+    kept = {(first, end): part for (first, end), part in zip(cuts, parts, strict=True)}
+    return chunks, [kept.get((c.first, c.end), -1) for c in chunks]
+
+
+def copy_live_part(
+    con: duckdb.DuckDBPyConnection, storage: StorageConfig, live_file: str, numbers: str, work: Storage, name: str
+) -> bool:
+    """Copy the live assignment's part `live_file` into `work` as `name` when placement's numbers of a chunk that
+    holds its rows (the file `numbers`: shard key, shard, position and entry bytes) are the part's, row for row,
+    and the part has the columns this version writes (PLANNED_COLUMNS); whether it did. On an object store the
+    store copies it: a delta build writes only the parts of the assignment that its changes touch."""
+    live = duckdb_path(con, live_file, storage)
+    create_parquet_view(con, "carry_part", live)
+    try:
+        if con.table("carry_part").columns != list(PLANNED_COLUMNS):
+            return False
+        theirs = con.sql(read_sql("plan_carry_numbers")).to_arrow_table()
+        if not con.read_parquet(numbers).to_arrow_table().equals(theirs):
+            return False
+    finally:
+        con.execute("DROP VIEW carry_part")
+    source, source_name = open_file(live_file, storage)
+    work.copy_in(source, source_name, name)
+    return True
+
+
 def _live_numbers(
-    con: duckdb.DuckDBPyConnection, live_files: list[str], live_rows: list[int], first: int, end: int
+    con: duckdb.DuckDBPyConnection,
+    storage: StorageConfig,
+    live_files: list[str],
+    live_rows: list[int],
+    first: int,
+    end: int,
 ) -> list[np.ndarray]:
     """The live assignment's entry bytes, shards and positions of its rows [first, end), one part's rows at a
     time (sql/plan_carry_rows.sql)."""
@@ -146,7 +217,7 @@ def _live_numbers(
     for path, rows in zip(live_files, live_rows, strict=True):
         lo, hi = max(first, start), min(end, start + rows)
         if lo < hi:
-            create_parquet_view(con, "carry_part", path, row_numbers=True)
+            create_parquet_view(con, "carry_part", duckdb_path(con, path, storage), row_numbers=True)
             set_variables(con, {"carry_first": lo - start, "carry_end": hi - start})
             table = con.sql(read_sql("plan_carry_rows")).to_arrow_table()
             for column, parts in zip(table.columns, found, strict=True):
@@ -168,7 +239,6 @@ def write_carried_rows(
     sized and joined them (in `folder`, TOUCHED_NAME), every other row read from the live assignment by position.
     `carried`: the live assignment and the rows of its parts (PreparedPlan's). The rows written."""
     assignment, live_rows = carried
-    live_files = [duckdb_path(con, f, storage) for f in assignment_files(assignment)]
     staged, live_touched = _touched_rows(con, folder)
     touched_rows = numpy_of(staged.column("row"), np.int64)
     inside = (touched_rows >= chunk.first) & (touched_rows < chunk.end)
@@ -181,11 +251,11 @@ def write_carried_rows(
     live = rank + np.searchsorted(live_touched - np.arange(len(live_touched)), rank, side="right")
     columns = [np.empty(chunk.end - chunk.first, dtype=np.int32) for _ in range(3)]
     if len(live):
-        kept = _live_numbers(con, live_files, live_rows, int(live[0]), int(live[-1]) + 1)
+        kept = _live_numbers(con, storage, assignment_files(assignment), live_rows, int(live[0]), int(live[-1]) + 1)
         for column, values in zip(columns, kept, strict=True):
             column[~touched] = values[live - live[0]]
     for column, name in zip(columns, ("bytes", "kept_shard", "kept_pos"), strict=True):
         column[touched] = numpy_of(staged.column(name), np.int32)[inside]
-    table = pa.Table.from_arrays([pa.array(c) for c in columns], schema=_ROWS_SCHEMA)
+    table = pa.Table.from_arrays([int_array(c, pa.int32()) for c in columns], schema=_ROWS_SCHEMA)
     pq.write_table(table, sink, compression="none")
     return chunk.end - chunk.first

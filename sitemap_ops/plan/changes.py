@@ -58,6 +58,13 @@ def build_time(created_at: str) -> dt.datetime:
     return when.replace(microsecond=0)
 
 
+def lastmods_needed(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether staged rows have a content_hash and no lastmod (sql/plan_dated_needed.sql; reads the views `staged`
+    and `live_urls`): their lastmods are derived (date_snapshot)."""
+    ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()
+    return bool(needed)
+
+
 def date_snapshot(
     con: duckdb.DuckDBPyConnection,
     staged: Snapshot,
@@ -67,14 +74,11 @@ def date_snapshot(
     news_section: str,
     progress: Progress,
     chunks: list[RowChunk],
-) -> Snapshot | None:
-    """When staged rows have a content_hash and no lastmod: write the staged snapshot with their lastmods
-    derived (sql/plan_dated.sql), one file per chunk of rows (`chunks`, see plan.rows.row_chunks), to the
-    work folder with its index, and return it (the view `staged` then reads it); else None. Reads the views
+) -> Snapshot:
+    """Write the staged snapshot with the lastmods derived where rows have a content_hash and no lastmod
+    (lastmods_needed; sql/plan_dated.sql), one file per chunk of rows (`chunks`, see plan.rows.row_chunks), to the
+    work folder with its index, and return it (the view `staged` then reads it). Reads the views
     `staged` and `live_urls`."""
-    ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()
-    if not needed:
-        return None
     set_variables(con, {"build_time": build_time(created_at), "news_section": news_section})
     dated = Chunked(len(chunks), con.query_progress)
     names = [DATED_PART_NAME.format(index=index) for index in range(len(chunks))]

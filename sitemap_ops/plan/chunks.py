@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import duckdb
 import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
     CHANGES_PART_FILE,
+    DELTA_FILE_ROWS,
     PLAN_CHUNK_FILE,
     PLAN_CHUNKS_NAME,
     PLAN_PREPARED_NAME,
@@ -47,13 +49,14 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import assignment_exists, changes_part_name, planned_part_name
+from sitemap_ops.manifest import assignment_exists, assignment_files, changes_part_name, planned_part_name
 from sitemap_ops.plan.assign import KEPT_BATCH_ROWS, SectionRows, kept_shards, kept_table, row_batches
-from sitemap_ops.plan.carry import delta_changes, write_carried_rows
+from sitemap_ops.plan.carry import aligned_chunks, copy_live_part, delta_changes, write_carried_rows
 from sitemap_ops.plan.changes import (
     change_bounds,
     create_live_view,
     date_snapshot,
+    lastmods_needed,
     write_change_chunk,
 )
 from sitemap_ops.plan.config import PlanSettings
@@ -96,6 +99,9 @@ class PreparedPlan:
     # a delta build whose chunks read their untouched rows from the live assignment (plan.carry): the rows of
     # each part of the live assignment (None: the chunks size and join every row)
     live_rows: list[int] | None = None
+    # such a build's chunks, cut where the live assignment's parts are: for each, the live part whose rows it
+    # holds exactly, or -1 (plan.carry.aligned_chunks); plan_write copies such a part when placement kept its rows
+    live_parts: list[int] = field(default_factory=list)
 
     @property
     def changes_prepared(self) -> bool:
@@ -244,6 +250,7 @@ def prepare_plan(
     preview: bool = False,
     excluded: int = 0,
     changed: tuple[str, str] = ("", ""),
+    parted: bool = False,
     progress: Progress | None = None,
 ) -> PreparedPlan:
     """Plan's first step: the sections, the chunks of rows and the change set's URL ranges, the circuit
@@ -254,7 +261,8 @@ def prepare_plan(
     `force` skips the breaker; `preview` (a dry run) records its verdict instead of failing; `excluded`: the
     URLs the stage's exclusion sources kept out (the breaker compares them with the live build's); `changed`: a
     delta build's URLs staged again and the live snapshot they changed from (StageResult.changed_path and
-    changed_since)."""
+    changed_since); `parted`: the site keeps a delta state, so the assignment is written in parts of at most
+    about DELTA_FILE_ROWS rows, which its delta builds copy when they do not change them."""
     progress = progress or Progress(enabled=False)
     clear_chunks(work)  # an earlier attempt's
     clear_changes(work)  # (an earlier attempt's parts, perhaps of another count)
@@ -271,24 +279,35 @@ def prepare_plan(
         # the rows in chunks as the memory limit needs, each joined with the live build's assignment when
         # there is one; a first build is cut too, so its chunk tasks share the work of sizing the entries
         count = config.chunks or chunk_count(con, snapshot, config.storage, sides=2 if live_assignment else 1)
-        chunks = row_chunks(con, snapshot, config.storage, count)
+        count = max(count, math.ceil(total / DELTA_FILE_ROWS)) if parted else count
         with live_guard(live_assignment, config):
-            dated = date_snapshot(
-                con, snapshot, config.storage, work, created_at, config.news_section, progress, chunks
-            )
+            derive = lastmods_needed(con)
+        # (a delta build's chunks are cut where the live assignment's parts are, when it carries its rows)
+        chunks = row_chunks(con, snapshot, config.storage, count) if derive or not changed[0] else None
+        dated = None
+        if derive:
+            assert chunks is not None
+            with live_guard(live_assignment, config):
+                dated = date_snapshot(
+                    con, snapshot, config.storage, work, created_at, config.news_section, progress, chunks
+                )
         # (the change set compares with the live build even in a full rebuild); a delta build's compares only
         # the URLs its stage staged again, when the build they changed from is still the live one
         state = DeltaState.recorded(previous.stage) if previous else None
         since = state.snapshot if state else None
         prepared_changes = bool(live_assignment and changed[0] and dated is None and changed[1] == since)
-        files = file_paths(con, dated or snapshot, config.storage)
-        change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
         live_rows: list[int] | None = None
+        live_parts: list[int] = []
         if prepared_changes:  # (last: it redefines the views `staged` and `live_urls` to the URLs staged again)
             with live_guard(live_assignment, config):
                 live_rows = delta_changes(
                     con, config, work, chunks_of(work), snapshot, live, changed[0], keep=bool(previous_assignment)
                 )
+            if live_rows is not None:
+                chunks, live_parts = aligned_chunks(con, chunks_of(work), snapshot, live_rows, config.storage)
+        chunks = chunks or row_chunks(con, snapshot, config.storage, count)
+        files = file_paths(con, dated or snapshot, config.storage)
+        change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
     except duckdb.Error as exc:
         raise_if_live_gone(live_assignment, config)
         raise PlanError(f"cannot cut the staged snapshot {staged_path} in chunks: {first_line(exc)}") from None
@@ -320,6 +339,7 @@ def prepare_plan(
         full_rebuild=full_rebuild,
         breaker=breaker,
         live_rows=live_rows,
+        live_parts=live_parts,
     )
     work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
     return prepared
@@ -427,7 +447,8 @@ def run_plan_write(
     """Plan's part task `index`, after placement: chunk `index`'s staged rows with their shard numbers, as part
     `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/), with
     its candidates for the feed when one is configured. Each is written locally and moved in whole, the
-    terms last, so terms in plan-chunks/ mean a complete part."""
+    terms last, so terms in plan-chunks/ mean a complete part. A delta build copies the live build's part
+    instead when the chunk holds its rows and placement kept each of them as it was (plan.carry.copy_live_part)."""
     parts = len(prepared.chunks)
     if not 0 <= index < parts:
         raise PlanError(f"this build's plan has {parts} part(s), not a part {index}")
@@ -438,38 +459,61 @@ def run_plan_write(
             "run its plan_place step again"
         )
     name = planned_part_name(index, parts)
+    numbers = storage_path(con, folder, numbers_name(index))
+    live_part = prepared.live_parts[index] if index < len(prepared.live_parts) else -1
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
-            snapshot = load_snapshot(prepared.staged_path, config.storage)
-            numbers = storage_path(con, folder, numbers_name(index))
-            create_parquet_view(con, "assignment_all", numbers, row_numbers=True)
-
-            def blocks() -> Iterator[duckdb.DuckDBPyRelation]:
-                # block by block, each in its file's order, with its rows of placement's numbers (an empty
-                # chunk: the empty relation, so that the part has its columns)
-                found = block_relations(con, snapshot, config.storage, chunk.first, chunk.end) or [
-                    (chunk.first, chunk.first, rows_relation(con, snapshot, config.storage, chunk.first, chunk.end))
-                ]
-                for low, high, block in found:
-                    block.create_view("staged_rows", replace=True)
-                    set_variables(con, {"block_first": low - chunk.first, "block_end": high - chunk.first})
-                    yield con.sql(read_sql("plan_planned"))
-
-            # (a dictionary only for the columns of few values: trying one on every URL costs a third of the write)
-            write_relations(
-                blocks(), local, batch_rows=16384, compression="snappy", row_group_size=16384,
-                use_dictionary=["shard_key", "shard", "changefreq", "priority", "section"],
-            )  # fmt: skip
-            create_parquet_view(con, "planned", local)
+            copied = False
+            if live_part >= 0 and prepared.live_assignment:
+                live_file = assignment_files(prepared.live_assignment)[live_part]
+                with live_guard(prepared.live_assignment, config):
+                    copied = copy_live_part(con, config.storage, live_file, numbers, work, name)
+            if copied:
+                create_parquet_view(con, "planned", storage_path(con, work, name))
+            else:
+                _write_part(con, config, prepared, chunk, numbers, local)
+                create_parquet_view(con, "planned", local)
             con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
             if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
                 set_feed_variables(con, config)
                 con.sql(read_sql("plan_feed")).write_parquet(feed)
             con.execute("DROP VIEW planned")
-            work.move_in(local, name)
+            if not copied:
+                work.move_in(local, name)
             if config.feed.enabled:
                 folder.move_in(feed, feed_name(index))
             folder.move_in(terms, shards_name(index))
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None
+
+
+def _write_part(
+    con: duckdb.DuckDBPyConnection,
+    config: PlanSettings,
+    prepared: PreparedPlan,
+    chunk: RowChunk,
+    numbers: str,
+    local: str,
+) -> None:
+    """Write `chunk`'s staged rows with placement's numbers of them (the file `numbers`) to the local file `local`
+    (sql/plan_planned.sql), one block of the staged snapshot at a time."""
+    snapshot = load_snapshot(prepared.staged_path, config.storage)
+    create_parquet_view(con, "assignment_all", numbers, row_numbers=True)
+
+    def blocks() -> Iterator[duckdb.DuckDBPyRelation]:
+        # block by block, each in its file's order, with its rows of placement's numbers (an empty chunk: the
+        # empty relation, so that the part has its columns)
+        found = block_relations(con, snapshot, config.storage, chunk.first, chunk.end) or [
+            (chunk.first, chunk.first, rows_relation(con, snapshot, config.storage, chunk.first, chunk.end))
+        ]
+        for low, high, block in found:
+            block.create_view("staged_rows", replace=True)
+            set_variables(con, {"block_first": low - chunk.first, "block_end": high - chunk.first})
+            yield con.sql(read_sql("plan_planned"))
+
+    # (a dictionary only for the columns of few values: trying one on every URL costs a third of the write)
+    write_relations(
+        blocks(), local, batch_rows=16384, compression="snappy", row_group_size=16384,
+        use_dictionary=["shard_key", "shard", "changefreq", "priority", "section"],
+    )  # fmt: skip

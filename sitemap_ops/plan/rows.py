@@ -59,10 +59,19 @@ def row_chunks(
 ) -> list[RowChunk]:
     """Cut the staged snapshot (sorted by (section, loc)) into `chunks` chunks of consecutive rows (at least
     one, empty when there are no rows; an empty chunk past the first is left out)."""
-    found, rows = [], snapshot.rows
-    for index in range(chunks):
-        first, end = rows * index // chunks, rows * (index + 1) // chunks
-        if first == end and (rows or index):
+    rows = snapshot.rows
+    cuts = [(rows * index // chunks, rows * (index + 1) // chunks) for index in range(chunks)]
+    return chunks_between(con, snapshot, storage, cuts)
+
+
+def chunks_between(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None, cuts: list[tuple[int, int]]
+) -> list[RowChunk]:
+    """The chunks of the staged snapshot's rows [first, end) of `cuts` (consecutive), with their first and last
+    (section, loc); an empty one past the first is left out."""
+    found = []
+    for index, (first, end) in enumerate(cuts):
+        if first == end and (snapshot.rows or index):
             continue
         low, high = (
             (row_key(con, snapshot, storage, first), row_key(con, snapshot, storage, end - 1))

@@ -18,10 +18,12 @@ import pytest
 from sitemap_ops.cli import main
 from sitemap_ops.config import load_config
 from sitemap_ops.errors import ConfigError
+from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.pipeline.graph import steps_for
 from sitemap_ops.pipeline.local import plan, walk
 from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
+from sitemap_ops.plan.carry import copy_live_part
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import load_snapshot, rows_relation
@@ -30,6 +32,7 @@ from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.listed import Listed, listed_changes
 from sitemap_ops.stage.result import StageResult
+from sitemap_ops.storage import Storage
 from sitemap_ops.summary import summary_lines
 from tests.delta.inventory import SITE
 from tests.helpers import published, small_snapshot_files
@@ -364,7 +367,7 @@ def test_a_change_aware_full_build_writes_its_snapshot_in_url_ranges_that_a_delt
     rows[59] = {"id": 59, "loc": f"{SITE}/shop/new", "t": dt.datetime(2026, 11, 21)}  # (in the last file's range)
     _write(tmp_path / "pages.parquet", rows)
     delta = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
-    assert delta.stage.mode == "delta" and len(copied) == 5
+    assert delta.stage.mode == "delta" and len([n for n in copied if n.startswith("staged-")]) == 5
     live = published(tmp_path / "aware" / "public")
     assert f"{SITE}/shop/new" in live and f"{SITE}/shop/059" not in live and len(live) == 60
 
@@ -394,7 +397,7 @@ def test_a_change_aware_ranged_build_writes_each_url_range_in_pieces_that_a_delt
     rows[89] = {"id": 89, "loc": f"{SITE}/p/new", "t": dt.datetime(2026, 11, 21)}  # (in the last piece's range)
     _write(tmp_path / "pages.parquet", rows)
     delta = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
-    assert delta.stage.mode == "delta" and len(copied) == len(sizes) - 1
+    assert delta.stage.mode == "delta" and len([n for n in copied if n.startswith("staged-")]) == len(sizes) - 1
     live = published(tmp_path / "aware" / "public")
     assert f"{SITE}/p/new" in live and f"{SITE}/p/089" not in live and len(live) == 90
 
@@ -416,6 +419,73 @@ def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: 
     )
     live = published(tmp_path / "public")
     assert f"{SITE}/moved" in live and f"{SITE}/p/3" not in live and len(live) == 30
+
+
+def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_not_touch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change-aware site's assignment is written in parts of about DELTA_FILE_ROWS rows (here 10): a delta build
+    cuts its chunks where the live parts are and copies each part whose rows it did not touch and placement kept
+    where they were, and its assignment and shards are those of a plan that sizes, matches and writes every row."""
+    copied = small_snapshot_files(monkeypatch, 10)
+    schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string())])
+    when = dt.datetime(2026, 11, 20)
+    rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 40]} for i in range(0, 80, 2)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}], shards={"max_urls": 7})
+    run_build(config, now=NOW)
+    live = json.loads((tmp_path / "public" / "manifest.json").read_text())["assignment"]
+    assert live.endswith("planned-*-of-00004.parquet")
+    later = dt.datetime(2026, 11, 21)
+    rows[1] = {**rows[1], "t": later}  # read again as it was (the overlap)
+    rows.append({"id": 1, "loc": f"{SITE}/p/001", "t": later, "section": "a"})  # a new page among part 0's
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    run, slots = BuildRun.new(config, NOW + dt.timedelta(minutes=1)), {}
+    walk([s for s in steps_for(config) if s.phase == "stage"], run, slots, {"delta": "only"}, {})
+
+    def planned() -> tuple[list[int], list[Any], list[Any]]:
+        prepared = plan_prepare(run, slots["staged"])
+        made = plan(run, prepared)
+        with duckdb.connect() as con:
+            assignment = con.sql(f"SELECT * FROM read_parquet('{run.work.root}/planned-*.parquet')").fetchall()
+        shards = [(s.section, s.shard, s.name, s.urls, s.bytes, s.fingerprint) for s in made.shards]
+        return prepared.live_parts, assignment, shards
+
+    carried = planned()
+    assert carried[0] == [-1, 1, 2, 3]
+    assert sorted(n for n in copied if n.startswith("planned-")) == [
+        f"planned-0000{i}-of-00004.parquet" for i in (1, 2, 3)
+    ]
+    for part in (1, 2, 3):
+        name = f"planned-0000{part}-of-00004.parquet"
+        assert (Path(run.work.root) / name).read_bytes() == (Path(live).parent / name).read_bytes()
+    monkeypatch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
+    joined = planned()
+    assert joined[0] == [] and carried[1:] == joined[1:]
+    assert (f"{SITE}/p/001", "a") in {(row[4], row[8]) for row in carried[1]}
+
+
+def test_a_live_part_is_copied_only_when_placement_kept_each_of_its_rows(tmp_path: Path) -> None:
+    """plan.carry.copy_live_part: a part of the live assignment is copied when placement's numbers of its rows are
+    its own, row for row; one row placed elsewhere, or a part of another version's columns, and nothing is copied."""
+    pq.write_table(pa.Table.from_pylist([{"id": i, "loc": f"{SITE}/p/{i}"} for i in range(30)]), tmp_path / "p.parquet")
+    config = _site(tmp_path, [{"path": str(tmp_path / "p.parquet"), "columns": {"loc": "loc"}}])
+    run_build(config, now=NOW)
+    (live,) = assignment_files(json.loads((tmp_path / "public" / "manifest.json").read_text())["assignment"])
+    numbers = pq.read_table(live, columns=["shard_key", "shard", "pos", "bytes"])
+    work = Storage.open(str(tmp_path / "next"))
+    moved = numbers.set_column(2, "pos", pa.array([p + (i == 29) for i, p in enumerate(numbers["pos"].to_pylist())]))
+    older = pq.read_table(live).drop_columns(["content_hash"])
+    pq.write_table(older, tmp_path / "older.parquet")
+    with duckdb.connect() as con:
+        for name, table in (("same", numbers), ("moved", moved)):
+            pq.write_table(table, tmp_path / f"{name}.parquet")
+        assert not copy_live_part(con, config.storage, live, str(tmp_path / "moved.parquet"), work, "a.parquet")
+        older_part = str(tmp_path / "older.parquet")
+        assert not copy_live_part(con, config.storage, older_part, str(tmp_path / "same.parquet"), work, "b.parquet")
+        assert not (tmp_path / "next").exists() or not list((tmp_path / "next").iterdir())
+        assert copy_live_part(con, config.storage, live, str(tmp_path / "same.parquet"), work, "c.parquet")
+    assert (tmp_path / "next" / "c.parquet").read_bytes() == Path(live).read_bytes()
 
 
 @pytest.mark.parametrize("chunks", [1, 3])

@@ -232,15 +232,17 @@ def test_delta_builds_after_full_builds_in_input_splits_equal_full_builds(tmp_pa
 def test_delta_builds_write_again_only_the_snapshot_files_whose_urls_they_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, duckdb: dict[str, object] | None, faults: bool
 ) -> None:
-    """Snapshot files of about 4 rows: a full build in one pass writes its snapshot in such URL ranges, the first
-    delta build after a full build in larger ranges cuts the ones it writes again, and each delta build copies the
-    files whose URLs it did not change; each publishes what a full build would."""
+    """Snapshot files and parts of the assignment of about 4 rows: a full build in one pass writes its snapshot in
+    such URL ranges, the first delta build after a full build in larger ranges cuts the ones it writes again, and
+    each delta build copies the files whose URLs it did not change, and the parts of the assignment whose rows kept
+    their shards; each publishes what a full build would."""
     copied = small_snapshot_files(monkeypatch, 4)
     folder = tmp_path / "inventory"
     folder.mkdir()
     write = functools.partial(write_parquet, folder=folder)
     _run_sequence(tmp_path, seed, 8, parquet_sources(folder), write, faults=faults, duckdb=duckdb)
-    assert copied
+    assert any(name.startswith("staged-") for name in copied)
+    assert any(name.startswith("planned-") for name in copied)
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,7 @@ def plan_prepare(
             preview=preview,
             excluded=sum(staged.excluded.values()),
             changed=(staged.changed_path, staged.changed_since),
+            parted=staged.state is not None,
             progress=progress,
         )
 
