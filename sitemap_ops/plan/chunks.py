@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import tempfile
@@ -33,7 +32,6 @@ import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
     CHANGES_PART_FILE,
-    DELTA_FILE_ROWS,
     PLAN_CHUNK_FILE,
     PLAN_CHUNKS_NAME,
     PLAN_PREPARED_NAME,
@@ -250,7 +248,6 @@ def prepare_plan(
     preview: bool = False,
     excluded: int = 0,
     changed: tuple[str, str] = ("", ""),
-    parted: bool = False,
     progress: Progress | None = None,
 ) -> PreparedPlan:
     """Plan's first step: the sections, the chunks of rows and the change set's URL ranges, the circuit
@@ -261,8 +258,7 @@ def prepare_plan(
     `force` skips the breaker; `preview` (a dry run) records its verdict instead of failing; `excluded`: the
     URLs the stage's exclusion sources kept out (the breaker compares them with the live build's); `changed`: a
     delta build's URLs staged again and the live snapshot they changed from (StageResult.changed_path and
-    changed_since); `parted`: the site keeps a delta state, so the assignment is written in parts of at most
-    about DELTA_FILE_ROWS rows, which its delta builds copy when they do not change them."""
+    changed_since)."""
     progress = progress or Progress(enabled=False)
     clear_chunks(work)  # an earlier attempt's
     clear_changes(work)  # (an earlier attempt's parts, perhaps of another count)
@@ -279,7 +275,6 @@ def prepare_plan(
         # the rows in chunks as the memory limit needs, each joined with the live build's assignment when
         # there is one; a first build is cut too, so its chunk tasks share the work of sizing the entries
         count = config.chunks or chunk_count(con, snapshot, config.storage, sides=2 if live_assignment else 1)
-        count = max(count, math.ceil(total / DELTA_FILE_ROWS)) if parted else count
         with live_guard(live_assignment, config):
             derive = lastmods_needed(con)
         # (a delta build's chunks are cut where the live assignment's parts are, when it carries its rows)

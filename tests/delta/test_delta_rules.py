@@ -424,15 +424,16 @@ def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: 
 def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_not_touch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A change-aware site's assignment is written in parts of about DELTA_FILE_ROWS rows (here 10): a delta build
-    cuts its chunks where the live parts are and copies each part whose rows it did not touch and placement kept
-    where they were, and its assignment and shards are those of a plan that sizes, matches and writes every row."""
+    """A delta build cuts its plan's chunks where the live assignment's parts are (here a full build's 4 chunks) and
+    copies each part whose rows it did not touch and placement kept where they were; its assignment and shards are
+    those of a plan that sizes, matches and writes every row."""
     copied = small_snapshot_files(monkeypatch, 10)
     schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string())])
     when = dt.datetime(2026, 11, 20)
     rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 40]} for i in range(0, 80, 2)]
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
-    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}], shards={"max_urls": 7})
+    pages = [{**PAGES, "path": str(tmp_path / "pages.parquet")}]
+    config = _site(tmp_path, pages, shards={"max_urls": 7}, duckdb={"plan_chunks": 4})
     run_build(config, now=NOW)
     live = json.loads((tmp_path / "public" / "manifest.json").read_text())["assignment"]
     assert live.endswith("planned-*-of-00004.parquet")

@@ -233,9 +233,9 @@ def test_delta_builds_write_again_only_the_snapshot_files_whose_urls_they_change
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, duckdb: dict[str, object] | None, faults: bool
 ) -> None:
     """Snapshot files and parts of the assignment of about 4 rows: a full build in one pass writes its snapshot in
-    such URL ranges, the first delta build after a full build in larger ranges cuts the ones it writes again, and
-    each delta build copies the files whose URLs it did not change, and the parts of the assignment whose rows kept
-    their shards; each publishes what a full build would."""
+    such URL ranges, the first delta build after a full build in larger ranges (and a larger assignment part) cuts
+    the ones it writes again, and each delta build copies the files whose URLs it did not change, and the parts of
+    the assignment whose rows kept their shards; each publishes what a full build would."""
     copied = small_snapshot_files(monkeypatch, 4)
     folder = tmp_path / "inventory"
     folder.mkdir()

@@ -55,7 +55,6 @@ def plan_prepare(
             preview=preview,
             excluded=sum(staged.excluded.values()),
             changed=(staged.changed_path, staged.changed_since),
-            parted=staged.state is not None,
             progress=progress,
         )
 
