@@ -1,6 +1,6 @@
-"""Plan's steps that a scheduler can run apart: prepare (the chunks of rows, the breaker), one task per chunk
-(its rows joined with the last assignment, its URL range of the change set) and, after placement, one task
-per chunk that writes its part of the assignment (plan_write).
+"""Plan's steps that a scheduler can run apart, before placement: prepare (the chunks of rows, the breaker) and
+one task per chunk (its rows joined with the last assignment, its URL range of the change set); the part tasks
+after placement are in plan.write.
 
 Prepare reads what is live and the staged snapshot's sections and cuts its rows into chunks, each within the
 memory limit when joined with the last assignment (plan.rows.chunk_count); it writes what the chunk tasks
@@ -11,10 +11,9 @@ and the change set's URL range `i` (sql/plan_changes.sql) as part `i` of the cha
 row groups of the snapshot and of both assignments, so chunks run on any worker, in any order, and a retry
 rewrites the same files.
 Placement (plan.plan.run_place) adds the sums up, streams the rows files in order and writes each chunk's
-shard numbers (numbers-<chunk>.parquet); part `i` of the assignment is chunk `i`'s staged
-rows with those numbers (planned-<i>-of-<parts>.parquet in the work folder, sql/plan_planned.sql), and its
-shards' fingerprint terms (shards-<chunk>.parquet, sql/plan_shards.sql), which naming (plan.plan.run_plan)
-adds up: no task writes or reads the whole assignment.
+shard numbers (numbers-<chunk>.parquet), from which the part tasks (plan.write) write the assignment's parts
+and their shards' fingerprint terms, which naming (plan.plan.run_plan) adds up: no task writes or reads the
+whole assignment.
 """
 
 from __future__ import annotations
@@ -44,12 +43,11 @@ from sitemap_ops.duck import (
     scratch_folder,
     set_variables,
     storage_path,
-    write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import assignment_exists, assignment_files, changes_part_name, planned_part_name
+from sitemap_ops.manifest import assignment_exists, changes_part_name
 from sitemap_ops.plan.assign import KEPT_BATCH_ROWS, SectionRows, kept_shards, kept_table, row_batches
-from sitemap_ops.plan.carry import aligned_chunks, copy_live_part, delta_changes, write_carried_rows
+from sitemap_ops.plan.carry import aligned_chunks, delta_changes, write_carried_rows
 from sitemap_ops.plan.changes import (
     change_bounds,
     create_live_view,
@@ -64,11 +62,9 @@ from sitemap_ops.plan.state import LiveState
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import (
     Snapshot,
-    block_relations,
     create_snapshot_view,
     file_paths,
     load_snapshot,
-    rows_relation,
 )
 from sitemap_ops.stage.result import DeltaState, excluded_counts
 from sitemap_ops.storage import Storage
@@ -434,81 +430,3 @@ def chunk_files(
         [storage_path(con, folder, n) for n in kept],
         [storage_path(con, work, n) for n in changes],
     )
-
-
-def run_plan_write(
-    config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
-) -> None:
-    """Plan's part task `index`, after placement: chunk `index`'s staged rows with their shard numbers, as part
-    `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/), with
-    its candidates for the feed when one is configured. Each is written locally and moved in whole, the
-    terms last, so terms in plan-chunks/ mean a complete part. A delta build copies the live build's part
-    instead when the chunk holds its rows and placement kept each of them as it was (plan.carry.copy_live_part)."""
-    parts = len(prepared.chunks)
-    if not 0 <= index < parts:
-        raise PlanError(f"this build's plan has {parts} part(s), not a part {index}")
-    chunk, folder = prepared.chunks[index], chunks_of(work)
-    if not folder.exists(numbers_name(index)):
-        raise PlanError(
-            f"this build's placement wrote no shard numbers for part {index} ({folder.url_of(numbers_name(index))}): "
-            "run its plan_place step again"
-        )
-    name = planned_part_name(index, parts)
-    numbers = storage_path(con, folder, numbers_name(index))
-    live_part = prepared.live_parts[index] if index < len(prepared.live_parts) else -1
-    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
-        local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
-        try:
-            copied = False
-            if live_part >= 0 and prepared.live_assignment:
-                live_file = assignment_files(prepared.live_assignment)[live_part]
-                with live_guard(prepared.live_assignment, config):
-                    copied = copy_live_part(con, config.storage, live_file, numbers, work, name)
-            if copied:
-                create_parquet_view(con, "planned", storage_path(con, work, name))
-            else:
-                _write_part(con, config, prepared, chunk, numbers, local)
-                create_parquet_view(con, "planned", local)
-            con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
-            if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
-                set_feed_variables(con, config)
-                con.sql(read_sql("plan_feed")).write_parquet(feed)
-            con.execute("DROP VIEW planned")
-            if not copied:
-                work.move_in(local, name)
-            if config.feed.enabled:
-                folder.move_in(feed, feed_name(index))
-            folder.move_in(terms, shards_name(index))
-        except (duckdb.Error, OSError) as exc:
-            raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None
-
-
-def _write_part(
-    con: duckdb.DuckDBPyConnection,
-    config: PlanSettings,
-    prepared: PreparedPlan,
-    chunk: RowChunk,
-    numbers: str,
-    local: str,
-) -> None:
-    """Write `chunk`'s staged rows with placement's numbers of them (the file `numbers`) to the local file `local`
-    (sql/plan_planned.sql), one block of the staged snapshot at a time."""
-    snapshot = load_snapshot(prepared.staged_path, config.storage)
-    create_parquet_view(con, "assignment_all", numbers, row_numbers=True)
-
-    def blocks() -> Iterator[duckdb.DuckDBPyRelation]:
-        # block by block, each in its file's order, with its rows of placement's numbers (an empty chunk: the
-        # empty relation, so that the part has its columns)
-        found = block_relations(con, snapshot, config.storage, chunk.first, chunk.end) or [
-            (chunk.first, chunk.first, rows_relation(con, snapshot, config.storage, chunk.first, chunk.end))
-        ]
-        for low, high, block in found:
-            block.create_view("staged_rows", replace=True)
-            set_variables(con, {"block_first": low - chunk.first, "block_end": high - chunk.first})
-            yield con.sql(read_sql("plan_planned"))
-
-    # (a dictionary only for the columns of few values: trying one on every URL costs a third of the write)
-    write_relations(
-        blocks(), local, batch_rows=16384, compression="snappy", row_group_size=16384,
-        use_dictionary=["shard_key", "shard", "changefreq", "priority", "section"],
-    )  # fmt: skip

@@ -3,7 +3,7 @@
 -- number and position placement computed, and the entry's bytes (which a delta build's plan reads for the rows it
 -- did not change, sitemap_ops.plan.carry) (sitemap_ops.plan.assign.place). Row for row with the chunk's
 -- staged rows, which render reads for the entries' extensions (they are not copied here). One block of the
--- staged snapshot at a time (sitemap_ops.plan.chunks.run_plan_write writes them one after the other): reads
+-- staged snapshot at a time (sitemap_ops.plan.write.run_plan_write writes them one after the other): reads
 -- the view `staged_rows` (the block's rows, in its file's order) and the view `assignment_all` (placement's
 -- numbers of the chunk's rows, one row per staged row, same order, with file_row_number) between the
 -- variables block_first and block_end (the block's rows in the chunk). Both sides are a scan of one file,

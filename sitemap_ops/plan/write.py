@@ -1,0 +1,117 @@
+"""Plan's part tasks (plan_write), after placement: part `i` of the assignment is chunk `i`'s staged rows with
+their shard numbers (planned-<i>-of-<parts>.parquet in the work folder, sql/plan_planned.sql), written beside its
+shards' fingerprint terms (shards-<chunk>.parquet, sql/plan_shards.sql) and feed candidates in plan-chunks/; a
+delta build copies the live part instead when placement kept each of its rows (plan.carry.copy_live_part).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+
+import duckdb
+
+from sitemap_ops.duck import (
+    create_parquet_view,
+    read_sql,
+    scratch_folder,
+    set_variables,
+    storage_path,
+    write_relations,
+)
+from sitemap_ops.errors import first_line
+from sitemap_ops.manifest import assignment_files, planned_part_name
+from sitemap_ops.plan.carry import copy_live_part
+from sitemap_ops.plan.chunks import (
+    PreparedPlan,
+    chunks_of,
+    feed_name,
+    live_guard,
+    numbers_name,
+    set_feed_variables,
+    shards_name,
+)
+from sitemap_ops.plan.config import PlanSettings
+from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.plan.rows import RowChunk
+from sitemap_ops.snapshot import block_relations, load_snapshot, rows_relation
+from sitemap_ops.storage import Storage
+
+
+def run_plan_write(
+    config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
+) -> None:
+    """Plan's part task `index`, after placement: chunk `index`'s staged rows with their shard numbers, as part
+    `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/), with
+    its candidates for the feed when one is configured. Each is written locally and moved in whole, the
+    terms last, so terms in plan-chunks/ mean a complete part. A delta build copies the live build's part
+    instead when the chunk holds its rows and placement kept each of them as it was (plan.carry.copy_live_part)."""
+    parts = len(prepared.chunks)
+    if not 0 <= index < parts:
+        raise PlanError(f"this build's plan has {parts} part(s), not a part {index}")
+    chunk, folder = prepared.chunks[index], chunks_of(work)
+    if not folder.exists(numbers_name(index)):
+        raise PlanError(
+            f"this build's placement wrote no shard numbers for part {index} ({folder.url_of(numbers_name(index))}): "
+            "run its plan_place step again"
+        )
+    name = planned_part_name(index, parts)
+    numbers = storage_path(con, folder, numbers_name(index))
+    live_part = prepared.live_parts[index] if index < len(prepared.live_parts) else -1
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+        local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
+        try:
+            copied = False
+            if live_part >= 0 and prepared.live_assignment:
+                live_file = assignment_files(prepared.live_assignment)[live_part]
+                with live_guard(prepared.live_assignment, config):
+                    copied = copy_live_part(con, config.storage, live_file, numbers, work, name)
+            if copied:
+                create_parquet_view(con, "planned", storage_path(con, work, name))
+            else:
+                _write_part(con, config, prepared, chunk, numbers, local)
+                create_parquet_view(con, "planned", local)
+            con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
+            if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
+                set_feed_variables(con, config)
+                con.sql(read_sql("plan_feed")).write_parquet(feed)
+            con.execute("DROP VIEW planned")
+            if not copied:
+                work.move_in(local, name)
+            if config.feed.enabled:
+                folder.move_in(feed, feed_name(index))
+            folder.move_in(terms, shards_name(index))
+        except (duckdb.Error, OSError) as exc:
+            raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None
+
+
+def _write_part(
+    con: duckdb.DuckDBPyConnection,
+    config: PlanSettings,
+    prepared: PreparedPlan,
+    chunk: RowChunk,
+    numbers: str,
+    local: str,
+) -> None:
+    """Write `chunk`'s staged rows with placement's numbers of them (the file `numbers`) to the local file `local`
+    (sql/plan_planned.sql), one block of the staged snapshot at a time."""
+    snapshot = load_snapshot(prepared.staged_path, config.storage)
+    create_parquet_view(con, "assignment_all", numbers, row_numbers=True)
+
+    def blocks() -> Iterator[duckdb.DuckDBPyRelation]:
+        # block by block, each in its file's order, with its rows of placement's numbers (an empty chunk: the
+        # empty relation, so that the part has its columns)
+        found = block_relations(con, snapshot, config.storage, chunk.first, chunk.end) or [
+            (chunk.first, chunk.first, rows_relation(con, snapshot, config.storage, chunk.first, chunk.end))
+        ]
+        for low, high, block in found:
+            block.create_view("staged_rows", replace=True)
+            set_variables(con, {"block_first": low - chunk.first, "block_end": high - chunk.first})
+            yield con.sql(read_sql("plan_planned"))
+
+    # (a dictionary only for the columns of few values: trying one on every URL costs a third of the write)
+    write_relations(
+        blocks(), local, batch_rows=16384, compression="snappy", row_group_size=16384,
+        use_dictionary=["shard_key", "shard", "changefreq", "priority", "section"],
+    )  # fmt: skip
