@@ -202,6 +202,11 @@ STATE_LAYER_NAME = "state-layer.parquet"
 # files whose URLs it changed (the others it copies): a live file of more than twice as many rows it splits when it
 # changes one of its URLs (the first delta build after a full build of one piece, a ranged build's large ranges).
 DELTA_FILE_ROWS = 1_000_000
+# ... and writes the untouched rows before and after its changes in a file (or part of the assignment) it writes again
+# apart from them when they are at least DELTA_FILE_ROWS // DELTA_APART_SHARE, while the files are few
+# (sitemap_ops.snapshot.rows_apart): the next delta build's changes often fall where these did (new pages of a date,
+# of a series), so it copies them.
+DELTA_APART_SHARE = 4
 # a delta build: the URLs it staged again, with their entries now, which the plan's change set compares
 DELTA_CHANGED_NAME = "delta-changed.parquet"
 # a change-aware site with exclusion sources: the URLs they keep out (the state's rows are kept before they

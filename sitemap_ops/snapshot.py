@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from sitemap_ops.constants import DELTA_APART_SHARE
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables, storage_path
 from sitemap_ops.errors import StorageError
 from sitemap_ops.storage import Storage, StorageConfig, read_url
@@ -88,6 +89,17 @@ class Snapshot:
     def from_json(cls, url: str, data: bytes) -> Snapshot:
         raw = json.loads(data)
         return cls(url, list(raw["files"]), [Piece(int(f), str(s), int(a), int(n)) for f, s, a, n in raw["pieces"]])
+
+
+def rows_apart(file_rows: int, rows: int, files: int) -> int | None:
+    """How many untouched rows, before or after a delta build's changes in a file of `file_rows` rows or so (of a
+    staged snapshot, or a part of the assignment) it writes again, it writes apart from them, so that the next
+    delta build, whose changes often fall where these did, copies them: file_rows // DELTA_APART_SHARE. None (never
+    apart) once the site's `rows` are in `files` files, twice as many as file_rows cuts, and two: each file costs
+    the next builds a little, and a file apart may be small."""
+    if files >= 2 * -(-rows // file_rows) + 2:
+        return None
+    return max(1, file_rows // DELTA_APART_SHARE)
 
 
 def load_snapshot(url: str, storage: StorageConfig | None = None) -> Snapshot:

@@ -36,7 +36,7 @@ from sitemap_ops.plan.changes import write_changed
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.rows import RowChunk, chunks_between
 from sitemap_ops.plan.state import LiveState
-from sitemap_ops.snapshot import Snapshot, create_rows_view
+from sitemap_ops.snapshot import Snapshot, create_rows_view, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 TOUCHED_NAME = "touched-00000.parquet"
@@ -153,8 +153,8 @@ def aligned_chunks(
     each chunk the live part whose rows it holds exactly, or -1: the part's rows untouched, and no URL staged again
     among them. Placement may still move such rows (run_plan_write compares its numbers before it copies the
     part). A chunk starts at the staged row of its live part's first untouched row (the rows staged again before
-    it end the chunk before); a chunk of more than twice DELTA_FILE_ROWS rows is cut in pieces of about as many,
-    so parts stay small as a site grows by delta builds. Reads the touched rows in `folder` (TOUCHED_NAME)."""
+    it end the chunk before); a touched part is written in pieces (_touched_pieces). Reads the touched rows in
+    `folder` (TOUCHED_NAME)."""
     staged, live_touched = _touched_rows(con, folder)
     touched = numpy_of(staged.column("row"), np.int64)
     starts = np.array([0, *itertools.accumulate(live_rows)], dtype=np.int64)
@@ -166,18 +166,35 @@ def aligned_chunks(
     at[0], at[-1] = 0, snapshot.rows
     cuts: list[tuple[int, int]] = []
     parts: list[int] = []
+    apart = rows_apart(DELTA_FILE_ROWS, snapshot.rows, len(live_rows))
     for part in range(len(live_rows)):
         first, end = int(at[part]), int(at[part + 1])
         lo, hi = int(starts[part]), int(starts[part + 1])
         # (no live row touched in the part, and as many staged rows: so none staged again among them either)
         same = end - first == hi - lo > 0 and np.searchsorted(live_touched, lo) == np.searchsorted(live_touched, hi)
-        pieces = 1 if same or end - first <= 2 * DELTA_FILE_ROWS else (end - first) // DELTA_FILE_ROWS
-        for piece in range(pieces):
-            cuts.append((first + (end - first) * piece // pieces, first + (end - first) * (piece + 1) // pieces))
-            parts.append(part if same else -1)
+        pieces = [(first, end)] if same else _touched_pieces(first, end, touched, apart)
+        cuts.extend(pieces)
+        parts.extend([part if same else -1] * len(pieces))
     chunks = chunks_between(con, snapshot, storage, cuts or [(0, 0)])
     kept = {(first, end): part for (first, end), part in zip(cuts, parts, strict=True)}
     return chunks, [kept.get((c.first, c.end), -1) for c in chunks]
+
+
+def _touched_pieces(first: int, end: int, touched: np.ndarray, apart: int | None) -> list[tuple[int, int]]:
+    """The pieces of a touched part's staged rows [first, end) that the delta build writes: its untouched rows
+    before and after its touched staged rows (`touched`, sorted) in pieces apart when each are at least `apart`
+    (snapshot.rows_apart; None: never), and each piece of more than twice DELTA_FILE_ROWS rows cut in pieces of
+    about as many, so parts stay small as a site grows by delta builds."""
+    inside = touched[np.searchsorted(touched, first) : np.searchsorted(touched, end)]
+    bounds = [first, end]
+    if len(inside) and apart is not None:
+        low, high = int(inside[0]), int(inside[-1]) + 1
+        bounds = [first, *([low] if low - first >= apart else []), *([high] if end - high >= apart else []), end]
+    pieces: list[tuple[int, int]] = []
+    for lo, hi in itertools.pairwise(bounds):
+        count = 1 if hi - lo <= 2 * DELTA_FILE_ROWS else (hi - lo) // DELTA_FILE_ROWS
+        pieces.extend((lo + (hi - lo) * i // count, lo + (hi - lo) * (i + 1) // count) for i in range(count))
+    return pieces
 
 
 def copy_live_part(

@@ -4,8 +4,9 @@ A staged snapshot's files are URL ranges in URL order, each sorted by (section, 
 a file holds the URLs from its lowest to the next file's. A delta build changes the entries of a few URLs
 (`delta_locs`): it writes again the files whose range holds one of them (sql/stage_delta_snapshot.sql: the live
 entries but those, and the new winners) and copies the others from the live build's folder, byte for byte. A
-touched file of more than twice DELTA_FILE_ROWS rows is cut into URL ranges of about that many as it is written
-again, so the next delta builds write little; a change-aware site's full build staged in one pass writes its
+touched file is written again in URL ranges: its URLs before and after the changed ones apart when they are
+many (`_segments`), and each range of more than twice DELTA_FILE_ROWS rows cut into ranges of about that many, so
+the next delta builds write little; a change-aware site's full build staged in one pass writes its
 snapshot in such ranges already (`write_in_ranges`), so that its first delta build does not cut it. The
 snapshot's rows and order are those of one file sorted by (section, loc): each file holds a range of URLs, and
 the files follow each other in URL order.
@@ -21,7 +22,7 @@ import duckdb
 
 from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_NAME, STAGED_PART_NAME
 from sitemap_ops.duck import read_sql, set_variables, storage_path
-from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
+from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 # a URL range [low, high); None: unbounded
@@ -51,12 +52,14 @@ def write_delta_snapshot(
     for piece in old.pieces:
         rows[piece.file] += piece.rows
     files: list[_File] = []
+    apart = rows_apart(DELTA_FILE_ROWS, sum(rows), len(paths))
     for index, bounds in enumerate(ranges):
         if index not in touched:
             files.append(_File(index, copied=True))
             continue
-        cuts = _cuts(con, con.read_parquet(paths[index]), range_count(rows[index]))
-        files.extend(_File(index, copied=False, bounds=_within(bounds, cut)) for cut in cuts)
+        for segment, count in _segments(con, paths[index], bounds or (None, None), rows[index], apart):
+            cuts = _cuts(con, _rows_within(con.read_parquet(paths[index]), segment), range_count(count))
+            files.extend(_File(index, copied=False, bounds=_within(segment, cut)) for cut in cuts)
     if not files:  # (a live snapshot of no file: its winners in one)
         files.append(_File(-1, copied=False))
     names = [snapshot_file_name(number) for number in range(len(files))]
@@ -135,6 +138,37 @@ def write_in_ranges(
     finally:
         con.execute("DROP TABLE IF EXISTS staged_entries")
     return names
+
+
+def _segments(
+    con: duckdb.DuckDBPyConnection, path: str, bounds: Bounds, rows: int, apart: int | None
+) -> list[tuple[Bounds, int]]:
+    """The URL ranges a touched live file (`path`, of the URLs of `bounds` and `rows` rows) is written again in, with
+    about their rows: the range of the URLs deduplicated again, and the file's URLs below and above it apart when
+    each are at least `apart` (snapshot.rows_apart; None: never) (sql/stage_delta_file_touched.sql)."""
+    if apart is None:
+        return [(bounds, rows)]
+    con.read_parquet(path).create_view("staged_file", replace=True)
+    set_variables(con, {"file_low": bounds[0], "file_high": bounds[1]})
+    ((low, before, after_low, after),) = con.execute(read_sql("stage_delta_file_touched")).fetchall()
+    start = low if before >= apart else bounds[0]
+    end = after_low if after >= apart else bounds[1]
+    segments = [((start, end), rows - (before if start != bounds[0] else 0) - (after if end != bounds[1] else 0))]
+    if start != bounds[0]:
+        segments.insert(0, ((bounds[0], start), before))
+    if end != bounds[1]:
+        segments.append(((end, bounds[1]), after))
+    return segments
+
+
+def _rows_within(rows: duckdb.DuckDBPyRelation, bounds: Bounds) -> duckdb.DuckDBPyRelation:
+    """The rows of `rows` whose URL is in `bounds`."""
+    loc = duckdb.ColumnExpression("loc")
+    if bounds[0] is not None:
+        rows = rows.filter(loc >= duckdb.ConstantExpression(bounds[0]))
+    if bounds[1] is not None:
+        rows = rows.filter(loc < duckdb.ConstantExpression(bounds[1]))
+    return rows
 
 
 def _cuts(con: duckdb.DuckDBPyConnection, rows: duckdb.DuckDBPyRelation, count: int) -> list[Bounds]:

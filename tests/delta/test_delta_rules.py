@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -23,10 +24,11 @@ from sitemap_ops.pipeline import run_build
 from sitemap_ops.pipeline.graph import steps_for
 from sitemap_ops.pipeline.local import plan, walk
 from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
+from sitemap_ops.plan import carry as plan_carry
 from sitemap_ops.plan.carry import copy_live_part
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.progress import Progress
-from sitemap_ops.snapshot import load_snapshot, rows_relation
+from sitemap_ops.snapshot import load_snapshot, rows_apart, rows_relation
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
@@ -414,7 +416,8 @@ def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: 
     _write(tmp_path / "pages.parquet", rows)
     lines = Lines()
     run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only", progress=lines)
-    assert "stage: 30 changed rows read; 2 URLs deduplicated again; 2 of the snapshot's 3 files written again\n" in (
+    # (the 2 files of those URLs, in 5 files: their other URLs apart, for the next delta build to copy)
+    assert "stage: 30 changed rows read; 2 URLs deduplicated again; 5 of the snapshot's 6 files written again\n" in (
         lines.text
     )
     live = published(tmp_path / "public")
@@ -453,17 +456,91 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
         return prepared.live_parts, assignment, shards
 
     carried = planned()
-    assert carried[0] == [-1, 1, 2, 3]
+    # (part 0 is written in two pieces: its touched rows, and its untouched rows after them, which are apart)
+    assert carried[0] == [-1, -1, 1, 2, 3]
     assert sorted(n for n in copied if n.startswith("planned-")) == [
-        f"planned-0000{i}-of-00004.parquet" for i in (1, 2, 3)
+        f"planned-0000{i}-of-00005.parquet" for i in (2, 3, 4)
     ]
     for part in (1, 2, 3):
-        name = f"planned-0000{part}-of-00004.parquet"
-        assert (Path(run.work.root) / name).read_bytes() == (Path(live).parent / name).read_bytes()
+        name = f"planned-0000{part + 1}-of-00005.parquet"
+        assert (Path(run.work.root) / name).read_bytes() == (Path(live).parent / live_name(part)).read_bytes()
     monkeypatch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
     joined = planned()
     assert joined[0] == [] and carried[1:] == joined[1:]
     assert (f"{SITE}/p/001", "a") in {(row[4], row[8]) for row in carried[1]}
+
+
+def live_name(part: int) -> str:
+    """The name of part `part` of the 4 parts of a live assignment."""
+    return f"planned-{part:05d}-of-00004.parquet"
+
+
+@pytest.mark.parametrize(
+    ("touched", "pieces"),
+    [
+        ([], [(0, 1000)]),  # (touched by a removed row alone: one piece)
+        ([400], [(0, 400), (400, 401), (401, 1000)]),
+        ([100, 400], [(0, 401), (401, 1000)]),  # (fewer than a quarter of 1,000 before: with the touched rows)
+        ([10, 990], [(0, 1000)]),
+        # (rows apart of more than twice 1,000: in pieces of about 1,000)
+        ([3500], [(0, 1166), (1166, 2333), (2333, 3500), (3500, 3501), (3501, 4000)]),
+    ],
+)
+def test_a_touched_part_is_written_with_its_untouched_rows_apart(
+    monkeypatch: pytest.MonkeyPatch, touched: list[int], pieces: list[tuple[int, int]]
+) -> None:
+    """plan.carry._touched_pieces: the untouched rows of a touched part before and after its touched rows are
+    pieces of their own when they are many, so that the next delta build, whose new pages often sort where these
+    did, copies them."""
+    monkeypatch.setattr(plan_carry, "DELTA_FILE_ROWS", 1000)
+    first, end = 0, pieces[-1][1]
+    assert plan_carry._touched_pieces(first, end, np.array([-5, *touched, end + 3], dtype=np.int64), 250) == pieces
+    # (once the site is in many parts: none apart)
+    whole = plan_carry._touched_pieces(first, end, np.array(touched, dtype=np.int64), None)
+    assert whole == [(0, end)] if end <= 2000 else len(whole) == end // 1000
+
+
+def test_untouched_rows_are_apart_while_the_files_are_few() -> None:
+    """snapshot.rows_apart: a quarter of a file's rows, while a site's rows are in fewer than twice as many files as
+    cuts of that many rows, and two; then none."""
+    assert rows_apart(1_000_000, 10_000_000, 10) == 250_000
+    assert rows_apart(1_000_000, 10_000_000, 21) == 250_000
+    assert rows_apart(1_000_000, 10_000_000, 22) is None
+    assert rows_apart(1_000_000, 10_000_001, 22) == 250_000
+    assert rows_apart(10, 3, 3) == 2
+
+
+def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New pages that sort beside the last delta build's new pages touch only the piece that holds those: the next
+    delta build copies the other pieces of the part the last one wrote."""
+    copied = small_snapshot_files(monkeypatch, 16)  # (untouched rows apart: 4 or more)
+    pages = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": dt.datetime(2026, 11, 20)} for i in range(0, 64, 2)]
+    path = tmp_path / "pages.parquet"
+    pq.write_table(pa.Table.from_pylist(pages), path)
+    config = _site(tmp_path, [{**PAGES, "path": str(path)}], shards={"max_urls": 7}, duckdb={"plan_chunks": 2})
+    run_build(config, now=NOW)
+    for step, loc in enumerate(["p/033", "p/0331"], start=1):
+        pages.append({"id": 1000 + step, "loc": f"{SITE}/{loc}", "t": dt.datetime(2026, 11, 20, step)})
+        pq.write_table(pa.Table.from_pylist(pages), path)
+        copied.clear()
+        summary = run_build(config, now=NOW + dt.timedelta(hours=step), delta="only")
+        assert summary.stage.mode == "delta"
+    manifest = json.loads((tmp_path / "public" / "manifest.json").read_text())
+    parts = assignment_files(manifest["assignment"])
+    # the second delta build writes only the piece of p/033 and p/0331, and copies the pieces around it
+    assert len(parts) == 3 and sorted(n for n in copied if n.startswith("planned-")) == [
+        Path(parts[0]).name,
+        Path(parts[2]).name,
+    ]
+    with duckdb.connect() as con:
+        assert con.sql(f"SELECT loc FROM read_parquet('{parts[1]}')").fetchall() == [
+            (f"{SITE}/p/032",),
+            (f"{SITE}/p/033",),
+            (f"{SITE}/p/0331",),
+        ]
+    assert set(published(tmp_path / "public")) == {page["loc"] for page in pages}
 
 
 def test_a_live_part_is_copied_only_when_placement_kept_each_of_its_rows(tmp_path: Path) -> None:
