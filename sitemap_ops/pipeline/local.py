@@ -13,7 +13,7 @@ from sitemap_ops.config import SiteConfig
 from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.notify.notify import NotifyResult
 from sitemap_ops.pipeline.graph import BY_NAME, Hosts, Step, steps_for
-from sitemap_ops.pipeline.steps import BuildRun, fan_out, host_runs, new_lease, preflight
+from sitemap_ops.pipeline.steps import BuildRun, fan_out, host_runs, new_lease, preflight, shared_session
 from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.plan.plan import Plan
 from sitemap_ops.progress import Progress
@@ -47,10 +47,12 @@ def run_step(step: Step, run: BuildRun, slots: dict[str, Any], options: Mapping[
         if progress is not None and todo:
             progress.start(step.doc.replace(" one ", " each ", 1), len(todo))
         result = []
-        for number in todo:
-            result.append(call(step, run, slots, options, (number,)))
-            if progress is not None:
-                progress.advance()
+        # (a plan step's calls, one per chunk of rows, each do little: they share one DuckDB session here)
+        with shared_session(run) if step.phase == "plan" else contextlib.nullcontext():
+            for number in todo:
+                result.append(call(step, run, slots, options, (number,)))
+                if progress is not None:
+                    progress.advance()
     if step.gives is not None:
         slots[step.gives] = result
 

@@ -33,7 +33,7 @@ from sitemap_ops.pipeline.steps.planning import (
     plan_write,
 )
 from sitemap_ops.pipeline.steps.reporting import report, site_report, tidy_hosts
-from sitemap_ops.pipeline.steps.run import BuildRun, host_runs, new_lease, preflight
+from sitemap_ops.pipeline.steps.run import BuildRun, host_runs, new_lease, preflight, shared_session
 from sitemap_ops.pipeline.steps.staging import (
     stage_alt_complete,
     stage_alt_labels,
@@ -52,8 +52,8 @@ from sitemap_ops.pipeline.steps.staging import (
 __all__ = [
     "BuildRun", "failure", "fan_out", "handed_over", "host_runs", "load_plan", "load_prepared", "new_lease",
     "notify", "number_groups", "plan_chunk", "plan_name", "plan_place", "plan_prepare", "plan_write",
-    "preflight", "publish", "render", "render_groups", "report", "retire", "site_report", "stage_alt_complete",
-    "stage_alt_labels", "stage_alt_members", "stage_alt_render", "stage_alt_round", "stage_canonicals",
-    "stage_gather", "stage_hreflang", "stage_merge", "stage_range", "stage_rows", "stage_split", "summary",
-    "tidy_hosts",
+    "preflight", "publish", "render", "render_groups", "report", "retire", "shared_session", "site_report",
+    "stage_alt_complete", "stage_alt_labels", "stage_alt_members", "stage_alt_render", "stage_alt_round",
+    "stage_canonicals", "stage_gather", "stage_hreflang", "stage_merge", "stage_range", "stage_rows", "stage_split",
+    "summary", "tidy_hosts",
 ]  # fmt: skip
