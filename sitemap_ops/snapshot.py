@@ -102,6 +102,13 @@ def rows_apart(file_rows: int, rows: int, files: int) -> int | None:
     return max(1, file_rows // DELTA_APART_SHARE)
 
 
+def range_count(file_rows: int, rows: int) -> int:
+    """How many files of about `file_rows` rows each `rows` rows are written in (a staged snapshot's URL range, or a
+    piece of an assignment part a delta build writes): one below twice `file_rows`, so files stay small as a site
+    grows by delta builds."""
+    return rows // file_rows if rows > 2 * file_rows else 1
+
+
 def load_snapshot(url: str, storage: StorageConfig | None = None) -> Snapshot:
     """The snapshot whose index is at `url` (StorageError when it is gone)."""
     try:

@@ -36,7 +36,7 @@ from sitemap_ops.plan.changes import write_changed
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.rows import RowChunk, chunks_between
 from sitemap_ops.plan.state import LiveState
-from sitemap_ops.snapshot import Snapshot, create_rows_view, rows_apart
+from sitemap_ops.snapshot import Snapshot, create_rows_view, range_count, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 TOUCHED_NAME = "touched-00000.parquet"
@@ -183,8 +183,7 @@ def aligned_chunks(
 def _touched_pieces(first: int, end: int, touched: np.ndarray, apart: int | None) -> list[tuple[int, int]]:
     """The pieces of a touched part's staged rows [first, end) that the delta build writes: its untouched rows
     before and after its touched staged rows (`touched`, sorted) in pieces apart when each are at least `apart`
-    (snapshot.rows_apart; None: never), and each piece of more than twice DELTA_FILE_ROWS rows cut in pieces of
-    about as many, so parts stay small as a site grows by delta builds."""
+    (snapshot.rows_apart; None: never), each cut in pieces of about DELTA_FILE_ROWS rows (snapshot.range_count)."""
     inside = touched[np.searchsorted(touched, first) : np.searchsorted(touched, end)]
     bounds = [first, end]
     if len(inside) and apart is not None:
@@ -192,7 +191,7 @@ def _touched_pieces(first: int, end: int, touched: np.ndarray, apart: int | None
         bounds = [first, *([low] if low - first >= apart else []), *([high] if end - high >= apart else []), end]
     pieces: list[tuple[int, int]] = []
     for lo, hi in itertools.pairwise(bounds):
-        count = 1 if hi - lo <= 2 * DELTA_FILE_ROWS else (hi - lo) // DELTA_FILE_ROWS
+        count = range_count(DELTA_FILE_ROWS, hi - lo)
         pieces.extend((lo + (hi - lo) * i // count, lo + (hi - lo) * (i + 1) // count) for i in range(count))
     return pieces
 

@@ -22,7 +22,7 @@ import duckdb
 
 from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_NAME, STAGED_PART_NAME
 from sitemap_ops.duck import read_sql, set_variables, storage_path
-from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, rows_apart
+from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, range_count, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 # a URL range [low, high); None: unbounded
@@ -58,7 +58,8 @@ def write_delta_snapshot(
             files.append(_File(index, copied=True))
             continue
         for segment, count in _segments(con, paths[index], bounds or (None, None), rows[index], apart):
-            cuts = _cuts(con, _rows_within(con.read_parquet(paths[index]), segment), range_count(count))
+            within = _rows_within(con.read_parquet(paths[index]), segment)
+            cuts = _cuts(con, within, range_count(DELTA_FILE_ROWS, count))
             files.extend(_File(index, copied=False, bounds=_within(segment, cut)) for cut in cuts)
     if not files:  # (a live snapshot of no file: its winners in one)
         files.append(_File(-1, copied=False))
@@ -108,12 +109,6 @@ def _touched(con: duckdb.DuckDBPyConnection, ranges: list[Bounds | None]) -> set
     return {int(index) for (index,) in con.execute(read_sql("stage_delta_files")).fetchall()}
 
 
-def range_count(rows: int) -> int:
-    """How many URL ranges a snapshot file of `rows` rows is written in: about DELTA_FILE_ROWS rows each, and one
-    below twice as many."""
-    return rows // DELTA_FILE_ROWS if rows > 2 * DELTA_FILE_ROWS else 1
-
-
 def snapshot_file_name(number: int) -> str:
     """The name of a staged snapshot's file `number` (STAGED_PART_NAME)."""
     return STAGED_PART_NAME.format(index=number)
@@ -123,14 +118,15 @@ def write_in_ranges(
     con: duckdb.DuckDBPyConnection, work: Storage, query: str, name_of: Callable[[int], str] = snapshot_file_name
 ) -> list[str]:
     """Write the rows of `query` (a staged snapshot's, or a URL range's of it, sorted by (section, loc)) in `work` as
-    files of a staged snapshot in URL ranges of about DELTA_FILE_ROWS rows each (range_count), the n-th named
+    files of a staged snapshot in URL ranges of about DELTA_FILE_ROWS rows each (snapshot.range_count), the n-th named
     `name_of(n)`; their names.
 
     The rows are sorted once, into a temporary table, and each range is a scan of it, which keeps that order."""
     ((rows,),) = con.execute(f"CREATE OR REPLACE TEMP TABLE staged_entries AS\n{query}").fetchall()  # its rows
     try:
         names = []
-        for number, (low, high) in enumerate(_cuts(con, con.table("staged_entries"), range_count(int(rows)))):
+        cuts = _cuts(con, con.table("staged_entries"), range_count(DELTA_FILE_ROWS, int(rows)))
+        for number, (low, high) in enumerate(cuts):
             set_variables(con, {"file_low": low, "file_high": high})
             names.append(name_of(number))
             path = storage_path(con, work, names[-1])
@@ -146,7 +142,7 @@ def _segments(
     """The URL ranges a touched live file (`path`, of the URLs of `bounds` and `rows` rows) is written again in, with
     about their rows: the range of the URLs deduplicated again, and the file's URLs below and above it apart when
     each are at least `apart` (snapshot.rows_apart; None: never) (sql/stage_delta_file_touched.sql)."""
-    if apart is None:
+    if apart is None or rows < apart:  # (no part of it could be apart: spares reading it)
         return [(bounds, rows)]
     con.read_parquet(path).create_view("staged_file", replace=True)
     set_variables(con, {"file_low": bounds[0], "file_high": bounds[1]})

@@ -28,7 +28,7 @@ from sitemap_ops.plan import carry as plan_carry
 from sitemap_ops.plan.carry import copy_live_part
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.progress import Progress
-from sitemap_ops.snapshot import load_snapshot, rows_apart, rows_relation
+from sitemap_ops.snapshot import load_snapshot, range_count, rows_apart, rows_relation
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
@@ -508,6 +508,12 @@ def test_untouched_rows_are_apart_while_the_files_are_few() -> None:
     assert rows_apart(1_000_000, 10_000_000, 22) is None
     assert rows_apart(1_000_000, 10_000_001, 22) == 250_000
     assert rows_apart(10, 3, 3) == 2
+
+
+def test_files_and_pieces_stay_near_the_file_rows() -> None:
+    """snapshot.range_count, which cuts both a staged snapshot's URL ranges and a touched part's pieces: one file
+    below twice the file rows, then about that many rows each."""
+    assert [range_count(1000, rows) for rows in (0, 999, 2000, 2001, 3999, 10_500)] == [1, 1, 1, 2, 3, 10]
 
 
 def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one_wrote(
