@@ -224,6 +224,9 @@ PLANNED_NAME = "planned.parquet"  # plan, earlier versions: every URL's shard in
 # its own plan_write task; a manifest names them all by the glob planned-*-of-<parts>.parquet, which DuckDB
 # reads as it is (sitemap_ops.manifest.assignment_files lists them)
 PLANNED_PART_FILE = r"planned-(\d{5})-of-(\d{5})\.parquet"
+# plan: beside each part, its shards' fingerprint terms (sql/plan_shards.sql): a delta build that copies a part
+# copies its terms too, rather than hashing its every URL again (sitemap_ops.manifest.part_terms_name)
+PLANNED_TERMS_FILE = r"terms-(\d{5})-of-(\d{5})\.parquet"
 RECOVERED_NAME = "recovered.parquet"  # plan: an assignment rebuilt from the live files
 PLAN_NAME = "plan.json"  # plan: shards, names, fingerprints, index files
 LIVE_MANIFEST_NAME = "live-manifest.json"  # plan: the live manifest it planned against (publish builds on it)

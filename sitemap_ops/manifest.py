@@ -126,6 +126,11 @@ def planned_part_name(index: int, parts: int) -> str:
     return f"planned-{index:05d}-of-{parts:05d}.parquet"
 
 
+def part_terms_name(part_name: str) -> str:
+    """The name of the fingerprint terms kept beside the assignment part `part_name` (constants.PLANNED_TERMS_FILE)."""
+    return "terms-" + part_name.removeprefix("planned-")
+
+
 def planned_glob(parts: int) -> str:
     """The name that stands for all `parts` parts of an assignment: a glob DuckDB reads as it is."""
     return f"planned-*-of-{parts:05d}.parquet"

@@ -264,11 +264,10 @@ class Storage:
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + owner_tag(), dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
-                if payload is None:
-                    with open(origin, "rb") as source:
-                        shutil.copyfileobj(source, fh)
-                else:
+                if payload is not None:
                     fh.write(payload)
+            if payload is None:  # (copied by the kernel, where it can: no byte passes through this process)
+                shutil.copyfile(origin, tmp)
             os.chmod(tmp, 0o644)
         except BaseException:
             unlink_quietly(tmp)

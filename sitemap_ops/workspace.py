@@ -29,7 +29,7 @@ from sitemap_ops.constants import (
     WORK_MARKER_NAME,
 )
 from sitemap_ops.host import owner_is_gone, owner_tag
-from sitemap_ops.manifest import Manifest, assignment_files
+from sitemap_ops.manifest import Manifest, assignment_files, part_terms_name
 from sitemap_ops.plan.chunks import clear_assignment, clear_changes, clear_chunks
 from sitemap_ops.snapshot import clear_snapshot
 from sitemap_ops.stage.partitions import clear_ranges
@@ -84,9 +84,9 @@ def finish_work(config: SiteConfig, work: Storage, manifest: Manifest, previous:
         files = [open_file(f, config.storage) for f in assignment_files(previous.assignment)]
         folder = files[0][0]
         if folder.url.startswith(root.url.rstrip("/") + "/"):
-            folder.delete_many(
-                [n for _, n in files if n in (PLANNED_NAME, RECOVERED_NAME) or re.fullmatch(PLANNED_PART_FILE, n)]
-            )
+            parts = [n for _, n in files if re.fullmatch(PLANNED_PART_FILE, n)]
+            singles = [n for _, n in files if n in (PLANNED_NAME, RECOVERED_NAME)]
+            folder.delete_many([*singles, *parts, *(part_terms_name(n) for n in parts)])
     live = [manifest.assignment] if manifest.assignment else []
     prune_work(root, {open_file(url, config.storage)[0].url for url in [*live, *kept]})
 

@@ -30,7 +30,7 @@ from sitemap_ops.duck import (
     set_variables,
     storage_path,
 )
-from sitemap_ops.manifest import Manifest, assignment_files
+from sitemap_ops.manifest import Manifest, assignment_files, part_terms_name
 from sitemap_ops.plan.assign import int_array
 from sitemap_ops.plan.changes import write_changed
 from sitemap_ops.plan.config import PlanSettings
@@ -215,6 +215,17 @@ def copy_live_part(
         con.execute("DROP VIEW carry_part")
     source, source_name = open_file(live_file, storage)
     work.copy_in(source, source_name, name)
+    return True
+
+
+def copy_live_terms(storage: StorageConfig, live_file: str, work: Storage, name: str) -> bool:
+    """Copy the shards' fingerprint terms kept beside the live assignment's part `live_file` into `work`, beside
+    `name`, the copy copy_live_part made of it; whether there were any (a part an earlier version wrote has none).
+    They are the terms of the copy's rows: a copy's every byte, shard key included, is the live part's."""
+    source, source_name = open_file(live_file, storage)
+    if not source.exists(part_terms_name(source_name)):
+        return False
+    work.copy_in(source, part_terms_name(source_name), part_terms_name(name))
     return True
 
 

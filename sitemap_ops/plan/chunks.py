@@ -35,6 +35,7 @@ from sitemap_ops.constants import (
     PLAN_CHUNKS_NAME,
     PLAN_PREPARED_NAME,
     PLANNED_PART_FILE,
+    PLANNED_TERMS_FILE,
 )
 from sitemap_ops.duck import (
     create_parquet_view,
@@ -174,9 +175,10 @@ def clear_changes(work: Storage) -> None:
 
 
 def clear_assignment(work: Storage) -> None:
-    """Delete the assignment parts in `work` (only files named as plan_write names them): an earlier attempt's,
-    before placement, or an old build's, when pruning. Never call it on the live build's work folder."""
-    work.delete_many([name for name in work.list_details() if re.fullmatch(PLANNED_PART_FILE, name)])
+    """Delete the assignment parts and their terms in `work` (only files named as plan_write names them): an earlier
+    attempt's, before placement, or an old build's, when pruning. Never call it on the live build's work folder."""
+    named = (PLANNED_PART_FILE, PLANNED_TERMS_FILE)
+    work.delete_many([name for name in work.list_details() if any(re.fullmatch(p, name) for p in named)])
 
 
 def section_rows(prepared: PreparedPlan, config: PlanSettings) -> list[SectionRows]:

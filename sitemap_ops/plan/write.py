@@ -1,7 +1,8 @@
 """Plan's part tasks (plan_write), after placement: part `i` of the assignment is chunk `i`'s staged rows with
 their shard numbers (planned-<i>-of-<parts>.parquet in the work folder, sql/plan_planned.sql), written beside its
-shards' fingerprint terms (shards-<chunk>.parquet, sql/plan_shards.sql) and feed candidates in plan-chunks/; a
-delta build copies the live part instead when placement kept each of its rows (plan.carry.copy_live_part).
+shards' fingerprint terms (terms-<i>-of-<parts>.parquet, sql/plan_shards.sql; copied as shards-<chunk>.parquet
+into plan-chunks/, where naming reads them) and feed candidates in plan-chunks/; a delta build copies the live
+part and its terms instead when placement kept each of its rows (plan.carry.copy_live_part).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from sitemap_ops.duck import (
     write_relations,
 )
 from sitemap_ops.errors import first_line
-from sitemap_ops.manifest import assignment_files, planned_part_name
-from sitemap_ops.plan.carry import copy_live_part
+from sitemap_ops.manifest import assignment_files, part_terms_name, planned_part_name
+from sitemap_ops.plan.carry import copy_live_part, copy_live_terms
 from sitemap_ops.plan.chunks import (
     PreparedPlan,
     chunks_of,
@@ -46,7 +47,9 @@ def run_plan_write(
     `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/), with
     its candidates for the feed when one is configured. Each is written locally and moved in whole, the
     terms last, so terms in plan-chunks/ mean a complete part. A delta build copies the live build's part
-    instead when the chunk holds its rows and placement kept each of them as it was (plan.carry.copy_live_part)."""
+    instead when the chunk holds its rows and placement kept each of them as it was (plan.carry.copy_live_part),
+    and the terms kept beside it (the terms are beside the part in the work folder before they are in
+    plan-chunks/)."""
     parts = len(prepared.chunks)
     if not 0 <= index < parts:
         raise PlanError(f"this build's plan has {parts} part(s), not a part {index}")
@@ -58,32 +61,51 @@ def run_plan_write(
         )
     name = planned_part_name(index, parts)
     numbers = storage_path(con, folder, numbers_name(index))
-    live_part = prepared.live_parts[index] if index < len(prepared.live_parts) else -1
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
-            copied = False
-            if live_part >= 0 and prepared.live_assignment:
-                live_file = assignment_files(prepared.live_assignment)[live_part]
-                with live_guard(prepared.live_assignment, config):
-                    copied = copy_live_part(con, config.storage, live_file, numbers, work, name)
+            copied, kept_terms = _copy_live(con, config, prepared, index, numbers, work)
             if copied:
                 create_parquet_view(con, "planned", storage_path(con, work, name))
             else:
                 _write_part(con, config, prepared, chunk, numbers, local)
                 create_parquet_view(con, "planned", local)
-            con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
+            if not kept_terms:  # (hashing every URL of the part: the longest of a copied part's work)
+                con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
             if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
                 set_feed_variables(con, config)
                 con.sql(read_sql("plan_feed")).write_parquet(feed)
             con.execute("DROP VIEW planned")
             if not copied:
                 work.move_in(local, name)
+            if not kept_terms:
+                work.move_in(terms, part_terms_name(name))
             if config.feed.enabled:
                 folder.move_in(feed, feed_name(index))
-            folder.move_in(terms, shards_name(index))
+            folder.copy_in(work, part_terms_name(name), shards_name(index))
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None
+
+
+def _copy_live(
+    con: duckdb.DuckDBPyConnection,
+    config: PlanSettings,
+    prepared: PreparedPlan,
+    index: int,
+    numbers: str,
+    work: Storage,
+) -> tuple[bool, bool]:
+    """Whether the live build's part that chunk `index` holds exactly (PreparedPlan.live_parts) was copied into
+    `work` as part `index` (plan.carry.copy_live_part: placement's `numbers` of it are the part's), and whether
+    the terms kept beside it were."""
+    live_part = prepared.live_parts[index] if index < len(prepared.live_parts) else -1
+    if live_part < 0 or not prepared.live_assignment:
+        return False, False
+    live_file = assignment_files(prepared.live_assignment)[live_part]
+    name = planned_part_name(index, len(prepared.chunks))
+    with live_guard(prepared.live_assignment, config):
+        copied = copy_live_part(con, config.storage, live_file, numbers, work, name)
+        return copied, copied and copy_live_terms(config.storage, live_file, work, name)
 
 
 def _write_part(

@@ -18,8 +18,9 @@ import pytest
 
 from sitemap_ops.cli import main
 from sitemap_ops.config import load_config
+from sitemap_ops.duck import read_sql
 from sitemap_ops.errors import ConfigError
-from sitemap_ops.manifest import assignment_files
+from sitemap_ops.manifest import assignment_files, part_terms_name
 from sitemap_ops.pipeline import run_build
 from sitemap_ops.pipeline.graph import steps_for
 from sitemap_ops.pipeline.local import plan, walk
@@ -520,7 +521,8 @@ def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """New pages that sort beside the last delta build's new pages touch only the piece that holds those: the next
-    delta build copies the other pieces of the part the last one wrote."""
+    delta build copies the other pieces of the part the last one wrote, with the fingerprint terms kept beside
+    them (the terms sql/plan_shards.sql finds in them); only the live assignment's parts and terms remain."""
     copied = small_snapshot_files(monkeypatch, 16)  # (untouched rows apart: 4 or more)
     pages = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": dt.datetime(2026, 11, 20)} for i in range(0, 64, 2)]
     path = tmp_path / "pages.parquet"
@@ -540,12 +542,19 @@ def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one
         Path(parts[0]).name,
         Path(parts[2]).name,
     ]
+    terms = [str(Path(part).with_name(part_terms_name(Path(part).name))) for part in parts]
+    assert sorted(n for n in copied if n.startswith("terms-")) == [Path(terms[0]).name, Path(terms[2]).name]
     with duckdb.connect() as con:
         assert con.sql(f"SELECT loc FROM read_parquet('{parts[1]}')").fetchall() == [
             (f"{SITE}/p/032",),
             (f"{SITE}/p/033",),
             (f"{SITE}/p/0331",),
         ]
+        for part, kept in zip(parts, terms, strict=True):
+            con.read_parquet(part).create_view("planned", replace=True)
+            assert con.sql(read_sql("plan_shards")).fetchall() == con.read_parquet(kept).fetchall()
+    left = {p.name for p in (tmp_path / "work").rglob("*.parquet") if p.name.startswith(("planned-", "terms-"))}
+    assert left == {Path(name).name for name in [*parts, *terms]}
     assert set(published(tmp_path / "public")) == {page["loc"] for page in pages}
 
 
