@@ -43,6 +43,9 @@ class Snapshot:
     url: str
     files: list[str]
     pieces: list[Piece]
+    # each file's lowest URL (None: an empty file), when the index records them (a delta build's snapshot does: the
+    # next one finds the files its changes touch without reading every URL); None when it does not
+    lows: list[str | None] | None = None
     # each piece's first row in the snapshot (computed)
     firsts: list[int] = field(init=False, repr=False)
 
@@ -83,12 +86,17 @@ class Snapshot:
 
     def to_json(self) -> bytes:
         pieces = [[p.file, p.section, p.start, p.rows] for p in self.pieces]
-        return json.dumps({"files": self.files, "pieces": pieces}, indent=0).encode()
+        lows = {} if self.lows is None else {"lows": self.lows}
+        return json.dumps({"files": self.files, "pieces": pieces, **lows}, indent=0).encode()
 
     @classmethod
     def from_json(cls, url: str, data: bytes) -> Snapshot:
         raw = json.loads(data)
-        return cls(url, list(raw["files"]), [Piece(int(f), str(s), int(a), int(n)) for f, s, a, n in raw["pieces"]])
+        pieces = [Piece(int(f), str(s), int(a), int(n)) for f, s, a, n in raw["pieces"]]
+        lows = raw.get("lows")
+        if lows is not None and (len(lows) != len(raw["files"]) or any(not isinstance(v, str | None) for v in lows)):
+            raise ValueError("its lows do not name one URL or null per file")
+        return cls(url, list(raw["files"]), pieces, lows)
 
 
 def rows_apart(file_rows: int, rows: int, files: int) -> int | None:
@@ -117,9 +125,12 @@ def load_snapshot(url: str, storage: StorageConfig | None = None) -> Snapshot:
         raise StorageError(f"{url} is not a snapshot index: {exc}") from None
 
 
-def index_snapshot(con: duckdb.DuckDBPyConnection, folder: Storage, files: list[str], name: str) -> Snapshot:
+def index_snapshot(
+    con: duckdb.DuckDBPyConnection, folder: Storage, files: list[str], name: str, lows: list[str | None] | None = None
+) -> Snapshot:
     """Write the index `name` in `folder` of the snapshot made of `files` there (in URL order, each sorted by
-    (section, loc)): each file's rows of each section, counted from its section column alone."""
+    (section, loc)): each file's rows of each section, counted from its section column alone, and each file's
+    lowest URL when the caller knows them (`lows`: Snapshot.lows)."""
     paths = [storage_path(con, folder, f) for f in files]
     counted: list[tuple[int, str, int]] = []
     if paths:
@@ -136,7 +147,7 @@ def index_snapshot(con: duckdb.DuckDBPyConnection, folder: Storage, files: list[
         Piece(file, section, starts[(file, section)], rows)
         for file, section, rows in sorted(counted, key=lambda c: (c[1], c[0]))
     ]
-    snapshot = Snapshot(folder.url_of(name), list(files), pieces)
+    snapshot = Snapshot(folder.url_of(name), list(files), pieces, lows)
     folder.write_bytes(name, snapshot.to_json())
     return snapshot
 

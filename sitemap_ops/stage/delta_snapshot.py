@@ -44,9 +44,11 @@ def write_delta_snapshot(
 ) -> tuple[Snapshot, int]:
     """The staged snapshot of a delta build in `work` (indexed as STAGED_NAME) and how many of its files were
     written again: the live snapshot `old` with the entries of the URLs of the table `delta_locs` replaced by those
-    of the view `delta_winners`, each file of `old` whose range holds none of them copied."""
+    of the view `delta_winners`, each file of `old` whose range holds none of them copied. Its index records each
+    file's lowest URL (Snapshot.lows): a copied file's from `old`, a written one's read from it."""
     paths = file_paths(con, old, storage)
-    ranges = _live_ranges(con, paths)
+    lows = old.lows if old.lows is not None else _file_lows(con, paths)
+    ranges = _live_ranges(lows)
     touched = _touched(con, ranges)
     rows = [0] * len(paths)
     for piece in old.pieces:
@@ -65,30 +67,40 @@ def write_delta_snapshot(
         files.append(_File(-1, copied=False))
     names = [snapshot_file_name(number) for number in range(len(files))]
     sources = [open_file(url, storage) for url in old.file_urls()]
-    for name, file in zip(names, files, strict=True):
+    written: list[int] = []
+    for number, (name, file) in enumerate(zip(names, files, strict=True)):
         if file.copied and sources[file.source][0].fs == work.fs:
             folder, source_name = sources[file.source]
             work.copy_in(folder, source_name, name)
             continue
         # (a live file on another file system is written again, without winners: none is in its range)
         _write_file(con, work, name, paths[file.source] if file.source >= 0 else None, file.bounds, not file.copied)
-    return index_snapshot(con, work, names, STAGED_NAME), sum(not file.copied for file in files)
+        written.append(number)
+    new_lows = [lows[file.source] if file.source >= 0 else None for file in files]
+    for number, low in zip(written, _file_lows(con, [storage_path(con, work, names[n]) for n in written]), strict=True):
+        new_lows[number] = low
+    return index_snapshot(con, work, names, STAGED_NAME, new_lows), sum(not file.copied for file in files)
 
 
-def _live_ranges(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[Bounds | None]:
-    """Each live file's URL range (sql/stage_delta_file_lows.sql): from its lowest URL (the first file's
-    unbounded) to the next file's; None for an empty file. With no URL in any file, the first holds them all."""
-    lows: dict[int, str] = {}
-    if paths:
-        set_variables(con, {"snapshot_files": paths})
-        lows = {int(index): str(low) for index, low in con.execute(read_sql("stage_delta_file_lows")).fetchall()}
-    ranges: list[Bounds | None] = [None] * len(paths)
-    filled = sorted(lows)
+def _file_lows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[str | None]:
+    """The lowest URL of each file of `paths` (None: an empty file) (sql/stage_delta_file_lows.sql)."""
+    if not paths:
+        return []
+    set_variables(con, {"snapshot_files": paths})
+    found = {int(index): str(low) for index, low in con.execute(read_sql("stage_delta_file_lows")).fetchall()}
+    return [found.get(index) for index in range(len(paths))]
+
+
+def _live_ranges(lows: list[str | None]) -> list[Bounds | None]:
+    """Each live file's URL range, of its lowest URL (`lows`; the first file's unbounded) to the next file's; None
+    for an empty file. With no URL in any file, the first holds them all."""
+    ranges: list[Bounds | None] = [None] * len(lows)
+    filled = [index for index, low in enumerate(lows) if low is not None]
     for at, index in enumerate(filled):
         low = lows[index] if at else None
         high = lows[filled[at + 1]] if at + 1 < len(filled) else None
         ranges[index] = (low, high)
-    if paths and not filled:
+    if lows and not filled:
         ranges[0] = (None, None)
     return ranges
 
