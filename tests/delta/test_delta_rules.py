@@ -538,7 +538,7 @@ def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one
         # the staged snapshot's index records each file's lowest URL, the next delta build's file ranges
         snapshot = load_snapshot(summary.stage.staged_path)
         with duckdb.connect() as con:
-            lows = [con.read_parquet(url).aggregate("min(loc)").fetchone()[0] for url in snapshot.file_urls()]
+            lows = [con.read_parquet(url).aggregate("min(loc)").fetchall()[0][0] for url in snapshot.file_urls()]
         assert snapshot.lows == lows and len(lows) == 3
     manifest = json.loads((tmp_path / "public" / "manifest.json").read_text())
     parts = assignment_files(manifest["assignment"])
