@@ -65,17 +65,10 @@ def run_plan_write(
         local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
             copied, kept_terms = _copy_live(con, config, prepared, index, numbers, work)
-            if copied:
-                create_parquet_view(con, "planned", storage_path(con, work, name))
-            else:
+            if not copied:
                 _write_part(con, config, prepared, chunk, numbers, local)
-                create_parquet_view(con, "planned", local)
-            if not kept_terms:  # (hashing every URL of the part: the longest of a copied part's work)
-                con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
-            if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
-                set_feed_variables(con, config)
-                con.sql(read_sql("plan_feed")).write_parquet(feed)
-            con.execute("DROP VIEW planned")
+            part = storage_path(con, work, name) if copied else local
+            _read_part(con, config, part, None if kept_terms else terms, feed)
             if not copied:
                 work.move_in(local, name)
             if not kept_terms:
@@ -85,6 +78,20 @@ def run_plan_write(
             folder.copy_in(work, part_terms_name(name), shards_name(index))
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None
+
+
+def _read_part(con: duckdb.DuckDBPyConnection, config: PlanSettings, part: str, terms: str | None, feed: str) -> None:
+    """Write, from the part `part`, its shards' fingerprint terms to `terms` (None: kept beside the live part it
+    copies) and, with a feed configured, its candidates to `feed`; a part that needs neither is not read."""
+    if terms is None and not config.feed.enabled:
+        return
+    create_parquet_view(con, "planned", part)
+    if terms is not None:  # (hashing every URL of the part: the longest of a copied part's work)
+        con.sql(read_sql("plan_shards")).write_parquet(terms, compression="zstd")
+    if config.feed.enabled:  # (the part's newest pages: the feed's entries are among the parts')
+        set_feed_variables(con, config)
+        con.sql(read_sql("plan_feed")).write_parquet(feed)
+    con.execute("DROP VIEW planned")
 
 
 def _copy_live(
