@@ -19,6 +19,7 @@ numbers, whatever the site's size.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -110,6 +111,8 @@ class Assignment:
     urls_per_key: list[int]
     bytes_per_key: list[int]
     ordered: bool
+    whole: list[int] = field(default_factory=list)  # the parts kept whole (PartSums): no file was written
+    parts_ordered: list[bool] = field(default_factory=list)  # whether each part's rows are in (key, pos) order
 
 
 # (first row, sizes, kept shards, kept positions) of a batch of sql/plan_rows.sql's rows
@@ -284,22 +287,62 @@ class _Placing:
 
     def _add(self, keys: np.ndarray, sizes: np.ndarray) -> None:
         length = int(keys.max()) + 1 if len(keys) else 0
+        self.add_sums(
+            np.arange(length), np.bincount(keys, minlength=length), np.bincount(keys, weights=sizes, minlength=length)
+        )
+
+    def add_sums(self, keys: np.ndarray, urls: np.ndarray, used: np.ndarray) -> None:
+        """Count `urls` URLs of `used` bytes in each shard of `keys` (keys - base_key, distinct)."""
+        length = int(keys.max()) + 1 if len(keys) else 0
         if length > len(self.urls):
             self.urls = np.pad(self.urls, (0, length - len(self.urls)))
             self.used = np.pad(self.used, (0, length - len(self.used)))
-        self.urls[:length] += np.bincount(keys, minlength=length)
-        self.used[:length] += np.bincount(keys, weights=sizes, minlength=length).astype(np.int64)
+        self.urls[keys] += urls.astype(np.int64)
+        self.used[keys] += used.astype(np.int64)
+
+    def kept_keys(self, sec: SectionRows, shard: np.ndarray, top: np.ndarray) -> np.ndarray | None:
+        """The keys - base_key of kept shards `shard` (distinct) whose rows stay where they are, positions up to
+        `top` each: None when the section is placed anew or releases some of those rows."""
+        numbers = self.kept_numbers
+        local = np.searchsorted(numbers, shard)
+        if sec.compacted or not len(numbers) or np.any(numbers[np.minimum(local, len(numbers) - 1)] != shard):
+            return None
+        cutoff = np.array([sec.cutoff.get(int(n), np.iinfo(np.int64).max) for n in shard], dtype=np.int64)
+        return None if np.any(top > cutoff) else local
+
+
+@dataclass
+class PartSums:
+    """A part of the live assignment that a delta build's plan chunk holds whole, summed up per shard by the terms
+    kept beside it (plan.carry.live_part_sums), in key order: each shard's section (an index of placement's
+    sections, -1 for none of them), number, key, URLs, entry bytes, and lowest and highest position, and whether
+    the part's rows are in (key, position) order. Placement keeps such a part whole when it would keep each of its
+    rows where it is, under the same key; else it places the rows `rows` reads (row_batches)."""
+
+    first: int  # the part's first row among the staged rows
+    section: np.ndarray
+    shard: np.ndarray
+    key: np.ndarray
+    urls: np.ndarray
+    used: np.ndarray
+    low: np.ndarray
+    top: np.ndarray
+    ordered: bool
+    rows: Callable[[], Iterable[RowBatch]]
 
 
 class _Parts:
     """Rows given in file order, written to consecutive Parquet files of the given row counts (each file
     written, empty ones too, and handed to `done` once complete; PlanError when the rows do not fill them
-    exactly)."""
+    exactly), or skipped whole (a part kept whole: no file); whether each part's rows are in (key, position)
+    order."""
 
     def __init__(self, sinks: list[tuple[str, int]], schema: pa.Schema, done: Callable[[int, str], None]) -> None:
         self.sinks, self.schema, self.done = sinks, schema, done
         self.index, self.left = -1, 0
         self.writer: pq.ParquetWriter | None = None
+        self.ordered: list[bool] = []
+        self.last: tuple[int, int] | None = None  # the part's last row's (key, pos)
 
     def _close(self) -> None:
         if self.writer is not None:
@@ -315,8 +358,10 @@ class _Parts:
             raise PlanError(f"placement placed more rows than the {len(self.sinks)} part(s) of the plan hold")
         path, self.left = self.sinks[self.index]
         self.writer = pq.ParquetWriter(path, self.schema)
+        self.ordered.append(True)
+        self.last = None
 
-    def write(self, batch: pa.RecordBatch) -> None:
+    def write(self, batch: pa.RecordBatch, keys: np.ndarray, pos: np.ndarray) -> None:
         done = 0
         while done < batch.num_rows:
             while self.writer is None or self.left == 0:
@@ -324,7 +369,20 @@ class _Parts:
             take = min(self.left, batch.num_rows - done)
             assert self.writer is not None
             self.writer.write_batch(batch.slice(done, take))
-            done, self.left = done + take, self.left - take
+            end = done + take
+            self.ordered[-1] = self.ordered[-1] and _in_order(keys[done:end], pos[done:end], self.last)
+            self.last = (int(keys[end - 1]), int(pos[end - 1]))
+            done, self.left = end, self.left - take
+
+    def skip(self, rows: int, ordered: bool) -> None:
+        """Skip the next part, of `rows` rows, kept whole (no file); `ordered`: whether its rows are in order."""
+        while self.left == 0 and self.index < len(self.sinks) - 1 and self.sinks[self.index + 1][1] == 0:
+            self._next()  # (the empty parts before it)
+        if self.left or self.index + 1 >= len(self.sinks) or self.sinks[self.index + 1][1] != rows:
+            raise PlanError(f"placement kept {rows:,} row(s) whole where the plan's next part does not hold them")
+        self._close()
+        self.index += 1
+        self.ordered.append(ordered)
 
     def close(self) -> None:
         while self.index < len(self.sinks) - 1 and self.left == 0:
@@ -344,15 +402,90 @@ class _Parts:
 def _in_order(keys: np.ndarray, pos: np.ndarray, last: tuple[int, int] | None) -> bool:
     """Whether a batch's rows (their shard keys and positions) follow each other, and the batch before it (its
     last row's `last`), in shard order."""
+    if not len(keys):
+        return True
     same = keys[1:] == keys[:-1]
     ordered = bool(np.all(keys[1:] >= keys[:-1]) and np.all(pos[1:][same] > pos[:-1][same]))
-    if ordered and last is not None:
-        ordered = bool(keys[0] > last[0] or (keys[0] == last[0] and pos[0] > last[1]))
-    return ordered
+    return ordered and (last is None or (int(keys[0]), int(pos[0])) > last)
+
+
+class _Placer:
+    """Placement's state across the rows, in file order: the shards in key order, each section's state while
+    its rows are placed, and the last row's (key, position) with whether every row so far is in that order."""
+
+    def __init__(self, sections: list[SectionRows], payload: int) -> None:
+        self.sections, self.payload = sections, payload
+        self.key_shards: list[tuple[int, int]] = []
+        self.urls_per_key: list[int] = []
+        self.bytes_per_key: list[int] = []
+        self.states: dict[int, _Placing] = {}
+        self.ordered = True
+        self.last: tuple[int, int] | None = None
+
+    def state(self, index: int) -> _Placing:
+        """Section `index`'s state, started at its first row (the sections before it then finished)."""
+        if index not in self.states:
+            for ended in sorted(self.states):
+                self.finish(ended)
+            self.states[index] = _Placing.start(self.sections[index], len(self.key_shards))
+        return self.states[index]
+
+    def finish(self, index: int) -> None:
+        state = self.states.pop(index)
+        count = len(state.kept_numbers) + state.next_number - state.first_new
+        numbers = [*state.kept_numbers.tolist(), *range(state.first_new, state.next_number)]
+        self.key_shards.extend((index, n) for n in numbers)
+        urls = np.pad(state.urls, (0, max(0, count - len(state.urls))))
+        used = np.pad(state.used, (0, max(0, count - len(state.used))))
+        self.urls_per_key.extend(int(u) for u in urls[:count])
+        self.bytes_per_key.extend(int(b) for b in used[:count])
+
+    def place(self, first: int, size: np.ndarray, shard: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """Place a batch of rows (row_batches') in place (`shard`, `pos`); returns their shard keys."""
+        keys = np.empty(len(size), dtype=np.int64)
+        for index, sec, lo, hi in _segments(self.sections, first, len(size)):
+            state = self.state(index)
+            keys[lo:hi] = state.base_key + state.place(sec, shard[lo:hi], pos[lo:hi], size[lo:hi], self.payload)
+        if self.ordered and len(keys):
+            self.ordered = _in_order(keys, pos, self.last)
+        if len(keys):
+            self.last = (int(keys[-1]), int(pos[-1]))
+        return keys
+
+    def keep_whole(self, part: PartSums) -> bool:
+        """Place the live part `part` from its sums when each of its rows stays where it is, under its key; whether
+        it did (else nothing changed)."""
+        saved = (len(self.key_shards), copy.deepcopy(self.states), self.ordered, self.last)
+        if self._kept(part):
+            return True
+        count, self.states, self.ordered, self.last = saved
+        del self.key_shards[count:], self.urls_per_key[count:], self.bytes_per_key[count:]
+        return False
+
+    def _kept(self, part: PartSums) -> bool:
+        rows, placed = int(part.urls.sum()), 0
+        for index, sec, lo, hi in _segments(self.sections, part.first, rows):
+            state, mine = self.state(index), part.section == index
+            local = state.kept_keys(sec, part.shard[mine], part.top[mine])
+            if (
+                int(part.urls[mine].sum()) != hi - lo
+                or local is None
+                or np.any(state.base_key + local != part.key[mine])
+            ):
+                return False
+            state.add_sums(local, part.urls[mine], part.used[mine])
+            placed += hi - lo
+        # (every row in a section of its own: the sections' rows add up to the part's)
+        if not rows or placed != rows:
+            return False
+        first, last = (int(part.key[0]), int(part.low[0])), (int(part.key[-1]), int(part.top[-1]))
+        self.ordered = self.ordered and part.ordered and (self.last is None or first > self.last)
+        self.last = last
+        return True
 
 
 def place(
-    rows: Iterable[RowBatch],
+    rows: Iterable[RowBatch | PartSums],
     sections: list[SectionRows],
     payload: int,
     sinks: list[tuple[str, int]],
@@ -361,47 +494,31 @@ def place(
     """Placement: every row of `rows` (row_batches, in file order) gets its shard, position and shard key
     (shard_key, shard, pos, and its entry's bytes), written in file order to the local files `sinks` (path, rows:
     consecutive parts of the rows, one per plan chunk), each handed to `done` (its index, its path) as soon as it
-    is complete; the shards' totals in key order."""
-    key_shards: list[tuple[int, int]] = []
-    urls_per_key: list[int] = []
-    bytes_per_key: list[int] = []
-    ordered = True
-    last: tuple[int, int] | None = None  # the previous row's (key, pos), across chunks
-    states: dict[int, _Placing] = {}
+    is complete; a live part given by its sums (PartSums, in place of its rows) is kept whole when it can be (no
+    file: Assignment.whole lists it). The shards' totals in key order."""
+    placer = _Placer(sections, payload)
     # (each row's entry bytes too: the assignment keeps them, so a delta build's plan reads an unchanged row's)
     schema = pa.schema([("shard_key", pa.int32()), ("shard", pa.int32()), ("pos", pa.int32()), ("bytes", pa.int32())])
-
-    def finish(index: int) -> None:
-        state = states.pop(index)
-        count = len(state.kept_numbers) + state.next_number - state.first_new
-        numbers = [*state.kept_numbers.tolist(), *range(state.first_new, state.next_number)]
-        key_shards.extend((index, n) for n in numbers)
-        urls = np.pad(state.urls, (0, max(0, count - len(state.urls))))
-        used = np.pad(state.used, (0, max(0, count - len(state.used))))
-        urls_per_key.extend(int(u) for u in urls[:count])
-        bytes_per_key.extend(int(b) for b in used[:count])
-
     out = _Parts(sinks, schema, done)
+    whole: list[int] = []
     try:
-        for first, size, shard, pos in rows:
-            keys = np.empty(len(size), dtype=np.int64)
-            for index, sec, lo, hi in _segments(sections, first, len(size)):
-                if index not in states:
-                    for ended in sorted(states):
-                        finish(ended)
-                    states[index] = _Placing.start(sec, len(key_shards))
-                state = states[index]
-                keys[lo:hi] = state.base_key + state.place(sec, shard[lo:hi], pos[lo:hi], size[lo:hi], payload)
-            if ordered and len(keys):
-                ordered = _in_order(keys, pos, last)
-            if len(keys):
-                last = (int(keys[-1]), int(pos[-1]))
-            arrays = [int_array(a, pa.int32()) for a in (keys, shard, pos, size)]
-            out.write(pa.RecordBatch.from_arrays(arrays, schema=schema))
-        for index in sorted(states):
-            finish(index)
+        for item in rows:
+            if isinstance(item, PartSums):
+                if placer.keep_whole(item):
+                    out.skip(int(item.urls.sum()), item.ordered)
+                    whole.append(out.index)
+                    continue
+                batches = item.rows()
+            else:
+                batches = [item]
+            for first, size, shard, pos in batches:
+                keys = placer.place(first, size, shard, pos)
+                arrays = [int_array(a, pa.int32()) for a in (keys, shard, pos, size)]
+                out.write(pa.RecordBatch.from_arrays(arrays, schema=schema), keys, pos)
+        for index in sorted(placer.states):
+            placer.finish(index)
     except BaseException:
         out.abort()
         raise
     out.close()
-    return Assignment(key_shards, urls_per_key, bytes_per_key, ordered)
+    return Assignment(placer.key_shards, placer.urls_per_key, placer.bytes_per_key, placer.ordered, whole, out.ordered)

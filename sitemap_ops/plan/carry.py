@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 
 import duckdb
 import numpy as np
@@ -31,7 +32,7 @@ from sitemap_ops.duck import (
     storage_path,
 )
 from sitemap_ops.manifest import Manifest, assignment_files, part_terms_name
-from sitemap_ops.plan.assign import int_array
+from sitemap_ops.plan.assign import PartSums, RowBatch, int_array
 from sitemap_ops.plan.changes import write_changed
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.rows import RowChunk, chunks_between
@@ -197,36 +198,104 @@ def _touched_pieces(first: int, end: int, touched: np.ndarray, apart: int | None
 
 
 def copy_live_part(
-    con: duckdb.DuckDBPyConnection, storage: StorageConfig, live_file: str, numbers: str, work: Storage, name: str
+    con: duckdb.DuckDBPyConnection,
+    storage: StorageConfig,
+    live_file: str,
+    numbers: str | None,
+    work: Storage,
+    name: str,
 ) -> bool:
     """Copy the live assignment's part `live_file` into `work` as `name` when placement's numbers of a chunk that
     holds its rows (the file `numbers`: shard key, shard, position and entry bytes) are the part's, row for row,
-    and the part has the columns this version writes (PLANNED_COLUMNS); whether it did. On an object store the
+    and the part has the columns this version writes (PLANNED_COLUMNS), or at once when placement kept the part
+    whole from its sums (`numbers` None; such sums are this version's); whether it did. On an object store the
     store copies it: a delta build writes only the parts of the assignment that its changes touch."""
-    live = duckdb_path(con, live_file, storage)
-    create_parquet_view(con, "carry_part", live)
-    try:
-        if con.table("carry_part").columns != list(PLANNED_COLUMNS):
-            return False
-        theirs = con.sql(read_sql("plan_carry_numbers")).to_arrow_table()
-        if not con.read_parquet(numbers).to_arrow_table().equals(theirs):
-            return False
-    finally:
-        con.execute("DROP VIEW carry_part")
+    if numbers is not None and not _same_numbers(con, storage, live_file, numbers):
+        return False
     source, source_name = open_file(live_file, storage)
     work.copy_in(source, source_name, name)
     return True
 
 
-def copy_live_terms(storage: StorageConfig, live_file: str, work: Storage, name: str) -> bool:
+def _same_numbers(con: duckdb.DuckDBPyConnection, storage: StorageConfig, live_file: str, numbers: str) -> bool:
+    """Whether the live part `live_file` has the columns this version writes and placement's `numbers` of its rows
+    are its own (sql/plan_carry_numbers.sql)."""
+    create_parquet_view(con, "carry_part", duckdb_path(con, live_file, storage))
+    try:
+        if con.table("carry_part").columns != list(PLANNED_COLUMNS):
+            return False
+        theirs = con.sql(read_sql("plan_carry_numbers")).to_arrow_table()
+        return bool(con.read_parquet(numbers).to_arrow_table().equals(theirs))
+    finally:
+        con.execute("DROP VIEW carry_part")
+
+
+def copy_live_terms(
+    con: duckdb.DuckDBPyConnection, storage: StorageConfig, live_file: str, work: Storage, name: str
+) -> bool:
     """Copy the shards' fingerprint terms kept beside the live assignment's part `live_file` into `work`, beside
-    `name`, the copy copy_live_part made of it; whether there were any (a part an earlier version wrote has none).
-    They are the terms of the copy's rows: a copy's every byte, shard key included, is the live part's."""
+    `name`, the copy copy_live_part made of it; whether there were any that hold placement's sums (an earlier
+    version kept none, or none with sums: the part's terms are then computed again, sums included). They are the
+    terms of the copy's rows: a copy's every byte, shard key included, is the live part's."""
     source, source_name = open_file(live_file, storage)
-    if not source.exists(part_terms_name(source_name)):
+    terms = part_terms_name(source_name)
+    if not source.exists(terms):
         return False
-    work.copy_in(source, part_terms_name(source_name), part_terms_name(name))
+    set_variables(con, {"carry_files": [storage_path(con, source, terms)]})
+    if not con.execute(read_sql("plan_carry_summed")).fetchall():
+        return False
+    work.copy_in(source, terms, part_terms_name(name))
     return True
+
+
+def live_part_sums(
+    con: duckdb.DuckDBPyConnection,
+    storage: StorageConfig,
+    assignment: str,
+    chunks: list[tuple[int, int, int]],
+    sections: list[str],
+    rows_of: Callable[[int], Callable[[], Iterable[RowBatch]]],
+) -> dict[int, PartSums]:
+    """The sums of the live assignment's parts that plan chunks hold whole (`chunks`: chunk index, its first row,
+    its live part), read from the terms kept beside each part (sql/plan_carry_sums.sql), by chunk; a part without
+    such terms (an earlier version's) has none. `sections`: placement's sections, by name; `rows_of(chunk)` reads
+    a chunk's rows when placement cannot keep its part whole (PartSums.rows)."""
+    if not chunks:
+        return {}
+    folder, _ = open_file(assignment, storage)
+    present = folder.list_details()
+    live_files = assignment_files(assignment)
+    paths = {}
+    for index, _, part in chunks:
+        name = part_terms_name(open_file(live_files[part], storage)[1])
+        if name in present:
+            paths[index] = storage_path(con, folder, name)
+    set_variables(con, {"carry_files": list(paths.values())})
+    summed = {n for (n,) in con.execute(read_sql("plan_carry_summed")).fetchall()} if paths else set()
+    paths = {index: path for index, path in paths.items() if path in summed}
+    if not paths:
+        return {}
+    set_variables(con, {"carry_files": list(paths.values())})
+    table = con.sql(read_sql("plan_carry_sums")).to_arrow_table()
+    names = table.column("filename").to_pylist()
+    number = {name: index for index, name in enumerate(sections)}
+    section = np.array([number.get(name, -1) for name in table.column("section").to_pylist()], dtype=np.int64)
+    columns = {c: numpy_of(table.column(c), np.int64) for c in ("shard_key", "shard", "urls", "bytes", "low", "top")}
+    ordered = table.column("ordered").to_pylist()
+    firsts = {index: first for index, first, _ in chunks}
+    found = {}
+    bounds: dict[str, tuple[int, int]] = {}
+    for row, name in enumerate(names):  # (the table is sorted by file: each file's shards are a range of rows)
+        bounds[name] = (bounds.get(name, (row, row))[0], row + 1)
+    for index, path in paths.items():
+        lo, hi = bounds.get(path, (0, 0))
+        if hi == lo or np.any(section[lo:hi] < 0):  # (a section this build does not have: its rows are gone, not kept)
+            continue
+        shard_key, shard, urls, used, low, top = (columns[c][lo:hi] for c in columns)
+        found[index] = PartSums(
+            firsts[index], section[lo:hi], shard, shard_key, urls, used, low, top, all(ordered[lo:hi]), rows_of(index)
+        )
+    return found
 
 
 def _live_numbers(

@@ -351,13 +351,19 @@ def load_prepared(work: Storage) -> PreparedPlan:
     return PreparedPlan.from_json(read_step_file(work, PLAN_PREPARED_NAME, "plan_prepare"))
 
 
+def held_whole(prepared: PreparedPlan, index: int) -> bool:
+    """Whether chunk `index` of a delta build holds a part of the live assignment whole (PreparedPlan.live_parts):
+    its chunk task writes no rows, and placement keeps the part whole from its sums when it can (else it writes
+    the chunk's rows itself, write_chunk_rows)."""
+    return index < len(prepared.live_parts) and prepared.live_parts[index] >= 0
+
+
 def run_plan_chunk(
     config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
 ) -> None:
-    """Plan's chunk task `index`: its rows' sizes and kept shards (chunk `index` of the rows) and their sums per
-    kept shard, each to its file in the work folder's plan-chunks/ (moved in whole, so a file there is
-    complete; the sums before the rows, so a rows file there has its sums), and the change set's URL range
-    `index` as its part `index` in the work folder."""
+    """Plan's chunk task `index`: its rows' sizes and kept shards (chunk `index` of the rows, unless it holds a
+    live part whole) and their sums per kept shard, each to its file in the work folder's plan-chunks/
+    (write_chunk_rows), and the change set's URL range `index` as its part `index` in the work folder."""
     if not 0 <= index < prepared.tasks:
         raise PlanError(f"this build's plan has {prepared.tasks} chunk(s), not a chunk {index}")
     folder = chunks_of(work)
@@ -368,29 +374,8 @@ def run_plan_chunk(
                 snapshot = _open_views(
                     con, config, prepared.staged_path, prepared.previous_assignment, prepared.live_assignment
                 )
-                if index < len(prepared.chunks):
-                    chunk = prepared.chunks[index]
-                    local = os.path.join(scratch, rows_name(index))
-                    if prepared.live_rows is not None and prepared.live_assignment:
-                        carried = (prepared.live_assignment, prepared.live_rows)
-                        written = write_carried_rows(con, config.storage, local, chunk, folder, carried)
-                    else:
-                        kept = prepared.previous_assignment is not None
-                        written = write_rows(con, snapshot, config.storage, local, chunk, kept=kept)
-                    if written != chunk.end - chunk.first:
-                        raise PlanError(
-                            f"plan chunk {index} read {written:,} staged rows, not the {chunk.end - chunk.first:,} "
-                            f"of its rows in {prepared.staged_path}: the snapshot changed after plan_prepare read "
-                            "it; run the plan again"
-                        )
-                    # its kept shards' sums, so that placement needs no pass over all rows to find them
-                    sections = section_rows(prepared, config)
-                    batches = pq.ParquetFile(local).iter_batches(batch_size=KEPT_BATCH_ROWS)
-                    kept_shards(row_batches(batches, chunk.first), sections)
-                    sums = os.path.join(scratch, kept_name(index))
-                    pq.write_table(kept_table(sections), sums)
-                    folder.move_in(sums, kept_name(index))
-                    folder.move_in(local, rows_name(index))
+                if index < len(prepared.chunks) and not held_whole(prepared, index):
+                    write_chunk_rows(con, config, prepared, index, folder, snapshot)
                 if index < len(prepared.change_ranges):
                     low, high = prepared.change_ranges[index]
                     name = changes_part_name(index, len(prepared.change_ranges))
@@ -398,6 +383,44 @@ def run_plan_chunk(
                     work.move_in(os.path.join(scratch, name), name)
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot plan chunk {index} in {work.url}: {first_line(exc)}") from None
+
+
+def write_chunk_rows(
+    con: duckdb.DuckDBPyConnection,
+    config: PlanSettings,
+    prepared: PreparedPlan,
+    index: int,
+    folder: Storage,
+    snapshot: Snapshot | None,
+) -> None:
+    """Chunk `index`'s rows' sizes and kept shards (sql/plan_rows.sql's, or a delta build's carried rows) and their
+    sums per kept shard, into `folder` (plan-chunks/; moved in whole, so a file there is complete; the sums before
+    the rows, so a rows file there has its sums). `snapshot`: the staged snapshot, with _open_views' views (None: a
+    delta build that carries its rows needs neither)."""
+    chunk = prepared.chunks[index]
+    with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
+        local = os.path.join(scratch, rows_name(index))
+        if prepared.live_rows is not None and prepared.live_assignment:
+            carried = (prepared.live_assignment, prepared.live_rows)
+            written = write_carried_rows(con, config.storage, local, chunk, folder, carried)
+        else:
+            assert snapshot is not None
+            kept = prepared.previous_assignment is not None
+            written = write_rows(con, snapshot, config.storage, local, chunk, kept=kept)
+        if written != chunk.end - chunk.first:
+            raise PlanError(
+                f"plan chunk {index} read {written:,} staged rows, not the {chunk.end - chunk.first:,} "
+                f"of its rows in {prepared.staged_path}: the snapshot changed after plan_prepare read "
+                "it; run the plan again"
+            )
+        # its kept shards' sums, so that placement needs no pass over all rows to find them
+        sections = section_rows(prepared, config)
+        batches = pq.ParquetFile(local).iter_batches(batch_size=KEPT_BATCH_ROWS)
+        kept_shards(row_batches(batches, chunk.first), sections)
+        sums = os.path.join(scratch, kept_name(index))
+        pq.write_table(kept_table(sections), sums)
+        folder.move_in(sums, kept_name(index))
+        folder.move_in(local, rows_name(index))
 
 
 def raise_if_missing(missing: list[int], of_what: str, folder: Storage, step: str) -> None:
@@ -413,14 +436,14 @@ def raise_if_missing(missing: list[int], of_what: str, folder: Storage, step: st
 def chunk_files(
     con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan
 ) -> tuple[list[str], list[str], list[str]]:
-    """The chunk tasks' rows files and kept shards' sums (in plan-chunks/) and the change set's parts (in the
+    """The chunk tasks' rows files (in plan-chunks/; a chunk that holds a live part whole has none unless
+    placement writes it), the kept shards' sums of the chunks that wrote them, and the change set's parts (in the
     work folder), as paths DuckDB reads, in order; PlanError naming the chunks whose files are missing."""
     folder = chunks_of(work)
     of_what = f"this build's {prepared.tasks} plan chunk(s)"
     present = folder.list_details()
-    rows = [rows_name(i) for i in range(len(prepared.chunks))]
-    kept = [kept_name(i) for i in range(len(prepared.chunks))]
-    missing = [i for i in range(len(rows)) if rows[i] not in present or kept[i] not in present]
+    written = [i for i in range(len(prepared.chunks)) if not held_whole(prepared, i)]
+    missing = [i for i in written if rows_name(i) not in present or kept_name(i) not in present]
     raise_if_missing(missing, of_what, folder, "plan_chunk")
     parts = 1 if prepared.changes_prepared else len(prepared.change_ranges)
     changes = [changes_part_name(i, parts) for i in range(parts)]
@@ -428,7 +451,7 @@ def chunk_files(
         present = work.list_details()
         raise_if_missing([i for i, name in enumerate(changes) if name not in present], of_what, work, "plan_chunk")
     return (
-        [storage_path(con, folder, n) for n in rows],
-        [storage_path(con, folder, n) for n in kept],
+        [storage_path(con, folder, rows_name(i)) for i in range(len(prepared.chunks))],
+        [storage_path(con, folder, kept_name(i)) for i in written],
         [storage_path(con, work, n) for n in changes],
     )

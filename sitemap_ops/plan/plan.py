@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from sitemap_ops.constants import NAME_DIGEST_CHARS, PLAN_NAME, PLAN_PLACED_NAME, RENDER_VERSION
@@ -21,7 +22,18 @@ from sitemap_ops.duck import (
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import index_entry, index_overhead, render_index, shard_overhead
 from sitemap_ops.manifest import changes_glob, planned_glob
-from sitemap_ops.plan.assign import CHUNK_ROWS, add_kept, compact, place, release_tails, row_batches
+from sitemap_ops.plan.assign import (
+    CHUNK_ROWS,
+    PartSums,
+    RowBatch,
+    SectionRows,
+    add_kept,
+    compact,
+    place,
+    release_tails,
+    row_batches,
+)
+from sitemap_ops.plan.carry import live_part_sums
 from sitemap_ops.plan.changes import count_changes
 from sitemap_ops.plan.chunks import (
     PreparedPlan,
@@ -29,6 +41,9 @@ from sitemap_ops.plan.chunks import (
     chunks_of,
     clear_assignment,
     feed_name,
+    held_whole,
+    kept_name,
+    live_guard,
     numbers_name,
     raise_if_missing,
     read_step_file,
@@ -36,6 +51,7 @@ from sitemap_ops.plan.chunks import (
     section_rows,
     set_feed_variables,
     shards_name,
+    write_chunk_rows,
 )
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
@@ -149,6 +165,8 @@ class Placement:
     compacted: list[str]
     changes: dict[str, int]
     changes_path: str
+    whole: list[int] = field(default_factory=list)  # the parts kept whole: plan_write copies the live part
+    parts_ordered: list[bool] = field(default_factory=list)  # whether each part's rows are in (key, pos) order
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode("utf-8")
@@ -158,6 +176,108 @@ class Placement:
         raw = json.loads(data)
         raw["key_shards"] = [(section, number) for section, number in raw["key_shards"]]
         return cls(**raw)
+
+
+class _ChunkRows:
+    """The chunk tasks' rows files in plan-chunks/ (`paths`, one per chunk, as DuckDB reads them), read by
+    placement in order. A chunk that holds a live part whole has none until placement needs its rows after all:
+    then placement writes them (plan.chunks.write_chunk_rows)."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        config: PlanSettings,
+        prepared: PreparedPlan,
+        folder: Storage,
+        paths: list[str],
+    ) -> None:
+        self.con, self.config, self.prepared, self.folder, self.paths = con, config, prepared, folder, paths
+        self.written = set(folder.list_details())
+
+    def write(self, index: int) -> None:
+        """Write chunk `index`'s rows and kept sums unless written."""
+        if rows_name(index) not in self.written:
+            with live_guard(self.prepared.live_assignment, self.config):
+                write_chunk_rows(self.con, self.config, self.prepared, index, self.folder, None)
+            self.written.add(rows_name(index))
+
+    def held_sums(self, sections: list[SectionRows]) -> dict[int, PartSums]:
+        """The sums of the live parts that chunks hold whole (plan.chunks.held_whole), by chunk, where the terms
+        kept beside them hold sums (plan.carry.live_part_sums)."""
+        prepared = self.prepared
+        held = [(i, c.first, prepared.live_parts[i]) for i, c in enumerate(prepared.chunks) if held_whole(prepared, i)]
+        if not held or not prepared.live_assignment:
+            return {}
+        with live_guard(prepared.live_assignment, self.config):
+            names = [sec.name for sec in sections]
+            return live_part_sums(self.con, self.config.storage, prepared.live_assignment, held, names, self.reader)
+
+    def write_unsummed(self, summed: dict[int, PartSums]) -> list[str]:
+        """Write the rows of each chunk that holds a live part whole without sums (an earlier version wrote the
+        part's terms); their kept sums, as DuckDB reads them."""
+        unsummed = [i for i in range(len(self.prepared.chunks)) if held_whole(self.prepared, i) and i not in summed]
+        for index in unsummed:
+            self.write(index)
+        return [storage_path(self.con, self.folder, kept_name(index)) for index in unsummed]
+
+    def snapshot(self) -> Snapshot:
+        """The rows files as one snapshot, read by row number (release_tails reads a section's)."""
+        chunks = self.prepared.chunks
+        return Snapshot(
+            self.folder.url_of(rows_name(0)),
+            [rows_name(i) for i in range(len(chunks))],
+            [Piece(i, "", 0, chunk.end - chunk.first) for i, chunk in enumerate(chunks)],
+        )
+
+    def reader(self, index: int) -> Callable[[], Iterable[RowBatch]]:
+        """What reads chunk `index`'s rows (PartSums.rows)."""
+        return lambda: row_batches(self._batches(index), self.prepared.chunks[index].first)
+
+    def stream(self, summed: dict[int, PartSums]) -> Iterator[RowBatch | PartSums]:
+        """Every chunk's rows in order, or its part's sums (`summed`) for placement to keep it whole."""
+        for index in range(len(self.prepared.chunks)):
+            part = summed.get(index)
+            if part is not None:
+                yield part
+            else:
+                yield from self.reader(index)()
+
+    def _batches(self, index: int) -> Iterator[pa.RecordBatch]:
+        # each chunk's rows file must hold its chunk's rows: more or fewer would shift every row after them
+        self.write(index)
+        found, chunk = 0, self.prepared.chunks[index]
+        with self.con.read_parquet(self.paths[index]).to_arrow_reader(CHUNK_ROWS) as reader:  # (closed once read)
+            for batch in reader:
+                found += batch.num_rows
+                yield batch
+        if found != chunk.end - chunk.first:
+            raise PlanError(
+                f"this build's plan chunk {index} holds {found:,} rows, not the {chunk.end - chunk.first:,} of its "
+                f"rows of the staged snapshot {self.prepared.staged_path}: it changed after plan_prepare read it; "
+                "run the plan again"
+            )
+
+
+def _add_kept_sums(
+    con: duckdb.DuckDBPyConnection, sections: list[SectionRows], kept_parts: list[str], summed: dict[int, PartSums]
+) -> None:
+    """Add up each section's kept shards from the chunks' sums files (`kept_parts`) and the live parts' sums."""
+    for index, number, urls, used, top in con.read_parquet(kept_parts).fetchall() if kept_parts else []:
+        add_kept(sections[index], number, urls, used, top)
+    for part in summed.values():
+        for index, number, urls, used, top in zip(
+            part.section, part.shard, part.urls, part.used, part.top, strict=True
+        ):
+            add_kept(sections[int(index)], int(number), int(urls), int(used), int(top))
+
+
+def _releasing(sections: list[SectionRows], payload: int, summed: dict[int, PartSums]) -> list[int]:
+    """The chunks of `summed` with rows in a section whose kept shards are over the limits, so that
+    release_tails reads its rows."""
+    over = [
+        i for i, sec in enumerate(sections) if any(u > sec.max_urls or b > payload for u, b, _ in sec.kept.values())
+    ]
+    return [index for index, part in summed.items() if np.isin(part.section, over).any()]
 
 
 def run_place(
@@ -187,27 +307,7 @@ def run_place(
     folder = chunks_of(work)
     folder.delete_many([name for name in folder.list_details() if name.startswith(("shards-", "feed-"))])
     sections = section_rows(prepared, config)
-    # the chunks' rows files, read by row number as one table (release_tails) or streamed in order (place)
-    rows = Snapshot(
-        folder.url_of(rows_name(0)),
-        [rows_name(i) for i in range(len(prepared.chunks))],
-        [Piece(i, "", 0, chunk.end - chunk.first) for i, chunk in enumerate(prepared.chunks)],
-    )
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        # each chunk's rows file must hold its chunk's rows: more or fewer would shift every row after them
-        for index, (path, chunk) in enumerate(zip(rows_parts, prepared.chunks, strict=True)):
-            found = 0
-            with con.read_parquet(path).to_arrow_reader(CHUNK_ROWS) as reader:  # (closed once read)
-                for batch in reader:
-                    found += batch.num_rows
-                    yield batch
-            if found != chunk.end - chunk.first:
-                raise PlanError(
-                    f"this build's plan chunk {index} holds {found:,} rows, not the {chunk.end - chunk.first:,} of its "
-                    f"rows of the staged snapshot {prepared.staged_path}: it changed after plan_prepare read it; run "
-                    "the plan again"
-                )
+    chunk_rows = _ChunkRows(con, config, prepared, folder, rows_parts)
 
     def done(index: int, path: str) -> None:
         try:
@@ -217,15 +317,19 @@ def run_place(
 
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         try:
+            summed = chunk_rows.held_sums(sections)
+            kept_parts += chunk_rows.write_unsummed(summed)
             # each section's kept shards: the chunks' sums, added up (no pass over the rows)
-            for index, number, urls, used, top in con.read_parquet(kept_parts).fetchall():
-                add_kept(sections[index], number, urls, used, top)
+            _add_kept_sums(con, sections, kept_parts, summed)
             kept = sum(urls for sec in sections for urls, _, _ in sec.kept.values())
-            release_tails(con, rows, config.storage, sections, payload)
+            for index in _releasing(sections, payload, summed):
+                chunk_rows.write(index)  # (release_tails reads the rows of a section whose kept shards are over)
+                del summed[index]
+            release_tails(con, chunk_rows.snapshot(), config.storage, sections, payload)
             compacted = compact(sections, payload, config.shards.compact_below)
             sinks = [(os.path.join(scratch, numbers_name(i)), c.end - c.first) for i, c in enumerate(prepared.chunks)]
             with progress.working("plan: placing the URLs", con.query_progress):
-                assignment = place(row_batches(batches()), sections, payload, sinks, done)
+                assignment = place(chunk_rows.stream(summed), sections, payload, sinks, done)
         except duckdb.Error as exc:
             raise PlanError(f"cannot read this build's plan chunks in {work.url}: {first_line(exc)}") from None
     progress.step(f"plan: {kept:,} URL(s) kept their shard, {total - kept:,} placed")
@@ -244,6 +348,8 @@ def run_place(
         compacted,
         changes,
         changes_path,
+        assignment.whole,
+        assignment.parts_ordered,
     )
     work.write_bytes(PLAN_PLACED_NAME, placement.to_json())
     return placement

@@ -35,39 +35,47 @@ from sitemap_ops.plan.chunks import (
 )
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.plan.plan import Placement
 from sitemap_ops.plan.rows import RowChunk
 from sitemap_ops.snapshot import block_relations, load_snapshot, rows_relation
 from sitemap_ops.storage import Storage
 
 
 def run_plan_write(
-    config: PlanSettings, con: duckdb.DuckDBPyConnection, work: Storage, prepared: PreparedPlan, index: int
+    config: PlanSettings,
+    con: duckdb.DuckDBPyConnection,
+    work: Storage,
+    prepared: PreparedPlan,
+    placement: Placement,
+    index: int,
 ) -> None:
     """Plan's part task `index`, after placement: chunk `index`'s staged rows with their shard numbers, as part
     `index` of the assignment (in the work folder), and its shards' fingerprint terms (in plan-chunks/), with
     its candidates for the feed when one is configured. Each is written locally and moved in whole, the
     terms last, so terms in plan-chunks/ mean a complete part. A delta build copies the live build's part
-    instead when the chunk holds its rows and placement kept each of them as it was (plan.carry.copy_live_part),
-    and the terms kept beside it (the terms are beside the part in the work folder before they are in
-    plan-chunks/)."""
+    instead when the chunk holds its rows and placement kept each of them as it was (plan.carry.copy_live_part;
+    without comparing when placement kept the part whole from its sums: Placement.whole), and the terms kept
+    beside it (the terms are beside the part in the work folder before they are in plan-chunks/)."""
     parts = len(prepared.chunks)
     if not 0 <= index < parts:
         raise PlanError(f"this build's plan has {parts} part(s), not a part {index}")
-    chunk, folder = prepared.chunks[index], chunks_of(work)
-    if not folder.exists(numbers_name(index)):
+    chunk, folder, whole = prepared.chunks[index], chunks_of(work), index in placement.whole
+    if not whole and not folder.exists(numbers_name(index)):
         raise PlanError(
             f"this build's placement wrote no shard numbers for part {index} ({folder.url_of(numbers_name(index))}): "
             "run its plan_place step again"
         )
     name = planned_part_name(index, parts)
-    numbers = storage_path(con, folder, numbers_name(index))
+    numbers = None if whole else storage_path(con, folder, numbers_name(index))
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
         local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
             copied, kept_terms = _copy_live(con, config, prepared, index, numbers, work)
             if not copied:
+                assert numbers is not None  # (a part kept whole is copied)
                 _write_part(con, config, prepared, chunk, numbers, local)
             part = storage_path(con, work, name) if copied else local
+            set_variables(con, {"part_ordered": placement.parts_ordered[index]})
             _read_part(con, config, part, None if kept_terms else terms, feed)
             if not copied:
                 work.move_in(local, name)
@@ -99,12 +107,12 @@ def _copy_live(
     config: PlanSettings,
     prepared: PreparedPlan,
     index: int,
-    numbers: str,
+    numbers: str | None,
     work: Storage,
 ) -> tuple[bool, bool]:
     """Whether the live build's part that chunk `index` holds exactly (PreparedPlan.live_parts) was copied into
-    `work` as part `index` (plan.carry.copy_live_part: placement's `numbers` of it are the part's), and whether
-    the terms kept beside it were."""
+    `work` as part `index` (plan.carry.copy_live_part: placement's `numbers` of it are the part's, or None:
+    placement kept it whole), and whether the terms kept beside it were."""
     live_part = prepared.live_parts[index] if index < len(prepared.live_parts) else -1
     if live_part < 0 or not prepared.live_assignment:
         return False, False
@@ -112,7 +120,7 @@ def _copy_live(
     name = planned_part_name(index, len(prepared.chunks))
     with live_guard(prepared.live_assignment, config):
         copied = copy_live_part(con, config.storage, live_file, numbers, work, name)
-        return copied, copied and copy_live_terms(config.storage, live_file, work, name)
+        return copied, copied and copy_live_terms(con, config.storage, live_file, work, name)
 
 
 def _write_part(

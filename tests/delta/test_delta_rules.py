@@ -18,7 +18,7 @@ import pytest
 
 from sitemap_ops.cli import main
 from sitemap_ops.config import load_config
-from sitemap_ops.duck import read_sql
+from sitemap_ops.duck import read_sql, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.manifest import assignment_files, part_terms_name
 from sitemap_ops.pipeline import run_build
@@ -28,6 +28,7 @@ from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
 from sitemap_ops.plan import carry as plan_carry
 from sitemap_ops.plan.carry import copy_live_part
 from sitemap_ops.plan.exceptions import CircuitBreakerError
+from sitemap_ops.plan.plan import load_placement
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import load_snapshot, range_count, rows_apart, rows_relation
 from sitemap_ops.stage.config import SourceConfig
@@ -457,6 +458,8 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
         return prepared.live_parts, assignment, shards
 
     carried = planned()
+    # (placement keeps those parts whole from the sums in their terms, and reads none of their rows)
+    assert load_placement(run.work).whole == [2, 3, 4]
     # (part 0 is written in two pieces: its touched rows, and its untouched rows after them, which are apart)
     assert carried[0] == [-1, -1, 1, 2, 3]
     assert sorted(n for n in copied if n.startswith("planned-")) == [
@@ -467,8 +470,55 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
         assert (Path(run.work.root) / name).read_bytes() == (Path(live).parent / live_name(part)).read_bytes()
     monkeypatch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
     joined = planned()
-    assert joined[0] == [] and carried[1:] == joined[1:]
+    assert joined[0] == [] and carried[1:] == joined[1:] and load_placement(run.work).whole == []
     assert (f"{SITE}/p/001", "a") in {(row[4], row[8]) for row in carried[1]}
+
+
+def test_a_delta_build_whose_grown_entries_release_a_shards_tail_places_the_rows_of_the_parts_it_moves(
+    tmp_path: Path,
+) -> None:
+    """Entries that grew past a shard's byte limit release its tail in position order (plan.assign.release_tails),
+    rows of a live part the delta build would otherwise keep whole from its sums among them: placement reads that
+    part's rows and moves them, as a plan that sizes and joins every row does; an untouched part elsewhere is still
+    kept whole. Terms an earlier version kept (no sums) make placement read every part's rows, with the same plan."""
+    columns = [("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string())]
+    schema = pa.schema([*columns, ("changefreq", pa.string())])
+    when = dt.datetime(2026, 11, 20)
+    rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 20]} for i in range(40)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    pages = [{**PAGES, "path": str(tmp_path / "pages.parquet")}]
+    config = _site(tmp_path, pages, shards={"max_bytes": 1024}, duckdb={"plan_chunks": 4})
+    run_build(config, now=NOW)
+    manifest = json.loads((tmp_path / "public" / "manifest.json").read_text())
+    # (shards cut by bytes across the parts of 10 rows: shard 1 of section a is rows 0-16, in parts 0 and 1)
+    assert [s["urls"] for s in manifest["shards"]] == [17, 3, 17, 3]
+    later = dt.datetime(2026, 11, 21)
+    for i in range(4, 10):  # (grown entries of shard 1, in part 0: its rows in part 1 are its tail)
+        rows[i] = {**rows[i], "t": later, "changefreq": "daily"}
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    run, slots = BuildRun.new(config, NOW + dt.timedelta(minutes=1)), {}
+    walk([s for s in steps_for(config) if s.phase == "stage"], run, slots, {"delta": "only"}, {})
+
+    def planned() -> tuple[list[int], list[Any], list[Any]]:
+        prepared = plan_prepare(run, slots["staged"])
+        made = plan(run, prepared)
+        with duckdb.connect() as con:
+            assignment = con.sql(f"SELECT * FROM read_parquet('{run.work.root}/planned-*.parquet')").fetchall()
+        shards = [(s.section, s.shard, s.name, s.urls, s.bytes, s.fingerprint) for s in made.shards]
+        return prepared.live_parts, assignment, shards
+
+    carried = planned()
+    whole = load_placement(run.work).whole
+    assert carried[0][-3:] == [1, 2, 3] and whole == [len(carried[0]) - 2, len(carried[0]) - 1]
+    assert carried[2][0][3] < 17 and carried[2][2][3] == 17, "shard 1 of section a released its tail"
+    live = Path(manifest["assignment"]).parent
+    for terms in live.glob("terms-*.parquet"):  # (as an earlier version kept them)
+        pq.write_table(pq.read_table(terms).select(["shard_key", "urls", "lastmod", "h1", "h2"]), terms)
+    older = planned()
+    assert load_placement(run.work).whole == [] and older == carried
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
+        assert planned()[1:] == carried[1:]
 
 
 def live_name(part: int) -> str:
@@ -557,6 +607,8 @@ def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one
         ]
         for part, kept in zip(parts, terms, strict=True):
             con.read_parquet(part).create_view("planned", replace=True)
+            numbers = con.sql("SELECT shard_key, pos FROM planned").fetchall()
+            set_variables(con, {"part_ordered": numbers == sorted(numbers)})  # (placement's: rows in key order)
             assert con.sql(read_sql("plan_shards")).fetchall() == con.read_parquet(kept).fetchall()
     left = {p.name for p in (tmp_path / "work").rglob("*.parquet") if p.name.startswith(("planned-", "terms-"))}
     assert left == {Path(name).name for name in [*parts, *terms]}

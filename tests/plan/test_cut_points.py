@@ -12,6 +12,7 @@ import pytest
 
 from sitemap_ops.plan import assign as assign_module
 from sitemap_ops.plan.assign import (
+    PartSums,
     SectionRows,
     add_kept,
     compact,
@@ -153,3 +154,62 @@ def test_placement_refuses_rows_that_do_not_fill_the_plans_parts(tmp_path: Path)
     parts = [(str(tmp_path / "part-0.parquet"), 2), (str(tmp_path / "part-1.parquet"), 4)]
     with pytest.raises(PlanError, match="1 row"):
         place(rows, [SectionRows("blog", 0, 5, max_urls=2)], 1_000, parts, lambda index, path: None)
+
+
+def _place_parts(tmp_path: Path, whole: dict[int, PartSums], sections: list[SectionRows], parts: list) -> tuple:
+    """Place `parts` (row_batches' rows, one batch each) with the parts of `whole` given by their sums instead;
+    (the assignment, each part's numbers or None when kept whole)."""
+    sinks = [(str(tmp_path / f"numbers-{i}.parquet"), len(batch[1])) for i, batch in enumerate(parts)]
+    for path, _ in sinks:
+        Path(path).unlink(missing_ok=True)
+    rows = [whole.get(i, batch) for i, batch in enumerate(parts)]
+    assignment = place(rows, sections, 10_000, sinks, lambda index, path: None)
+    found = [pq.read_table(path).to_pylist() if Path(path).exists() else None for path, _ in sinks]
+    return assignment, found
+
+
+def test_a_live_part_is_kept_whole_from_its_sums_only_when_each_row_stays_under_its_key(tmp_path: Path) -> None:
+    """place: a delta build's chunk that holds a live part whole is given by the part's sums (PartSums): when each of
+    its rows keeps its shard, position and key, placement keeps it whole (no numbers written: the part is copied)
+    and finds what placing its rows finds; when one key moved (a shard added before it), it places the rows."""
+
+    def batch(first: int, shard: list[int], pos: list[int]) -> tuple:
+        return (first, np.full(len(shard), 10), np.array(shard), np.array(pos))
+
+    def sections() -> list[SectionRows]:
+        found = [SectionRows("a", 0, 6, max_urls=3), SectionRows("b", 6, 9, max_urls=3)]
+        for sec, number, urls, top in ((0, 1, 3, 3), (0, 2, 2, 2), (1, 1, 3, 3)):
+            add_kept(found[sec], number, urls, urls * 10, top)
+        return found
+
+    # a: shard 1 full, shard 2 with one new row; b: shard 1 kept whole in part 2
+    parts = [batch(0, [1, 1, 1], [1, 2, 3]), batch(3, [2, 2, -1], [1, 2, 0]), batch(6, [1, 1, 1], [1, 2, 3])]
+    by_rows, numbers = _place_parts(tmp_path, {}, sections(), parts)
+
+    def sums(key: int) -> PartSums:
+        one = np.array([1])
+        return PartSums(
+            6,
+            np.array([1]),
+            one,
+            np.array([key]),
+            np.array([3]),
+            np.array([30]),
+            one,
+            np.array([3]),
+            True,
+            lambda: [batch(6, [1, 1, 1], [1, 2, 3])],
+        )
+
+    kept, found = _place_parts(tmp_path, {2: sums(2)}, sections(), parts)
+    assert kept.whole == [2] and found == [*numbers[:2], None]
+    assert (kept.key_shards, kept.urls_per_key, kept.bytes_per_key) == (
+        by_rows.key_shards,
+        by_rows.urls_per_key,
+        by_rows.bytes_per_key,
+    )
+    assert kept.ordered == by_rows.ordered and kept.parts_ordered == by_rows.parts_ordered == [True] * 3
+    assert [row["shard_key"] for row in numbers[2]] == [2, 2, 2]
+    # the live part's key was 1 (a new shard in section a since): its rows are placed
+    moved, found = _place_parts(tmp_path, {2: sums(1)}, sections(), parts)
+    assert moved.whole == [] and found == numbers and moved.key_shards == by_rows.key_shards

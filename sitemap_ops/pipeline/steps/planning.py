@@ -85,7 +85,8 @@ def plan_place(
 def plan_write(run: BuildRun, prepared: PreparedPlan, index: int) -> None:
     """One part of the assignment (a chunk's staged rows with their shard numbers, and its shards' fingerprint
     terms), into the work folder; any part, in any order, in any process, after plan_place."""
-    in_session(run, lambda con, work: run_plan_write(run.config.plan_settings(), con, work, prepared, index))
+    settings = run.config.plan_settings()
+    in_session(run, lambda con, work: run_plan_write(settings, con, work, prepared, load_placement(work), index))
 
 
 def plan_name(run: BuildRun, prepared: PreparedPlan, *, lease: PublishLease | None = None) -> Plan:
