@@ -252,12 +252,12 @@ def live_part_sums(
     con: duckdb.DuckDBPyConnection,
     storage: StorageConfig,
     assignment: str,
-    chunks: list[tuple[int, int, int]],
+    chunks: list[tuple[int, int, int, int]],
     sections: list[str],
     rows_of: Callable[[int], Callable[[], Iterable[RowBatch]]],
 ) -> dict[int, PartSums]:
-    """The sums of the live assignment's parts that plan chunks hold whole (`chunks`: chunk index, its first row,
-    its live part), read from the terms kept beside each part (sql/plan_carry_sums.sql), by chunk; a part without
+    """The sums of the live assignment's parts that plan chunks hold whole (`chunks`: chunk index, its first row and
+    end, its live part), read from the terms kept beside each part (sql/plan_carry_sums.sql), by chunk; a part without
     such terms (an earlier version's) has none. `sections`: placement's sections, by name; `rows_of(chunk)` reads
     a chunk's rows when placement cannot keep its part whole (PartSums.rows)."""
     if not chunks:
@@ -266,7 +266,7 @@ def live_part_sums(
     present = folder.list_details()
     live_files = assignment_files(assignment)
     paths = {}
-    for index, _, part in chunks:
+    for index, _, _, part in chunks:
         name = part_terms_name(open_file(live_files[part], storage)[1])
         if name in present:
             paths[index] = storage_path(con, folder, name)
@@ -282,18 +282,20 @@ def live_part_sums(
     section = np.array([number.get(name, -1) for name in table.column("section").to_pylist()], dtype=np.int64)
     columns = {c: numpy_of(table.column(c), np.int64) for c in ("shard_key", "shard", "urls", "bytes", "low", "top")}
     ordered = table.column("ordered").to_pylist()
-    firsts = {index: first for index, first, _ in chunks}
+    spans = {index: (first, end) for index, first, end, _ in chunks}
     found = {}
     bounds: dict[str, tuple[int, int]] = {}
     for row, name in enumerate(names):  # (the table is sorted by file: each file's shards are a range of rows)
         bounds[name] = (bounds.get(name, (row, row))[0], row + 1)
     for index, path in paths.items():
         lo, hi = bounds.get(path, (0, 0))
-        if hi == lo or np.any(section[lo:hi] < 0):  # (a section this build does not have: its rows are gone, not kept)
+        first, end = spans[index]
+        # (a section this build does not have, or sums that are not the part's rows: placement reads its rows)
+        if hi == lo or np.any(section[lo:hi] < 0) or int(columns["urls"][lo:hi].sum()) != end - first:
             continue
         shard_key, shard, urls, used, low, top = (columns[c][lo:hi] for c in columns)
         found[index] = PartSums(
-            firsts[index], section[lo:hi], shard, shard_key, urls, used, low, top, all(ordered[lo:hi]), rows_of(index)
+            first, section[lo:hi], shard, shard_key, urls, used, low, top, all(ordered[lo:hi]), rows_of(index)
         )
     return found
 

@@ -366,6 +366,9 @@ def run_plan_chunk(
     (write_chunk_rows), and the change set's URL range `index` as its part `index` in the work folder."""
     if not 0 <= index < prepared.tasks:
         raise PlanError(f"this build's plan has {prepared.tasks} chunk(s), not a chunk {index}")
+    rows = index < len(prepared.chunks) and not held_whole(prepared, index)
+    if not rows and index >= len(prepared.change_ranges):
+        return  # (a chunk that holds a live part whole: placement reads the part's sums)
     folder = chunks_of(work)
     folder.makedirs()
     with tempfile.TemporaryDirectory(prefix="sitemap-ops-plan-", dir=scratch_folder(con)) as scratch:
@@ -374,7 +377,7 @@ def run_plan_chunk(
                 snapshot = _open_views(
                     con, config, prepared.staged_path, prepared.previous_assignment, prepared.live_assignment
                 )
-                if index < len(prepared.chunks) and not held_whole(prepared, index):
+                if rows:
                     write_chunk_rows(con, config, prepared, index, folder, snapshot)
                 if index < len(prepared.change_ranges):
                     low, high = prepared.change_ranges[index]

@@ -205,7 +205,8 @@ class _ChunkRows:
         """The sums of the live parts that chunks hold whole (plan.chunks.held_whole), by chunk, where the terms
         kept beside them hold sums (plan.carry.live_part_sums)."""
         prepared = self.prepared
-        held = [(i, c.first, prepared.live_parts[i]) for i, c in enumerate(prepared.chunks) if held_whole(prepared, i)]
+        chunks = enumerate(prepared.chunks)
+        held = [(i, c.first, c.end, prepared.live_parts[i]) for i, c in chunks if held_whole(prepared, i)]
         if not held or not prepared.live_assignment:
             return {}
         with live_guard(prepared.live_assignment, self.config):
