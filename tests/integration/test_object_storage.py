@@ -25,6 +25,7 @@ from sitemap_ops.duck import duckdb_path
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import run_build
+from sitemap_ops.plan.plan import load_placement
 from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
 from sitemap_ops.storage import Storage, StorageConfig
@@ -410,18 +411,22 @@ def test_delta_builds_read_and_keep_their_state_on_object_storage(
 ) -> None:
     """The delta state (kept rows, layers, staged snapshot) lives in the work folder on S3 or GCS: each delta
     build reads the live one there, and retire keeps what the next one reads. The snapshot's files of about 20
-    URLs: each delta build has the store copy the files whose URLs it did not change."""
+    URLs: each delta build has the store copy the files whose URLs it did not change, and keeps whole the parts
+    of the assignment its changes do not touch (placement reads their sums there)."""
     copied = small_snapshot_files(monkeypatch, 20)
     rows = [(key, f"{key:05d}", dt.datetime(2024, 1, 1) + dt.timedelta(days=key)) for key in range(150)]
     sources = _changing(tmp_path, rows)
-    first = run_build(_config(tmp_path, store, sources=sources), now=NOW, delta="try")
+    chunks = {"plan_chunks": 4}
+    first = run_build(_config(tmp_path, store, sources=sources, duckdb=chunks), now=NOW, delta="try")
     assert first.stage.mode.startswith("full: ") and first.stage.state is not None
     for step in range(1, 4):
         when = NOW - dt.timedelta(hours=1) + dt.timedelta(hours=step)
         rows[step] = (step, f"moved-{step}", when)  # a page moved (its old URL goes)
         rows.append((1000 + step, f"new-{step}", when))
         sources = _changing(tmp_path, rows)
-        delta = run_build(_config(tmp_path, store, sources=sources), now=when + dt.timedelta(minutes=5), delta="only")
+        config = _config(tmp_path, store, sources=sources, duckdb=chunks)
+        delta = run_build(config, now=when + dt.timedelta(minutes=5), delta="only")
+        assert load_placement(Storage.open(delta.work_dir, config.storage)).whole, f"step {step}"
         # the two changed rows, and those of the mark's time again (the overlap): the last build's changes
         assert delta.stage.mode == "delta" and delta.stage.rows_in == (3 if step == 1 else 4)
         assert delta.stage.state is not None and len(delta.stage.state.layers) == step
