@@ -426,6 +426,23 @@ def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: 
     assert f"{SITE}/moved" in live and f"{SITE}/p/3" not in live and len(live) == 30
 
 
+def _staged_delta(config: Any) -> tuple[BuildRun, dict[str, Any]]:
+    """A delta build of `config` a minute after NOW, staged (its stage steps run), and its slots."""
+    run, slots = BuildRun.new(config, NOW + dt.timedelta(minutes=1)), {}
+    walk([s for s in steps_for(config) if s.phase == "stage"], run, slots, {"delta": "only"}, {})
+    return run, slots
+
+
+def _plan_again(run: BuildRun, slots: dict[str, Any]) -> tuple[list[int], list[Any], list[Any]]:
+    """Plan the staged build `run` again: its chunks' live parts, its assignment's rows and its shards."""
+    prepared = plan_prepare(run, slots["staged"])
+    made = plan(run, prepared)
+    with duckdb.connect() as con:
+        assignment = con.sql(f"SELECT * FROM read_parquet('{run.work.root}/planned-*.parquet')").fetchall()
+    shards = [(s.section, s.shard, s.name, s.urls, s.bytes, s.fingerprint) for s in made.shards]
+    return prepared.live_parts, assignment, shards
+
+
 def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_not_touch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -446,16 +463,10 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
     rows[1] = {**rows[1], "t": later}  # read again as it was (the overlap)
     rows.append({"id": 1, "loc": f"{SITE}/p/001", "t": later, "section": "a"})  # a new page among part 0's
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
-    run, slots = BuildRun.new(config, NOW + dt.timedelta(minutes=1)), {}
-    walk([s for s in steps_for(config) if s.phase == "stage"], run, slots, {"delta": "only"}, {})
+    run, slots = _staged_delta(config)
 
     def planned() -> tuple[list[int], list[Any], list[Any]]:
-        prepared = plan_prepare(run, slots["staged"])
-        made = plan(run, prepared)
-        with duckdb.connect() as con:
-            assignment = con.sql(f"SELECT * FROM read_parquet('{run.work.root}/planned-*.parquet')").fetchall()
-        shards = [(s.section, s.shard, s.name, s.urls, s.bytes, s.fingerprint) for s in made.shards]
-        return prepared.live_parts, assignment, shards
+        return _plan_again(run, slots)
 
     carried = planned()
     # (placement keeps those parts whole from the sums in their terms, and reads none of their rows)
@@ -496,16 +507,10 @@ def test_a_delta_build_whose_grown_entries_release_a_shards_tail_places_the_rows
     for i in range(4, 10):  # (grown entries of shard 1, in part 0: its rows in part 1 are its tail)
         rows[i] = {**rows[i], "t": later, "changefreq": "daily"}
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
-    run, slots = BuildRun.new(config, NOW + dt.timedelta(minutes=1)), {}
-    walk([s for s in steps_for(config) if s.phase == "stage"], run, slots, {"delta": "only"}, {})
+    run, slots = _staged_delta(config)
 
     def planned() -> tuple[list[int], list[Any], list[Any]]:
-        prepared = plan_prepare(run, slots["staged"])
-        made = plan(run, prepared)
-        with duckdb.connect() as con:
-            assignment = con.sql(f"SELECT * FROM read_parquet('{run.work.root}/planned-*.parquet')").fetchall()
-        shards = [(s.section, s.shard, s.name, s.urls, s.bytes, s.fingerprint) for s in made.shards]
-        return prepared.live_parts, assignment, shards
+        return _plan_again(run, slots)
 
     carried = planned()
     whole = load_placement(run.work).whole
