@@ -182,14 +182,21 @@ def aligned_chunks(
 
 
 def _touched_pieces(first: int, end: int, touched: np.ndarray, apart: int | None) -> list[tuple[int, int]]:
-    """The pieces of a touched part's staged rows [first, end) that the delta build writes: its untouched rows
-    before and after its touched staged rows (`touched`, sorted) in pieces apart when each are at least `apart`
-    (snapshot.rows_apart; None: never), each cut in pieces of about DELTA_FILE_ROWS rows (snapshot.range_count)."""
+    """The pieces of a touched part's staged rows [first, end) that the delta build writes: each run of untouched
+    rows of at least `apart` (snapshot.rows_apart; None: never) before, between or after its touched staged rows
+    (`touched`, sorted) apart from them, each cut in pieces of about DELTA_FILE_ROWS rows (snapshot.range_count).
+    Changes spread over the part's sections (new pages of a date, one run in each) leave their runs between them
+    apart, so the next delta build, whose changes fall beside these, copies those."""
     inside = touched[np.searchsorted(touched, first) : np.searchsorted(touched, end)]
     bounds = [first, end]
     if len(inside) and apart is not None:
-        low, high = int(inside[0]), int(inside[-1]) + 1
-        bounds = [first, *([low] if low - first >= apart else []), *([high] if end - high >= apart else []), end]
+        # each untouched run from just after a touched row (or the part's first row) to the next touched row (or
+        # the part's end): [starts[i], stops[i])
+        starts = np.concatenate(([first], inside + 1))
+        stops = np.concatenate((inside, [end]))
+        wide = np.flatnonzero(stops - starts >= apart)
+        cuts = np.stack((starts[wide], stops[wide]), axis=1).ravel()
+        bounds = sorted({first, end, *(int(cut) for cut in cuts)})
     pieces: list[tuple[int, int]] = []
     for lo, hi in itertools.pairwise(bounds):
         count = range_count(DELTA_FILE_ROWS, hi - lo)

@@ -536,8 +536,11 @@ def live_name(part: int) -> str:
     [
         ([], [(0, 1000)]),  # (touched by a removed row alone: one piece)
         ([400], [(0, 400), (400, 401), (401, 1000)]),
-        ([100, 400], [(0, 401), (401, 1000)]),  # (fewer than a quarter of 1,000 before: with the touched rows)
-        ([10, 990], [(0, 1000)]),
+        ([100], [(0, 101), (101, 1000)]),  # (fewer than a quarter of 1,000 before: with the touched rows)
+        ([10, 990], [(0, 11), (11, 990), (990, 1000)]),  # (and between them)
+        ([10, 200, 990], [(0, 201), (201, 990), (990, 1000)]),
+        # (runs of changes in the part's sections: the untouched rows between them apart)
+        ([300, 301, 700], [(0, 300), (300, 302), (302, 700), (700, 701), (701, 1000)]),
         # (rows apart of more than twice 1,000: in pieces of about 1,000)
         ([3500], [(0, 1166), (1166, 2333), (2333, 3500), (3500, 3501), (3501, 4000)]),
     ],
@@ -545,9 +548,9 @@ def live_name(part: int) -> str:
 def test_a_touched_part_is_written_with_its_untouched_rows_apart(
     monkeypatch: pytest.MonkeyPatch, touched: list[int], pieces: list[tuple[int, int]]
 ) -> None:
-    """plan.carry._touched_pieces: the untouched rows of a touched part before and after its touched rows are
-    pieces of their own when they are many, so that the next delta build, whose new pages often sort where these
-    did, copies them."""
+    """plan.carry._touched_pieces: the untouched rows of a touched part before, between and after its touched rows
+    are pieces of their own when they are many, so that the next delta build, whose new pages often sort where
+    these did, copies them."""
     monkeypatch.setattr(plan_carry, "DELTA_FILE_ROWS", 1000)
     first, end = 0, pieces[-1][1]
     assert plan_carry._touched_pieces(first, end, np.array([-5, *touched, end + 3], dtype=np.int64), 250) == pieces
