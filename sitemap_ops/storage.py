@@ -7,6 +7,7 @@ import errno
 import os
 import posixpath
 import random
+import re
 import shutil
 import signal
 import tempfile
@@ -466,6 +467,22 @@ def unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
+# HTTP 412 as a status in an error's text ("(412)", "412,", "status 412"), not digits of a name: a bucket or path
+# such as site-412b58a2 must not turn a server error into a lost race (which retries nothing and fails the publish)
+_STATUS_412 = re.compile(r"(?<![\w.:/-])412(?![\w.:/-])")
+
+
 def is_precondition_failure(exc: BaseException | None) -> bool:
-    text = str(exc or "")
-    return "PreconditionFailed" in text or "pre-conditions" in text or "412" in text or "conditionNotMet" in text
+    """Whether `exc` says a conditional write's precondition failed (S3's PreconditionFailed, GCS's 412
+    conditionNotMet), by its status code or its text."""
+    if exc is None:
+        return False
+    if 412 in (getattr(exc, "code", None), getattr(exc, "status", None)):
+        return True
+    text = str(exc)
+    return (
+        "PreconditionFailed" in text
+        or "pre-conditions" in text
+        or "conditionNotMet" in text
+        or bool(_STATUS_412.search(text))
+    )

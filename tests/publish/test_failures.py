@@ -13,7 +13,7 @@ import pytest
 from sitemap_ops.errors import SitemapOpsError, StorageError
 from sitemap_ops.plan.exceptions import CircuitBreakerError, StateError
 from sitemap_ops.publish import publish
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import Storage, is_precondition_failure, with_retries
 from sitemap_ops.summary import summary_lines
 from sitemap_ops.validate import validate
 from tests.helpers import NOW, build, live_names, mtimes, published, write_inventory
@@ -342,3 +342,35 @@ def test_validate_reports_a_live_shard_that_differs_from_its_manifest_entry(tmp_
     problems = [str(p) for p in validate(str(out / "sitemap.xml"), now=LATER).problems]
     assert problems == [f"{edited}: differs from its manifest entry (replaced or changed after it was published); "
                         "the next build writes it again"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("message", "lost_race"),
+    [
+        ("An error occurred (PreconditionFailed) when calling the PutObject operation", True),
+        ("At least one of the pre-conditions you specified did not hold.", True),
+        ("412, message='Precondition Failed', url='http://127.0.0.1:4443/upload'", True),
+        ("HTTP status 412 (conditionNotMet)", True),
+        # (a server error on a name with the digits 412: not a lost race, so it is retried)
+        (
+            "An error occurred (InternalError) when calling the PutObject operation on site-412b58a2/site/robots.txt",
+            False,
+        ),
+        ("500 Internal Server Error: /b/site/412/robots.txt", False),
+    ],
+)
+def test_only_a_failed_precondition_reads_as_a_lost_race_and_other_errors_are_retried(
+    message: str, lost_race: bool
+) -> None:
+    """storage.is_precondition_failure: a conditional write that lost its race is not retried; any other failure
+    is, even when a bucket or path it names holds the digits 412."""
+    assert is_precondition_failure(OSError(5, message)) is lost_race
+    calls: list[int] = []
+
+    def fail() -> None:
+        calls.append(1)
+        raise OSError(5, message)
+
+    with pytest.raises(StorageError, match=r"failed after (1|3) attempt"):
+        with_retries(fail, "writing robots.txt", retries=2, sleep=lambda _: None)
+    assert len(calls) == (1 if lost_race else 3)
