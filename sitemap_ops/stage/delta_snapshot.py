@@ -4,10 +4,10 @@ A staged snapshot's files are URL ranges in URL order, each sorted by (section, 
 a file holds the URLs from its lowest to the next file's. A delta build changes the entries of a few URLs
 (`delta_locs`): it writes again the files whose range holds one of them (sql/stage_delta_snapshot.sql: the live
 entries but those, and the new winners) and copies the others from the live build's folder, byte for byte. A
-touched file is written again in URL ranges: its URLs before and after the changed ones apart when they are
-many (`_segments`), and each range of more than twice DELTA_FILE_ROWS rows cut into ranges of about that many, so
-the next delta builds write little; a change-aware site's full build staged in one pass writes its
-snapshot in such ranges already (`write_in_ranges`), so that its first delta build does not cut it. The
+touched file is written again in URL ranges: each run of its URLs before, between and after the changed ones
+apart when it is long (`_segments`), and each range of more than twice DELTA_FILE_ROWS rows cut into ranges of
+about that many, so the next delta builds write little; a change-aware site's full build staged in one pass
+writes its snapshot in such ranges already (`write_in_ranges`), so that its first delta build does not cut it. The
 snapshot's rows and order are those of one file sorted by (section, loc): each file holds a range of URLs, and
 the files follow each other in URL order.
 """
@@ -152,21 +152,52 @@ def _segments(
     con: duckdb.DuckDBPyConnection, path: str, bounds: Bounds, rows: int, apart: int | None
 ) -> list[tuple[Bounds, int]]:
     """The URL ranges a touched live file (`path`, of the URLs of `bounds` and `rows` rows) is written again in, with
-    about their rows: the range of the URLs deduplicated again, and the file's URLs below and above it apart when
-    each are at least `apart` (snapshot.rows_apart; None: never) (sql/stage_delta_file_touched.sql)."""
+    about their rows: each run of its URLs below, between or above the URLs deduplicated again that holds at least
+    `apart` (snapshot.rows_apart; None: never) a range of its own, the rest in the ranges between them, as
+    plan.carry._touched_pieces cuts an assignment part (sql/stage_delta_file_touched.sql,
+    sql/stage_delta_file_runs.sql)."""
     if apart is None or rows < apart:  # (no part of it could be apart: spares reading it)
         return [(bounds, rows)]
     con.read_parquet(path).create_view("staged_file", replace=True)
     set_variables(con, {"file_low": bounds[0], "file_high": bounds[1]})
-    ((low, before, after_low, after),) = con.execute(read_sql("stage_delta_file_touched")).fetchall()
-    start = low if before >= apart else bounds[0]
-    end = after_low if after >= apart else bounds[1]
-    segments = [((start, end), rows - (before if start != bounds[0] else 0) - (after if end != bounds[1] else 0))]
-    if start != bounds[0]:
-        segments.insert(0, ((bounds[0], start), before))
-    if end != bounds[1]:
-        segments.append(((end, bounds[1]), after))
+    ((touched,),) = con.execute(read_sql("stage_delta_file_touched")).fetchall()
+    if not touched:
+        return [(bounds, rows)]
+    set_variables(con, {"delta_file_touched": touched})
+    ((below, urls),) = con.execute(read_sql("stage_delta_file_runs")).fetchall()
+    # run i: the URLs below touched[i] and above touched[i - 1]; the last, those above them all
+    counts = [(below or {}).get(loc, 0) for loc in touched]
+    counts.append(urls - sum(counts))
+    afters: list[str | None] = [None, *touched]
+    uptos: list[str | None] = [*touched, None]
+    wide = [run for run, count in enumerate(counts) if count >= apart]
+    lows = _run_lows(con, [(afters[run], uptos[run]) for run in wide if run > 0])
+    segments: list[tuple[Bounds, int]] = []
+    start, gathered = bounds[0], 0  # the range being gathered (it holds changed URLs): from `start`, its URLs
+    for run, count in enumerate(counts):
+        if run not in wide:
+            gathered += count
+            continue
+        # (the run below every changed URL starts at the file's range; one above a changed URL, at its lowest URL)
+        after = afters[run]
+        low = bounds[0] if after is None else lows[after]
+        if after is not None:
+            segments.append(((start, low), gathered))
+        high = uptos[run]
+        segments.append(((low, bounds[1] if high is None else high), count))
+        start, gathered = segments[-1][0][1], 0
+    if not wide or uptos[wide[-1]] is not None:  # (the URLs above the last range apart, or all of them)
+        segments.append(((start, bounds[1]), gathered))
     return segments
+
+
+def _run_lows(con: duckdb.DuckDBPyConnection, runs: list[tuple[str | None, str | None]]) -> dict[str | None, str]:
+    """The lowest URL of the view `staged_file` in each run (above a URL, below the next or unbounded), by the URL
+    it is above (sql/stage_delta_file_run_lows.sql)."""
+    if not runs:
+        return {}
+    set_variables(con, {"delta_run_afters": [a for a, _ in runs], "delta_run_uptos": [u for _, u in runs]})
+    return {str(after): str(low) for after, low in con.execute(read_sql("stage_delta_file_run_lows")).fetchall()}
 
 
 def _rows_within(rows: duckdb.DuckDBPyRelation, bounds: Bounds) -> duckdb.DuckDBPyRelation:

@@ -31,6 +31,7 @@ from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.plan.plan import load_placement
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import load_snapshot, range_count, rows_apart, rows_relation
+from sitemap_ops.stage import delta_snapshot
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
@@ -557,6 +558,44 @@ def test_a_touched_part_is_written_with_its_untouched_rows_apart(
     # (once the site is in many parts: none apart)
     whole = plan_carry._touched_pieces(first, end, np.array(touched, dtype=np.int64), None)
     assert whole == [(0, end)] if end <= 2000 else len(whole) == end // 1000
+
+
+@pytest.mark.parametrize(
+    ("changed", "segments"),
+    [
+        # (a run of 3 URLs or more: a range of its own; its first URL starts it, or the file's range below them all)
+        (["u/10"], [(("u/00", "u/10"), 10), (("u/10", "u/11"), 0), (("u/11", "u/99"), 9)]),
+        (["u/01"], [(("u/00", "u/02"), 1), (("u/02", "u/99"), 18)]),  # (1 URL below: with the changed one)
+        (["u/01", "u/18"], [(("u/00", "u/02"), 1), (("u/02", "u/18"), 16), (("u/18", "u/99"), 1)]),
+        # (runs of changes: the URLs between them apart; new URLs, u/15a, as well as live ones)
+        (
+            ["u/05", "u/06", "u/15a"],
+            [
+                (("u/00", "u/05"), 5),
+                (("u/05", "u/07"), 0),
+                (("u/07", "u/15a"), 9),
+                (("u/15a", "u/16"), 0),
+                (("u/16", "u/99"), 4),
+            ],
+        ),
+        (["u/02", "u/04", "u/18"], [(("u/00", "u/05"), 3), (("u/05", "u/18"), 13), (("u/18", "u/99"), 1)]),
+        (["u/00", "u/01", "u/19"], [(("u/00", "u/02"), 0), (("u/02", "u/19"), 17), (("u/19", "u/99"), 0)]),
+    ],
+)
+def test_a_touched_staged_file_is_written_with_its_untouched_urls_apart(
+    tmp_path: Path, changed: list[str], segments: list[tuple[tuple[str, str], int]]
+) -> None:
+    """stage.delta_snapshot._segments: the URLs of a touched staged file below, between and above the URLs
+    deduplicated again are ranges of their own when they are many, as plan.carry._touched_pieces cuts a part."""
+    path = tmp_path / "staged.parquet"
+    pq.write_table(pa.table({"loc": [f"u/{i:02d}" for i in range(20)]}), path)
+    with duckdb.connect() as con:
+        con.execute("CREATE TABLE delta_locs AS SELECT unnest(?::VARCHAR[]) AS loc", [[*changed, "v/outside"]])
+        assert delta_snapshot._segments(con, str(path), ("u/00", "u/99"), 20, 3) == segments
+        assert delta_snapshot._segments(con, str(path), ("u/00", "u/99"), 20, None) == [(("u/00", "u/99"), 20)]
+        # (none of them in its range: the file's range whole)
+        con.execute("DELETE FROM delta_locs WHERE loc LIKE 'u/%'")
+        assert delta_snapshot._segments(con, str(path), ("u/00", "u/99"), 20, 3) == [(("u/00", "u/99"), 20)]
 
 
 def test_untouched_rows_are_apart_while_the_files_are_few() -> None:
