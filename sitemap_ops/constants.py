@@ -202,6 +202,8 @@ STATE_LAYER_NAME = "state-layer.parquet"
 # files whose URLs it changed (the others it copies): a live file of more than twice as many rows it splits when it
 # changes one of its URLs (the first delta build after a full build of one piece, a ranged build's large ranges).
 DELTA_FILE_ROWS = 1_000_000
+# (a change-aware site's full build plans in chunks of at most about as many rows, up to MAX_MAPPED_TASKS of them: each
+# is a part of its assignment, which the next delta build copies when its changes do not touch it)
 # ... and writes the untouched rows before and after its changes in a file (or part of the assignment) it writes again
 # apart from them when they are at least DELTA_FILE_ROWS // DELTA_APART_SHARE, while the files are few
 # (sitemap_ops.snapshot.rows_apart): the next delta build's changes often fall where these did (new pages of a date,
@@ -271,9 +273,11 @@ INDEXNOW_ENDPOINT = "https://api.indexnow.org/indexnow"
 MAX_INDEXNOW_URLS_PER_REQUEST = 10_000
 INDEXNOW_KEY_PATTERN = r"[A-Za-z0-9-]{8,128}"
 INDEXNOW_FOLDER = "indexnow"  # in the work root: the submission queue and its state (sitemap_ops.notify)
-# Airflow's [core] max_map_length is 1024 by default: render groups stay below it. 2.5 billion URLs are
-# 50,000 full shards, so a group then holds 50 shards.
-MAX_RENDER_GROUPS = 1000
+# Airflow's [core] max_map_length is 1024 by default: the tasks of a mapped step the project sizes itself stay below
+# it (render groups; the chunks a change-aware site's full build adds for its delta builds, DELTA_FILE_ROWS).
+MAX_MAPPED_TASKS = 1000
+# 2.5 billion URLs are 50,000 full shards, so a render group then holds 50 shards.
+MAX_RENDER_GROUPS = MAX_MAPPED_TASKS
 # A render group's work in uncompressed shard bytes. A task costs Airflow 1-2 s of its own and render writes
 # about 40 MB/s per core, so 256 MiB (about 30 full shards of 100-character URLs) keeps that cost small.
 RENDER_GROUP_BYTES = 256 * 1024 * 1024

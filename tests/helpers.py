@@ -22,6 +22,7 @@ from sitemap_ops.constants import SITEMAP_NS
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.pipeline import BuildSummary, run_build
 from sitemap_ops.plan import carry as plan_carry
+from sitemap_ops.plan import chunks as plan_chunks
 from sitemap_ops.robots import sitemap_lines
 from sitemap_ops.stage import delta_snapshot
 from sitemap_ops.storage import Storage
@@ -250,6 +251,7 @@ def small_snapshot_files(monkeypatch: pytest.MonkeyPatch, rows: int) -> list[str
     build's are appended to the list returned."""
     monkeypatch.setattr(delta_snapshot, "DELTA_FILE_ROWS", rows)
     monkeypatch.setattr(plan_carry, "DELTA_FILE_ROWS", rows)
+    monkeypatch.setattr(plan_chunks, "DELTA_FILE_ROWS", rows)
     copied: list[str] = []
     copy_in = Storage.copy_in
 

@@ -31,6 +31,8 @@ import pyarrow.parquet as pq
 
 from sitemap_ops.constants import (
     CHANGES_PART_FILE,
+    DELTA_FILE_ROWS,
+    MAX_MAPPED_TASKS,
     PLAN_CHUNK_FILE,
     PLAN_CHUNKS_NAME,
     PLAN_PREPARED_NAME,
@@ -66,6 +68,7 @@ from sitemap_ops.snapshot import (
     create_snapshot_view,
     file_paths,
     load_snapshot,
+    range_count,
 )
 from sitemap_ops.stage.result import DeltaState, excluded_counts
 from sitemap_ops.storage import Storage
@@ -232,6 +235,19 @@ def _open_views(
     return snapshot
 
 
+def _chunk_count(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, config: PlanSettings, live: str | None, keeps_state: bool
+) -> int:
+    """How many chunks of rows a plan reads the staged snapshot in: as the memory limit needs (plan.rows.chunk_count,
+    each joined with the `live` build's assignment when there is one), and for a build that `keeps_state`, at least
+    one per DELTA_FILE_ROWS rows (snapshot.range_count; MAX_MAPPED_TASKS at most): the next delta build writes again
+    each part of the assignment its changes touch, and copies the others."""
+    count = chunk_count(con, snapshot, config.storage, sides=2 if live else 1)
+    if not keeps_state:
+        return count
+    return max(count, min(range_count(DELTA_FILE_ROWS, snapshot.rows), MAX_MAPPED_TASKS))
+
+
 def prepare_plan(
     config: PlanSettings,
     con: duckdb.DuckDBPyConnection,
@@ -246,6 +262,7 @@ def prepare_plan(
     preview: bool = False,
     excluded: int = 0,
     changed: tuple[str, str] = ("", ""),
+    keeps_state: bool = False,
     progress: Progress | None = None,
 ) -> PreparedPlan:
     """Plan's first step: the sections, the chunks of rows and the change set's URL ranges, the circuit
@@ -256,7 +273,8 @@ def prepare_plan(
     `force` skips the breaker; `preview` (a dry run) records its verdict instead of failing; `excluded`: the
     URLs the stage's exclusion sources kept out (the breaker compares them with the live build's); `changed`: a
     delta build's URLs staged again and the live snapshot they changed from (StageResult.changed_path and
-    changed_since)."""
+    changed_since); `keeps_state`: the build keeps a delta state (StageResult.state), so its chunks, the parts of
+    its assignment, hold about DELTA_FILE_ROWS rows at most (_chunk_count)."""
     progress = progress or Progress(enabled=False)
     clear_chunks(work)  # an earlier attempt's
     clear_changes(work)  # (an earlier attempt's parts, perhaps of another count)
@@ -272,7 +290,7 @@ def prepare_plan(
     try:
         # the rows in chunks as the memory limit needs, each joined with the live build's assignment when
         # there is one; a first build is cut too, so its chunk tasks share the work of sizing the entries
-        count = config.chunks or chunk_count(con, snapshot, config.storage, sides=2 if live_assignment else 1)
+        count = config.chunks or _chunk_count(con, snapshot, config, live_assignment, keeps_state)
         with live_guard(live_assignment, config):
             derive = lastmods_needed(con)
         # (a delta build's chunks are cut where the live assignment's parts are, when it carries its rows)

@@ -7,9 +7,9 @@ entries but those, and the new winners) and copies the others from the live buil
 touched file is written again in URL ranges: each run of its URLs before, between and after the changed ones
 apart when it is long (`_segments`), and each range of more than twice DELTA_FILE_ROWS rows cut into ranges of
 about that many, so the next delta builds write little; a change-aware site's full build staged in one pass
-writes its snapshot in such ranges already (`write_in_ranges`), so that its first delta build does not cut it. The
-snapshot's rows and order are those of one file sorted by (section, loc): each file holds a range of URLs, and
-the files follow each other in URL order.
+writes its snapshot in such ranges already, and records their lowest URLs (`write_in_ranges`), so that its first
+delta build neither cuts nor reads them to find their ranges. The snapshot's rows and order are those of one file
+sorted by (section, loc): each file holds a range of URLs, and the files follow each other in URL order.
 """
 
 from __future__ import annotations
@@ -128,10 +128,11 @@ def snapshot_file_name(number: int) -> str:
 
 def write_in_ranges(
     con: duckdb.DuckDBPyConnection, work: Storage, query: str, name_of: Callable[[int], str] = snapshot_file_name
-) -> list[str]:
+) -> tuple[list[str], list[str | None]]:
     """Write the rows of `query` (a staged snapshot's, or a URL range's of it, sorted by (section, loc)) in `work` as
     files of a staged snapshot in URL ranges of about DELTA_FILE_ROWS rows each (snapshot.range_count), the n-th named
-    `name_of(n)`; their names.
+    `name_of(n)`; their names and lowest URLs (Snapshot.lows, None: an empty file), so that the first delta build
+    need not read them.
 
     The rows are sorted once, into a temporary table, and each range is a scan of it, which keeps that order."""
     ((rows,),) = con.execute(f"CREATE OR REPLACE TEMP TABLE staged_entries AS\n{query}").fetchall()  # its rows
@@ -143,9 +144,12 @@ def write_in_ranges(
             names.append(name_of(number))
             path = storage_path(con, work, names[-1])
             con.sql(read_sql("stage_range_file")).write_parquet(path, compression="snappy")
+        # (each cut is a URL of the rows, the lowest of its range; the first range's lowest is looked up)
+        first = _rows_within(con.table("staged_entries"), cuts[0]).aggregate("min(loc)").fetchone()
+        lows = [None if first is None or first[0] is None else str(first[0]), *(low for low, _ in cuts[1:])]
     finally:
         con.execute("DROP TABLE IF EXISTS staged_entries")
-    return names
+    return names, lows
 
 
 def _segments(
@@ -172,10 +176,11 @@ def _segments(
     uptos: list[str | None] = [*touched, None]
     wide = [run for run, count in enumerate(counts) if count >= apart]
     lows = _run_lows(con, [(afters[run], uptos[run]) for run in wide if run > 0])
+    apart_runs = set(wide)
     segments: list[tuple[Bounds, int]] = []
     start, gathered = bounds[0], 0  # the range being gathered (it holds changed URLs): from `start`, its URLs
     for run, count in enumerate(counts):
-        if run not in wide:
+        if run not in apart_runs:
             gathered += count
             continue
         # (the run below every changed URL starts at the file's range; one above a changed URL, at its lowest URL)
@@ -191,7 +196,7 @@ def _segments(
     return segments
 
 
-def _run_lows(con: duckdb.DuckDBPyConnection, runs: list[tuple[str | None, str | None]]) -> dict[str | None, str]:
+def _run_lows(con: duckdb.DuckDBPyConnection, runs: list[tuple[str | None, str | None]]) -> dict[str, str]:
     """The lowest URL of the view `staged_file` in each run (above a URL, below the next or unbounded), by the URL
     it is above (sql/stage_delta_file_run_lows.sql)."""
     if not runs:

@@ -213,10 +213,10 @@ def _write_snapshot(con: duckdb.DuckDBPyConnection, work: Storage, *, ranged: bo
     that keeps a delta state (`ranged`), files of URL ranges, which a delta build writes again only where it
     changes them (delta_snapshot.write_in_ranges)."""
     if ranged:
-        files = write_in_ranges(con, work, read_sql("stage_dedupe"))
-    else:
-        files = [STAGED_PART_NAME.format(index=0)]
-        con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, files[0]), compression="snappy")
+        files, lows = write_in_ranges(con, work, read_sql("stage_dedupe"))
+        return index_snapshot(con, work, files, STAGED_NAME, lows)
+    files = [STAGED_PART_NAME.format(index=0)]
+    con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, work, files[0]), compression="snappy")
     return index_snapshot(con, work, files, STAGED_NAME)
 
 

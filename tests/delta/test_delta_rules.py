@@ -351,7 +351,8 @@ def test_a_change_aware_full_build_writes_its_snapshot_in_url_ranges_that_a_delt
 ) -> None:
     """Staged in one pass, a site that keeps a delta state writes its snapshot in files of URL ranges (of about 10
     rows here) in the one file's order (sections first) and publishes what a site without a state does; the
-    first delta build copies the files whose URLs it does not change."""
+    first delta build copies the files whose URLs it does not change, and the parts of the assignment (of about as
+    many rows) whose rows it does not touch."""
     copied = small_snapshot_files(monkeypatch, 10)
     when = dt.datetime(2026, 11, 1)  # (an hour apart: a delta build reads again only the last row before its mark)
     rows = [
@@ -366,13 +367,21 @@ def test_a_change_aware_full_build_writes_its_snapshot_in_url_ranges_that_a_delt
     snapshot = load_snapshot(run_build(config, now=NOW).stage.staged_path)
     with duckdb.connect() as con:
         locs = [str(loc) for (loc,) in rows_relation(con, snapshot, None).select("loc").fetchall()]
-    assert len(snapshot.files) == 6
+        # its index records each file's lowest URL, so the first delta build reads none to find its ranges
+        lows = [con.read_parquet(url).aggregate("min(loc)").fetchall()[0][0] for url in snapshot.file_urls()]
+    assert len(snapshot.files) == 6 and snapshot.lows == lows
+    # and its assignment in parts of about as many rows, of which a delta build copies those it does not touch
+    assignment = json.loads((tmp_path / "aware" / "public" / "manifest.json").read_text())["assignment"]
+    assert assignment.endswith("planned-*-of-00006.parquet")
     assert locs == sorted((str(row["loc"]) for row in rows), key=lambda loc: ("/shop/" in loc, loc))
     assert published(tmp_path / "aware" / "public") == published(tmp_path / "plain" / "public")
     rows[59] = {"id": 59, "loc": f"{SITE}/shop/new", "t": dt.datetime(2026, 11, 21)}  # (in the last file's range)
     _write(tmp_path / "pages.parquet", rows)
     delta = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
     assert delta.stage.mode == "delta" and len([n for n in copied if n.startswith("staged-")]) == 5
+    # (the part of /shop/059 is written again, in two pieces)
+    parts = [n for n in copied if n.startswith("planned-")]
+    assert sorted(parts) == [f"planned-{i:05d}-of-00007.parquet" for i in range(5)], parts
     live = published(tmp_path / "aware" / "public")
     assert f"{SITE}/shop/new" in live and f"{SITE}/shop/059" not in live and len(live) == 60
 

@@ -17,6 +17,7 @@ import pytest
 from sitemap_ops.duck import connect, create_parquet_view, read_sql, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.manifest import assignment_files
+from sitemap_ops.plan import chunks as plan_chunks
 from sitemap_ops.plan.rows import chunk_count, row_chunks, write_rows
 from sitemap_ops.snapshot import Snapshot, index_snapshot
 from sitemap_ops.storage import Storage
@@ -177,6 +178,29 @@ def test_chunk_count_follows_the_memory_limit(tmp_path: Path) -> None:
     # 20,000 rows of about 100-byte URLs: both sides need about 8.0 MB, a bit more than twice 4 MB (3.8 MiB);
     # a first build's one side about 4.0 MB
     assert counts == {"1GB": (1, 1), "10MB": (1, 1), "4MB": (3, 2)}
+
+
+def test_a_site_that_keeps_a_delta_state_plans_in_parts_a_delta_build_can_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that keeps a delta state plans in chunks of about DELTA_FILE_ROWS rows at most (each a part of its
+    assignment, which the next delta build copies when its changes do not touch it), more when the memory limit
+    needs them, and no more than MAX_MAPPED_TASKS (each is a mapped task in Airflow)."""
+    rows = 2_000
+    pq.write_table(
+        pa.table({"section": ["pages"] * rows, "loc": [f"{SITE}/{n}" for n in range(rows)]}), tmp_path / "s.parquet"
+    )
+    con = connect(memory_limit="1GB")
+    snapshot = index_snapshot(con, Storage.open(str(tmp_path)), ["s.parquet"], "staged.json")
+    settings = site_config(tmp_path, "s.parquet").plan_settings()
+    counts = {}
+    for file_rows, most in ((1_000_000, 1000), (100, 1000), (100, 8), (99, 1000)):
+        monkeypatch.setattr(plan_chunks, "DELTA_FILE_ROWS", file_rows)
+        monkeypatch.setattr(plan_chunks, "MAX_MAPPED_TASKS", most)
+        counts[file_rows, most] = [plan_chunks._chunk_count(con, snapshot, settings, None, k) for k in (False, True)]
+    assert counts == {(1_000_000, 1000): [1, 1], (100, 1000): [1, 20], (100, 8): [1, 8], (99, 1000): [1, 20]}
+    monkeypatch.setattr(plan_chunks, "chunk_count", lambda *args, **kwargs: 30)  # (the memory limit's, more)
+    assert plan_chunks._chunk_count(con, snapshot, settings, "live", True) == 30
 
 
 def test_plan_chunks_is_checked(tmp_path: Path) -> None:

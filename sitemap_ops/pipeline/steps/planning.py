@@ -56,6 +56,7 @@ def plan_prepare(
             preview=preview,
             excluded=sum(staged.excluded.values()),
             changed=(staged.changed_path, staged.changed_since),
+            keeps_state=staged.state is not None,
             progress=progress,
         )
 
