@@ -145,8 +145,8 @@ def write_in_ranges(
             path = storage_path(con, work, names[-1])
             con.sql(read_sql("stage_range_file")).write_parquet(path, compression="snappy")
         # (each cut is a URL of the rows, the lowest of its range; the first range's lowest is looked up)
-        first = _rows_within(con.table("staged_entries"), cuts[0]).aggregate("min(loc)").fetchone()
-        lows = [None if first is None or first[0] is None else str(first[0]), *(low for low, _ in cuts[1:])]
+        ((first,),) = _rows_within(con.table("staged_entries"), cuts[0]).aggregate("min(loc)").fetchall()
+        lows = [None if first is None else str(first), *(low for low, _ in cuts[1:])]
     finally:
         con.execute("DROP TABLE IF EXISTS staged_entries")
     return names, lows
