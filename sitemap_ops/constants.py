@@ -360,6 +360,11 @@ PLAN_CHUNK_SHARE = 1.0
 # entries; the run's keys are the join's build side), so that a change touching most of a big site's shards
 # renders them in a few runs rather than running out of memory in one.
 RENDER_JOIN_SHARE = 0.25
+# ... and each run reads only the ranges of staged rows its shards hold: rows fewer than RENDER_JOIN_GAP apart in
+# one range (about a row group of a staged file, which DuckDB reads whole however few of its rows a range takes),
+# and at most RENDER_JOIN_RANGES ranges, each a scan of its own in one query.
+RENDER_JOIN_GAP = 1 << 17
+RENDER_JOIN_RANGES = 64
 MAX_PLAN_CHUNKS = 10_000  # [duckdb] plan_chunks' upper bound
 # The folder of a build's work folder where plan's chunk tasks (sitemap_ops.plan.chunks) hand their rows and
 # kept shards' sums to placement, which may run on another machine, and placement its shard numbers to the

@@ -191,10 +191,20 @@ def rows_relation(
     end: int | None = None,
 ) -> duckdb.DuckDBPyRelation:
     """The snapshot's rows [first, end) (end None: to the last) with file_row_number their row number in the
-    snapshot: its blocks joined by UNION ALL, in no order a query may rely on (DuckDB 2 interleaves the
-    inputs of a union under a POSITIONAL JOIN): a query that needs the order sorts by file_row_number, or
-    reads block_relations one after the other."""
-    blocks = [relation for _, _, relation in block_relations(con, snapshot, storage, first, end)]
+    snapshot (ranges_relation)."""
+    return ranges_relation(con, snapshot, storage, [(first, snapshot.rows if end is None else end)])
+
+
+def ranges_relation(
+    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None, ranges: list[tuple[int, int]]
+) -> duckdb.DuckDBPyRelation:
+    """The snapshot's rows in `ranges` ([first, end) each, apart and in order) with file_row_number their row
+    number in the snapshot: their blocks joined by UNION ALL, in no order a query may rely on (DuckDB 2 interleaves
+    the inputs of a union under a POSITIONAL JOIN): a query that needs the order sorts by file_row_number, or reads
+    block_relations one after the other."""
+    blocks = [
+        relation for first, end in ranges for _, _, relation in block_relations(con, snapshot, storage, first, end)
+    ]
     if not blocks:  # no row in the range: an empty relation of the files' columns
         if not snapshot.files:
             raise StorageError(f"the snapshot {snapshot.url} has no file")

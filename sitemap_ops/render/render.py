@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.constants import RENDER_JOIN_SHARE
+from sitemap_ops.constants import RENDER_JOIN_GAP, RENDER_JOIN_RANGES, RENDER_JOIN_SHARE
 from sitemap_ops.duck import duckdb_path, memory_limit_bytes, numpy_of, read_sql, set_variables
 from sitemap_ops.errors import first_line
 from sitemap_ops.framing import RenderConfig, shard_bytes, shard_chunks
@@ -21,10 +21,11 @@ from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
 from sitemap_ops.render.codec import gzip_chunks
 from sitemap_ops.render.exceptions import RenderError, ShardSizeMismatch
-from sitemap_ops.snapshot import Snapshot, block_relations, create_rows_view, load_snapshot
+from sitemap_ops.snapshot import Snapshot, block_relations, load_snapshot, ranges_relation
 from sitemap_ops.storage import Storage, StorageConfig
 
 _BATCH_ROWS = 1 << 17
+_SLICE_ROWS = 1 << 18  # rows rendered at once in a range: a few row groups, one per thread, of about 64 MB of entries
 
 
 @dataclass
@@ -48,49 +49,85 @@ def _string_slices(column: pa.Array, bounds: np.ndarray) -> list[memoryview]:
     return [data[offsets[a] : offsets[b]] for a, b in itertools.pairwise(bounds)]
 
 
-def _row_ranges(plan: Plan, todo: list[ShardPlan]) -> list[tuple[list[ShardPlan], int, int]]:
-    """Runs of consecutive shards to write with their staged rows [first, end), for a plan in file order."""
-    first_row, row = {}, 0
-    for shard in sorted(plan.shards, key=lambda s: s.key):
-        first_row[shard.key] = row
-        row += shard.urls
+def _row_runs(todo: list[ShardPlan], first_rows: dict[int, int]) -> list[tuple[list[ShardPlan], int, int]]:
+    """Runs of the shards in `todo` whose rows are ranges of the staged snapshot (`first_rows`: each one's first
+    row), each run a range of rows [first, end) that holds its shards one after the other."""
     runs: list[list[ShardPlan]] = []
-    for shard in todo:
-        if runs and runs[-1][-1].key + 1 == shard.key:
+    for shard in sorted(todo, key=lambda s: first_rows[s.key]):
+        if runs and first_rows[runs[-1][-1].key] + runs[-1][-1].urls == first_rows[shard.key]:
             runs[-1].append(shard)
         else:
             runs.append([shard])
-    return [(run, first_row[run[0].key], first_row[run[-1].key] + run[-1].urls) for run in runs]
+    return [(run, first_rows[run[0].key], first_rows[run[-1].key] + run[-1].urls) for run in runs]
+
+
+def _first_rows(con: duckdb.DuckDBPyConnection, plan: Plan, todo: list[ShardPlan]) -> dict[int, int]:
+    """The shards of `todo` whose rows are a range of the staged snapshot in position order, by key: their first
+    row. In a plan in file order, every shard's; in one that kept URLs in their shards, those the planned rows
+    say so of (sql/render_ranged.sql, on the view `planned`)."""
+    if plan.ordered:
+        first_rows, row = {}, 0
+        for shard in sorted(plan.shards, key=lambda s: s.key):
+            first_rows[shard.key] = row
+            row += shard.urls
+        return first_rows
+    wanted = [s.key for s in todo]
+    set_variables(con, {"render_keys": wanted, "render_min_key": wanted[0], "render_max_key": wanted[-1]})
+    urls = {s.key: s.urls for s in todo}
+    found = con.execute(read_sql("render_ranged")).fetchall()
+    return {int(key): int(first) for key, first, count in found if count == urls[key]}
 
 
 def _entry_batches(
     con: duckdb.DuckDBPyConnection, plan: Plan, snapshot: Snapshot, storage: StorageConfig, todo: list[ShardPlan]
 ) -> Iterator[tuple[np.ndarray, pa.Array]]:
-    """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), in shard order, from the
-    view `staged_rows` of the staged snapshot's rows they are in."""
-    if not plan.ordered:
-        for group in join_groups(todo, memory_limit_bytes(con)):
-            # a shard's rows are in its section: those of the group's sections
-            spans = [snapshot.section_rows(section) for section in {s.section for s in group}]
-            create_rows_view(con, "staged_rows", snapshot, storage, min(a for a, _ in spans), max(b for _, b in spans))
-            wanted = [s.key for s in group]
-            set_variables(con, {"render_keys": wanted, "render_min_key": wanted[0], "render_max_key": wanted[-1]})
-            con.execute(read_sql("render_group"))
-            for batch in con.sql(read_sql("render_sorted")).to_arrow_reader(_BATCH_ROWS):
-                yield numpy_of(batch.column(0), np.int32), batch.column(1)
-        return
-    for run, first, end in _row_ranges(plan, todo):
+    """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), shard after shard: those
+    whose rows are a range of the staged snapshot read in runs of such ranges, the others (of a plan that kept URLs
+    in their shards) joined with the planned rows of the view `planned` and sorted by position."""
+    first_rows = _first_rows(con, plan, todo)
+    for run, first, end in _row_runs([s for s in todo if s.key in first_rows], first_rows):
         keys = np.array([s.key for s in run], dtype=np.int32)
         ends = np.cumsum([s.urls for s in run])  # rows of the run before each shard's end
         done = 0
-        # block by block, each in its file's order (streamed, DuckDB renders on one thread; the other core
-        # expands and gzips the finished shards)
-        for _, _, block in block_relations(con, snapshot, storage, first, end):
-            block.create_view("staged_rows", replace=True)
-            for batch in con.sql(read_sql("render_ranges")).to_arrow_reader(_BATCH_ROWS):
-                rows = done + np.arange(len(batch))
-                yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)
-                done += len(batch)
+        # a slice of rows at a time, block by block, each in its file's order: DuckDB renders a slice on every
+        # thread (a stream would render on one), and the finished shards are expanded and gzipped beside it
+        for low in range(first, end, _SLICE_ROWS):
+            for _, _, block in block_relations(con, snapshot, storage, low, min(end, low + _SLICE_ROWS)):
+                block.create_view("staged_rows", replace=True)
+                for batch in con.sql(read_sql("render_ranges")).to_arrow_table().to_batches(_BATCH_ROWS):
+                    rows = done + np.arange(len(batch))
+                    yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)
+                    done += len(batch)
+    joined = [s for s in todo if s.key not in first_rows]
+    for group in join_groups(joined, memory_limit_bytes(con)) if joined else []:
+        wanted = [s.key for s in group]
+        set_variables(con, {"render_keys": wanted, "render_min_key": wanted[0], "render_max_key": wanted[-1]})
+        con.execute(read_sql("render_group"))
+        # the staged rows of the group's runs of rows alone (its shards' rows are mostly runs: a shard's old rows
+        # and the new pages beside each other), not of its sections (at 100M, some 15M rows each)
+        runs = con.execute(read_sql("render_group_runs")).fetchall()
+        ranges_relation(con, snapshot, storage, join_ranges(runs)).create_view("staged_rows", replace=True)
+        for batch in con.sql(read_sql("render_sorted")).to_arrow_reader(_BATCH_ROWS):
+            yield numpy_of(batch.column(0), np.int32), batch.column(1)
+
+
+def join_ranges(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ranges of staged rows a join group reads, from its runs of rows ([first, end) each, in order): runs
+    less than RENDER_JOIN_GAP rows apart read as one (a row group is read whole, once), and at most
+    RENDER_JOIN_RANGES ranges (the smallest gaps closed first), each a scan of its own."""
+    if not runs:
+        return []
+    gaps = sorted(
+        (
+            (runs[i][0] - runs[i - 1][1], i)
+            for i in range(1, len(runs))
+            if runs[i][0] - runs[i - 1][1] >= RENDER_JOIN_GAP
+        ),
+        reverse=True,
+    )
+    starts = sorted([0, *(i for _, i in gaps[: RENDER_JOIN_RANGES - 1])])
+    ends = [*starts[1:], len(runs)]
+    return [(runs[a][0], runs[b - 1][1]) for a, b in zip(starts, ends, strict=True)]
 
 
 def join_groups(todo: list[ShardPlan], memory_limit: int) -> list[list[ShardPlan]]:
@@ -167,9 +204,10 @@ def render_shards(
 ) -> list[RenderedShard]:
     """Render and write `shards` (default: every shard the plan marks for rendering).
 
-    One streaming DuckDB query per run of consecutive shards renders the entries in shard order from
-    the staged snapshot (joined to the planned one when the plan moved rows); each finished shard is
-    joined, size-checked, gzipped and written in a worker thread (at most 2 x threads shards in flight).
+    DuckDB renders the entries in shard order from the staged snapshot: each run of shards that are ranges of its
+    rows a slice at a time, the other shards (of a plan that moved rows) joined to the planned rows in runs; each
+    finished shard is joined, size-checked, gzipped and written in a worker thread (at most 2 x threads shards in
+    flight).
     """
     progress = progress or Progress(enabled=False)
     todo = sorted([s for s in plan.shards if s.render] if shards is None else shards, key=lambda s: s.key)

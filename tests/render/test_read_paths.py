@@ -95,3 +95,41 @@ def test_join_groups_cut_the_shards_by_their_bytes() -> None:
     shards = [ShardPlan(key, "pages", key, f"s{key}", 10, size, None, "", True) for key, size in enumerate(sizes)]
     assert [[s.key for s in g] for g in join_groups(shards, 32)] == [[0, 1], [2], [3]]  # (a budget of 8 bytes)
     assert [[s.key for s in g] for g in join_groups(shards, 1 << 30)] == [[0, 1, 2, 3]]
+
+
+def test_a_kept_shards_plan_reads_its_shards_that_are_ranges_as_ranges_and_joins_only_the_rows_of_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shard 0 gets a new lastmod (its rows stay a range of the staged snapshot, in order); shard 2 gets 300 new
+    pages that sort among shard 1's rows: render reads shard 0 as a range, and joins shard 2 with its two runs of
+    rows alone (with no gap joined), not with its section."""
+    rows = _rows(2_500, seed=6)
+    build(tmp_path, rows, shards={"max_urls": 1_000})
+    locs = sorted(r["loc"] for r in rows)
+    changed = [dict(r, lastmod=dt.datetime(2026, 6, 1)) if r["loc"] == locs[10] else r for r in rows]
+    new = [{"loc": f"{locs[1_500]}-new-{i:04d}", "lastmod": dt.datetime(2026, 6, 1)} for i in range(300)]
+    ranged: list[set[int]] = []
+    read: list[list[tuple[int, int]]] = []
+    first_rows, join_ranges = render_module._first_rows, render_module.join_ranges
+    monkeypatch.setattr(render_module, "_first_rows", lambda *a: ranged.append(set(first_rows(*a))) or first_rows(*a))
+    monkeypatch.setattr(render_module, "join_ranges", lambda runs: read.append(join_ranges(runs)) or read[-1])
+    monkeypatch.setattr(render_module, "RENDER_JOIN_GAP", 1)
+    second, out = build(tmp_path, changed + new, now=NOW + dt.timedelta(hours=1), shards={"max_urls": 1_000})
+    assert not second.plan.ordered and sorted(s.key for s in second.plan.shards if s.render) == [0, 2]
+    # staged rows: locs[0..1500] are rows 0-1500, the new pages 1501-1800, locs[1501..2499] 1801-2799
+    assert ranged == [{0}] and read == [[(1_501, 1_801), (2_300, 2_800)]]
+    expected: dict[str, list[str]] = {}
+    for shard, loc in duckdb.sql(
+        f"SELECT shard, loc FROM read_parquet('{second.plan.planned_path}') ORDER BY shard, pos"
+    ).fetchall():
+        expected.setdefault(f"sitemap-pages-{shard:05d}.xml.gz", []).append(loc)
+    assert _shard_locs(out) == expected
+
+
+def test_join_ranges_read_runs_near_each_other_as_one_and_at_most_so_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = [(0, 10), (12, 20), (200_000, 200_005), (500_000, 500_001), (900_000, 900_100)]
+    assert render_module.join_ranges(runs) == [(0, 20), (200_000, 200_005), (500_000, 500_001), (900_000, 900_100)]
+    # at most three ranges: the smallest gap of those kept (20 to 200,000) is closed
+    monkeypatch.setattr(render_module, "RENDER_JOIN_RANGES", 3)
+    assert render_module.join_ranges(runs) == [(0, 200_005), (500_000, 500_001), (900_000, 900_100)]
+    assert render_module.join_ranges([]) == []
