@@ -256,6 +256,24 @@ class Storage:
             unlink_quietly(tmp)
             raise
 
+    @classmethod
+    def _link_local(cls, path: str, origin: str) -> None:
+        """Put a hard link to the local file `origin` at `path` (a temporary name beside it, renamed over it), or a
+        copy where the disk allows no link to it (another file system, too many links, none at all)."""
+        tmp = cls.local_temporary(path, b"")
+        try:
+            os.unlink(tmp)  # (its name, fresh and this process's own, for the link)
+            os.link(origin, tmp)
+        except OSError:
+            unlink_quietly(tmp)
+            cls._replace_local(path, None, origin)
+            return
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            unlink_quietly(tmp)
+            raise
+
     @staticmethod
     def local_temporary(path: str, payload: bytes | bytearray | memoryview | None, origin: str = "") -> str:
         """A complete temporary file beside `path` holding `payload`, or a copy of the local file `origin` (renamed
@@ -292,14 +310,19 @@ class Storage:
             raise StorageError(f"cannot write {path}: {reason}") from None
         fault_hook("after", f"writing {path}")
 
-    def copy_in(self, source: Storage, source_name: str, name: str) -> None:
+    def copy_in(self, source: Storage, source_name: str, name: str, *, shared: bool = False) -> None:
         """Copy the file `source_name` of `source`, a folder of the same file system (`source.fs == self.fs`),
         into this folder as `name`: on a local disk to a temporary file renamed into place, on an object store by
-        the store itself (no byte passes through this process; retried)."""
+        the store itself (no byte passes through this process; retried). `shared`: on a local disk, a hard link
+        to the same bytes where the disk allows one (a copy elsewhere), for a file of a name this project only
+        ever puts in place by a rename (move_in, copy_in), never writes into: a kept part of the assignment costs
+        nothing to keep."""
         origin, path = source.path(source_name), self.path(name)
         fault_hook("before", f"writing {path}")
         try:
-            if self.is_local:
+            if self.is_local and shared:
+                self._link_local(path, origin)
+            elif self.is_local:
                 self._replace_local(path, None, origin)
             else:
                 self.retry(lambda: self.fs.copy(origin, path), f"copying {origin} to {path}")

@@ -255,8 +255,8 @@ def small_snapshot_files(monkeypatch: pytest.MonkeyPatch, rows: int) -> list[str
     copied: list[str] = []
     copy_in = Storage.copy_in
 
-    def counted(self: Storage, source: Storage, source_name: str, name: str) -> None:
-        copy_in(self, source, source_name, name)
+    def counted(self: Storage, source: Storage, source_name: str, name: str, *, shared: bool = False) -> None:
+        copy_in(self, source, source_name, name, shared=shared)
         copied.append(name)
 
     monkeypatch.setattr(Storage, "copy_in", counted)

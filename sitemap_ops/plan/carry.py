@@ -220,7 +220,7 @@ def copy_live_part(
     if numbers is not None and not _same_numbers(con, storage, live_file, numbers):
         return False
     source, source_name = open_file(live_file, storage)
-    work.copy_in(source, source_name, name)
+    work.copy_in(source, source_name, name, shared=True)
     return True
 
 
@@ -251,7 +251,7 @@ def copy_live_terms(
     set_variables(con, {"carry_files": [storage_path(con, source, terms)]})
     if not con.execute(read_sql("plan_carry_summed")).fetchall():
         return False
-    work.copy_in(source, terms, part_terms_name(name))
+    work.copy_in(source, terms, part_terms_name(name), shared=True)
     return True
 
 

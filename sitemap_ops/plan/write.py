@@ -83,7 +83,7 @@ def run_plan_write(
                 work.move_in(terms, part_terms_name(name))
             if config.feed.enabled:
                 folder.move_in(feed, feed_name(index))
-            folder.copy_in(work, part_terms_name(name), shards_name(index))
+            folder.copy_in(work, part_terms_name(name), shards_name(index), shared=True)
         except (duckdb.Error, OSError) as exc:
             raise PlanError(f"cannot write part {index} of the assignment to {work.url}: {first_line(exc)}") from None
 

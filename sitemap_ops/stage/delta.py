@@ -30,10 +30,10 @@ from sitemap_ops.constants import (
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.errors import StorageError, first_line
 from sitemap_ops.progress import Progress
-from sitemap_ops.snapshot import load_snapshot
+from sitemap_ops.snapshot import Snapshot, load_snapshot
 from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import StageSettings
-from sitemap_ops.stage.delta_snapshot import write_delta_snapshot
+from sitemap_ops.stage.delta_snapshot import live_holds_any, write_delta_snapshot
 from sitemap_ops.stage.delta_state import Mark, changed_since, keep_exclusions, next_marks, read_marks
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
@@ -98,6 +98,7 @@ def run_delta_stage(
             if excluded_old:  # (the URLs whose exclusion changed, and their canonicals, are touched too)
                 con.read_parquet(excluded_old).create_view("exclusions_old", replace=True)
                 con.execute(read_sql("stage_delta_exclusions"))
+            set_variables(con, {"delta_old_rows": _old_rows_needed(con, old, config, excluded_old is not None)})
             con.execute(read_sql("stage_delta_dedupe"))
             excluded, canonicals = _apply_exclusions(con, config.sites) if excluded_old else (None, 0)
             rows, _, rejected, dropped = stage_counts(con)
@@ -143,6 +144,17 @@ def run_delta_stage(
         host.excluded_urls = urls  # (each host's own, as its circuit breaker compares)
     split_changed(con, work, DELTA_CHANGED_NAME, config.sites, host_works, staged.hosts)
     return staged
+
+
+def _old_rows_needed(con: duckdb.DuckDBPyConnection, old: Snapshot, config: StageSettings, excludes: bool) -> bool:
+    """Whether a URL deduplicated again (`delta_locs`) may have rows in the live build's state other than those the
+    delta build read, which sql/stage_delta_dedupe.sql then reads: with exclusion sources (an excluded URL is in no
+    snapshot), when a row read replaced or removed a row of one (sql/stage_delta_replaced.sql), or when the live
+    snapshot holds one. Every URL that has a row in the state holds an entry there, so new pages alone need none."""
+    if excludes:
+        return True
+    ((replaced,),) = con.execute(read_sql("stage_delta_replaced")).fetchall()
+    return bool(replaced) or live_holds_any(con, old, config.storage)
 
 
 def _read_changed(

@@ -82,6 +82,18 @@ def write_delta_snapshot(
     return index_snapshot(con, work, names, STAGED_NAME, new_lows), sum(not file.copied for file in files)
 
 
+def live_holds_any(con: duckdb.DuckDBPyConnection, old: Snapshot, storage: StorageConfig | None) -> bool:
+    """Whether the live snapshot `old` holds a URL of `delta_locs`: reads only the files whose range holds one
+    (sql/stage_delta_files.sql, sql/stage_delta_held.sql)."""
+    paths = file_paths(con, old, storage)
+    touched = sorted(_touched(con, _live_ranges(old.lows if old.lows is not None else _file_lows(con, paths))))
+    if not touched:
+        return False
+    set_variables(con, {"snapshot_files": [paths[index] for index in touched]})
+    ((held,),) = con.execute(read_sql("stage_delta_held")).fetchall()
+    return bool(held)
+
+
 def _file_lows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[str | None]:
     """The lowest URL of each file of `paths` (None: an empty file) (sql/stage_delta_file_lows.sql)."""
     if not paths:

@@ -739,3 +739,38 @@ def test_a_delta_build_plans_its_untouched_rows_from_the_live_assignment_as_a_jo
         pq.write_table(pq.read_table(part).drop_columns(["bytes"]), part)
     assert planned() == (False, *joined[1:])
     assert {row[4] for row in carried[1]} >= {f"{SITE}/p/005", f"{SITE}/p/099", f"{SITE}/q/10"}
+
+
+def test_new_pages_alone_read_no_row_of_the_state_and_a_url_that_had_rows_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delta build reads the state's rows of the URLs it deduplicates again only when one of them may have rows
+    there besides those read: not for new pages alone; for a new row of a URL the live build holds (another key's
+    page under it, whose older lastmod loses to the live row's), and for a row that replaces one (a page that
+    moved). Each publishes what a full build of the inventory does."""
+    from sitemap_ops.stage import delta as stage_delta
+
+    needed: list[bool] = []
+    old_rows_needed = stage_delta._old_rows_needed
+    monkeypatch.setattr(stage_delta, "_old_rows_needed", lambda *a: needed.append(old_rows_needed(*a)) or needed[-1])
+    day = dt.datetime(2026, 11, 20)
+    rows = [{**row, "lastmod": day} for row in _rows(30, day)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "pages.parquet")
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
+    run_build(config, now=NOW)
+    changes = [
+        {"id": 30, "loc": f"{SITE}/new", "t": dt.datetime(2026, 11, 21, 0, 1), "lastmod": day},  # a new page
+        {"id": 31, "loc": f"{SITE}/p/4", "t": dt.datetime(2026, 11, 21, 0, 2), "lastmod": dt.datetime(2026, 1, 1)},
+        {"id": 5, "loc": f"{SITE}/p/5-moved", "t": dt.datetime(2026, 11, 21, 0, 3), "lastmod": day},
+    ]
+    for step, change in enumerate(changes, start=1):
+        rows = [r for r in rows if r["id"] != change["id"]] + [change]
+        (tmp_path / f"full{step}").mkdir()
+        for folder in (tmp_path, tmp_path / f"full{step}"):
+            pq.write_table(pa.Table.from_pylist(rows), folder / "pages.parquet")
+        now = NOW + dt.timedelta(minutes=step)
+        run_build(config, now=now, delta="only")
+        full = _site(tmp_path / f"full{step}", [{**PAGES, "path": str(tmp_path / f"full{step}" / "pages.parquet")}])
+        run_build(full, now=now)
+        assert published(tmp_path / "public") == published(tmp_path / f"full{step}" / "public"), step
+    assert needed == [False, True, True]

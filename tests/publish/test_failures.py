@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -332,6 +333,33 @@ def test_a_copied_file_is_whole_and_as_readable_as_a_written_one(tmp_path: Path)
     assert copied.read_bytes() == b"rows" * 1000
     assert copied.stat().st_mode & 0o777 == written.stat().st_mode & 0o777 == 0o644
     assert [p.name for p in (tmp_path / "next").iterdir()] == ["staged-00003.parquet"]
+
+
+def test_a_shared_copy_is_a_link_that_a_later_write_replaces_without_touching_the_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shared local copy (a kept part of the assignment) links the same bytes by rename, leaves no temporary
+    file, and a write of that name later puts a new file in place, never into the source; where the disk allows no
+    link, it is a copy."""
+    source, target = Storage.open(str(tmp_path / "live")), Storage.open(str(tmp_path / "next"))
+    source.write_bytes("planned-00000-of-00002.parquet", b"rows" * 1000)
+    target.copy_in(source, "planned-00000-of-00002.parquet", "planned-00001-of-00002.parquet", shared=True)
+    live, kept = (
+        tmp_path / "live" / "planned-00000-of-00002.parquet",
+        tmp_path / "next" / "planned-00001-of-00002.parquet",
+    )
+    assert kept.stat().st_ino == live.stat().st_ino and kept.read_bytes() == b"rows" * 1000
+    assert [p.name for p in (tmp_path / "next").iterdir()] == ["planned-00001-of-00002.parquet"]
+    target.write_bytes("planned-00001-of-00002.parquet", b"new")
+    assert live.read_bytes() == b"rows" * 1000 and kept.read_bytes() == b"new"
+
+    def refused(origin: str, path: str) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", refused)
+    target.copy_in(source, "planned-00000-of-00002.parquet", "planned-00001-of-00002.parquet", shared=True)
+    assert kept.stat().st_ino != live.stat().st_ino and kept.read_bytes() == b"rows" * 1000
+    assert [p.name for p in (tmp_path / "next").iterdir()] == ["planned-00001-of-00002.parquet"]
 
 
 def test_validate_reports_a_live_shard_that_differs_from_its_manifest_entry(tmp_path: Path) -> None:
