@@ -119,6 +119,7 @@ def run_delta_stage(
             written = STATE_LAYER_NAME if layered else STATE_ROWS_NAME
             query = read_sql("stage_delta_layer") if layered else "SELECT * FROM state_new"
             con.sql(query).write_parquet(storage_path(con, work, written), compression="zstd")
+            set_variables(con, {"state_old_rows": _state_rows(con, state)})
             ((valid, touched),) = con.execute(read_sql("stage_delta_counts")).fetchall()
             snapshot, rewritten = write_delta_snapshot(con, work, old, config.storage)
             changed = con.sql(read_sql("stage_delta_changed"))
@@ -136,7 +137,7 @@ def run_delta_stage(
     result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     marks = next_marks(state.marks, marks)
-    result.state = DeltaState(base, snapshot.url, marks, state.digest, layers, kept_exclusions)
+    result.state = DeltaState(base, snapshot.url, marks, state.digest, layers, kept_exclusions, int(valid))
     result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
     valid = int(valid) + (sum(excluded.valid_change) if excluded else 0)
     staged = finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works, host_valid)
@@ -144,6 +145,15 @@ def run_delta_stage(
         host.excluded_urls = urls  # (each host's own, as its circuit breaker compares)
     split_changed(con, work, DELTA_CHANGED_NAME, config.sites, host_works, staged.hosts)
     return staged
+
+
+def _state_rows(con: duckdb.DuckDBPyConnection, state: DeltaState) -> int:
+    """The rows of the live build's state (the view `state_old`): as its delta build recorded them, or, a full
+    build's state, counted (a scan of every row)."""
+    if state.count is not None:
+        return state.count
+    ((counted,),) = con.execute("SELECT count(*) FROM state_old").fetchall()
+    return int(counted)
 
 
 def _old_rows_needed(con: duckdb.DuckDBPyConnection, old: Snapshot, config: StageSettings, excludes: bool) -> bool:

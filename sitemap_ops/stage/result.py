@@ -221,6 +221,9 @@ class DeltaState:
     # a site with exclusion sources: what they kept out (the table `exclusions`, STATE_EXCLUSIONS_NAME), which the
     # state's rows (kept before the exclusions applied) are excluded by; a delta build reads the sources whole
     exclusions: str = ""
+    # its rows (those of `rows` less the keys the layers hold, and the layers' rows), which the next delta build
+    # counts from rather than by a scan of every row; None: a full build's state, which it counts
+    count: int | None = None
 
     @classmethod
     def recorded(cls, stage: Mapping[str, Any]) -> DeltaState | None:

@@ -747,7 +747,8 @@ def test_new_pages_alone_read_no_row_of_the_state_and_a_url_that_had_rows_reads_
     """A delta build reads the state's rows of the URLs it deduplicates again only when one of them may have rows
     there besides those read: not for new pages alone; for a new row of a URL the live build holds (another key's
     page under it, whose older lastmod loses to the live row's), and for a row that replaces one (a page that
-    moved). Each publishes what a full build of the inventory does."""
+    moved). Each publishes what a full build of the inventory does, and counts its duplicates as it does from the
+    state's rows each delta build records."""
     from sitemap_ops.stage import delta as stage_delta
 
     needed: list[bool] = []
@@ -769,8 +770,10 @@ def test_new_pages_alone_read_no_row_of_the_state_and_a_url_that_had_rows_reads_
         for folder in (tmp_path, tmp_path / f"full{step}"):
             pq.write_table(pa.Table.from_pylist(rows), folder / "pages.parquet")
         now = NOW + dt.timedelta(minutes=step)
-        run_build(config, now=now, delta="only")
+        delta = run_build(config, now=now, delta="only")
         full = _site(tmp_path / f"full{step}", [{**PAGES, "path": str(tmp_path / f"full{step}" / "pages.parquet")}])
-        run_build(full, now=now)
+        whole = run_build(full, now=now)
         assert published(tmp_path / "public") == published(tmp_path / f"full{step}" / "public"), step
+        # (the state's rows, which each delta build records for the next, count its duplicates as a full build's)
+        assert delta.stage.duplicates == whole.stage.duplicates == (1 if step > 1 else 0), step
     assert needed == [False, True, True]

@@ -1,5 +1,5 @@
--- Stage, a delta build: the new state's rows (the live build's, less those gone, plus those gained) and the
--- URLs deduplicated again. Reads what stage_delta.sql made.
+-- Stage, a delta build: the new state's rows (the live build's, the variable state_old_rows, less those gone, plus
+-- those gained) and the URLs deduplicated again. Reads what stage_delta.sql made.
 SELECT
-    (SELECT count(*) FROM state_old) - (SELECT count(*) FROM delta_gone) + (SELECT count(*) FROM delta_rows),
+    getvariable('state_old_rows') - (SELECT count(*) FROM delta_gone) + (SELECT count(*) FROM delta_rows),
     (SELECT count(*) FROM delta_locs)
