@@ -200,12 +200,12 @@ STATE_ROWS_NAME = "state-rows.parquet"
 STATE_LAYER_NAME = "state-layer.parquet"
 # A delta build writes the staged snapshot in files of URL ranges of about this many rows, and writes again only the
 # files whose URLs it changed (the others it copies): a live file of more than twice as many rows it splits when it
-# changes one of its URLs (the first delta build after a full build of one piece, a ranged build's large ranges).
+# changes one of its URLs (the first delta build after a full build of one piece, a ranged build's large ranges). A
+# change-aware site's full build plans in chunks of at most about as many rows, up to MAX_MAPPED_TASKS of them: each
+# is a part of its assignment, which the next delta build copies when its changes do not touch it.
 DELTA_FILE_ROWS = 1_000_000
-# (a change-aware site's full build plans in chunks of at most about as many rows, up to MAX_MAPPED_TASKS of them: each
-# is a part of its assignment, which the next delta build copies when its changes do not touch it)
-# ... and writes the untouched rows before and after its changes in a file (or part of the assignment) it writes again
-# apart from them when they are at least DELTA_FILE_ROWS // DELTA_APART_SHARE, while the files are few
+# A delta build writes the untouched rows before and after its changes in a file (or part of the assignment) it writes
+# again apart from them when they are at least DELTA_FILE_ROWS // DELTA_APART_SHARE, while the files are few
 # (sitemap_ops.snapshot.rows_apart): the next delta build's changes often fall where these did (new pages of a date,
 # of a series), so it copies them.
 DELTA_APART_SHARE = 4
