@@ -47,8 +47,7 @@ def write_delta_snapshot(
     of the view `delta_winners`, each file of `old` whose range holds none of them copied. Its index records each
     file's lowest URL (Snapshot.lows): a copied file's from `old`, a written one's read from it."""
     paths = file_paths(con, old, storage)
-    lows = old.lows if old.lows is not None else _file_lows(con, paths)
-    ranges = _live_ranges(lows)
+    lows, ranges = _live_file_ranges(con, old, paths)
     touched = _touched(con, ranges)
     rows = [0] * len(paths)
     for piece in old.pieces:
@@ -86,12 +85,21 @@ def live_holds_any(con: duckdb.DuckDBPyConnection, old: Snapshot, storage: Stora
     """Whether the live snapshot `old` holds a URL of `delta_locs`: reads only the files whose range holds one
     (sql/stage_delta_files.sql, sql/stage_delta_held.sql)."""
     paths = file_paths(con, old, storage)
-    touched = sorted(_touched(con, _live_ranges(old.lows if old.lows is not None else _file_lows(con, paths))))
+    touched = sorted(_touched(con, _live_file_ranges(con, old, paths)[1]))
     if not touched:
         return False
     set_variables(con, {"snapshot_files": [paths[index] for index in touched]})
     ((held,),) = con.execute(read_sql("stage_delta_held")).fetchall()
     return bool(held)
+
+
+def _live_file_ranges(
+    con: duckdb.DuckDBPyConnection, old: Snapshot, paths: list[str]
+) -> tuple[list[str | None], list[Bounds | None]]:
+    """The lowest URL of each file of the live snapshot `old` (its files `paths`): its index's, or, an index that
+    records none, read from the files; and each file's URL range (_live_ranges)."""
+    lows = old.lows if old.lows is not None else _file_lows(con, paths)
+    return lows, _live_ranges(lows)
 
 
 def _file_lows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[str | None]:
