@@ -191,7 +191,11 @@ STAGED_NAME = "staged.json"
 STAGED_PART_NAME = "staged-{index:05d}.parquet"
 # a ranged stage of a site that keeps a delta state writes each URL range in pieces of about DELTA_FILE_ROWS rows
 STAGED_PIECE_NAME = "staged-{index:05d}-{piece:04d}.parquet"
-STAGED_PART_FILE = r"staged-\d{5}(-\d{4})?\.parquet"
+# a delta build's file of the live build's snapshot that its changes do not touch: on a local disk a hard link to
+# the live file (Storage.copy_in, shared), under a name no stage writes, so that no write of a retried stage, by
+# whichever library and however it opens the file, reaches the live build's bytes through the link
+STAGED_KEPT_NAME = "staged-{index:05d}-kept.parquet"
+STAGED_PART_FILE = r"staged-\d{5}(-\d{4}|-kept)?\.parquet"
 REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
 # stage of a change-aware site: every valid normalized row with its source and key, which a delta build merges
 # the changed rows into (sitemap_ops.stage.delta); kept with the staged snapshot while the build is live

@@ -154,8 +154,10 @@ def aligned_chunks(
     each chunk the live part whose rows it holds exactly, or -1: the part's rows untouched, and no URL staged again
     among them. Placement may still move such rows (run_plan_write compares its numbers before it copies the
     part). A chunk starts at the staged row of its live part's first untouched row (the rows staged again before
-    it end the chunk before); a touched part is written in pieces (_touched_pieces). Reads the touched rows in
-    `folder` (TOUCHED_NAME)."""
+    it end the chunk before); a touched part is written in pieces (_touched_pieces). Rows staged again between two
+    untouched parts (new pages that sort after one's last row and before the next one's first, or before the
+    first part's) are pieces of their own, and leave both parts whole. Reads the touched rows in `folder`
+    (TOUCHED_NAME)."""
     staged, live_touched = _touched_rows(con, folder)
     touched = numpy_of(staged.column("row"), np.int64)
     starts = np.array([0, *itertools.accumulate(live_rows)], dtype=np.int64)
@@ -165,17 +167,28 @@ def aligned_chunks(
     at = rank + np.searchsorted(touched - np.arange(len(touched)), rank, side="right")
     at = np.minimum(np.where(rank < snapshot.rows - len(touched), at, snapshot.rows), snapshot.rows)
     at[0], at[-1] = 0, snapshot.rows
+    # the staged row after each part's last untouched row (for a part of none, after its first staged row)
+    last = np.maximum(rank[1:] - 1, rank[:-1])
+    stops = np.minimum(last + np.searchsorted(touched - np.arange(len(touched)), last, side="right") + 1, at[1:])
     cuts: list[tuple[int, int]] = []
     parts: list[int] = []
     apart = rows_apart(DELTA_FILE_ROWS, snapshot.rows, len(live_rows))
     for part in range(len(live_rows)):
-        first, end = int(at[part]), int(at[part + 1])
+        first, end, stop = int(at[part]), int(at[part + 1]), int(stops[part])
         lo, hi = int(starts[part]), int(starts[part + 1])
-        # (no live row touched in the part, and as many staged rows: so none staged again among them either)
-        same = end - first == hi - lo > 0 and np.searchsorted(live_touched, lo) == np.searchsorted(live_touched, hi)
-        pieces = [(first, end)] if same else _touched_pieces(first, end, touched, apart)
-        cuts.extend(pieces)
-        parts.extend([part if same else -1] * len(pieces))
+        # the part's untouched rows, when none of its live rows is touched and none staged again is among them
+        begin = stop - (hi - lo)
+        same = hi > lo and first <= begin and np.searchsorted(live_touched, lo) == np.searchsorted(live_touched, hi)
+        if not same or np.searchsorted(touched, begin) != np.searchsorted(touched, stop):
+            pieces = _touched_pieces(first, end, touched, apart)
+            cuts.extend(pieces)
+            parts.extend([-1] * len(pieces))
+            continue
+        # (rows staged again before or after them, new pages that sort between two parts: pieces of their own)
+        before = _touched_pieces(first, begin, touched, apart) if first < begin else []
+        after = _touched_pieces(stop, end, touched, apart) if stop < end else []
+        cuts.extend([*before, (begin, stop), *after])
+        parts.extend([*([-1] * len(before)), part, *([-1] * len(after))])
     chunks = chunks_between(con, snapshot, storage, cuts or [(0, 0)])
     kept = {(first, end): part for (first, end), part in zip(cuts, parts, strict=True)}
     return chunks, [kept.get((c.first, c.end), -1) for c in chunks]

@@ -3,7 +3,8 @@
 A staged snapshot's files are URL ranges in URL order, each sorted by (section, loc) (sitemap_ops.snapshot), so
 a file holds the URLs from its lowest to the next file's. A delta build changes the entries of a few URLs
 (`delta_locs`): it writes again the files whose range holds one of them (sql/stage_delta_snapshot.sql: the live
-entries but those, and the new winners) and copies the others from the live build's folder, byte for byte. A
+entries but those, and the new winners) and copies the others from the live build's folder, byte for byte (on a
+local disk a hard link, under a name no stage writes: STAGED_KEPT_NAME). A
 touched file is written again in URL ranges: each run of its URLs before, between and after the changed ones
 apart when it is long (`_segments`), and each range of more than twice DELTA_FILE_ROWS rows cut into ranges of
 about that many, so the next delta builds write little; a change-aware site's full build staged in one pass
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_NAME, STAGED_PART_NAME
+from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_KEPT_NAME, STAGED_NAME, STAGED_PART_NAME
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, range_count, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
@@ -64,13 +65,14 @@ def write_delta_snapshot(
             files.extend(_File(index, copied=False, bounds=_within(segment, cut)) for cut in cuts)
     if not files:  # (a live snapshot of no file: its winners in one)
         files.append(_File(-1, copied=False))
-    names = [snapshot_file_name(number) for number in range(len(files))]
     sources = [open_file(url, storage) for url in old.file_urls()]
+    kept = [file.copied and sources[file.source][0].fs == work.fs for file in files]
+    names = [(STAGED_KEPT_NAME if k else STAGED_PART_NAME).format(index=n) for n, k in enumerate(kept)]
     written: list[int] = []
     for number, (name, file) in enumerate(zip(names, files, strict=True)):
-        if file.copied and sources[file.source][0].fs == work.fs:
+        if kept[number]:  # (a link on a local disk: the name is one no stage writes into)
             folder, source_name = sources[file.source]
-            work.copy_in(folder, source_name, name)
+            work.copy_in(folder, source_name, name, shared=True)
             continue
         # (a live file on another file system is written again, without winners: none is in its range)
         _write_file(con, work, name, paths[file.source] if file.source >= 0 else None, file.bounds, not file.copied)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 from sitemap_ops.cli import main
 from sitemap_ops.config import load_config
+from sitemap_ops.constants import STAGED_KEPT_NAME, STAGED_PART_FILE
 from sitemap_ops.duck import read_sql, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.manifest import assignment_files, part_terms_name
@@ -377,8 +379,14 @@ def test_a_change_aware_full_build_writes_its_snapshot_in_url_ranges_that_a_delt
     assert published(tmp_path / "aware" / "public") == published(tmp_path / "plain" / "public")
     rows[59] = {"id": 59, "loc": f"{SITE}/shop/new", "t": dt.datetime(2026, 11, 21)}  # (in the last file's range)
     _write(tmp_path / "pages.parquet", rows)
+    inodes = {Path(url).stat().st_ino for url in snapshot.file_urls()}  # (the live files are gone after)
     delta = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
     assert delta.stage.mode == "delta" and len([n for n in copied if n.startswith("staged-")]) == 5
+    # (those 5 files are links to the live build's, under names no stage writes, which its cleanup knows)
+    files = [Path(url) for url in load_snapshot(delta.stage.staged_path).file_urls()]
+    kept = [path for path in files if path.stat().st_ino in inodes]
+    assert [path.name for path in kept] == [STAGED_KEPT_NAME.format(index=n) for n in range(5)]
+    assert all(re.fullmatch(STAGED_PART_FILE, path.name) for path in files) and len(files) == 7
     # (the part of /shop/059 is written again, in two pieces)
     parts = [n for n in copied if n.startswith("planned-")]
     assert sorted(parts) == [f"planned-{i:05d}-of-00007.parquet" for i in range(5)], parts
@@ -493,6 +501,40 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
     joined = planned()
     assert joined[0] == [] and carried[1:] == joined[1:] and load_placement(run.work).whole == []
     assert (f"{SITE}/p/001", "a") in {(row[4], row[8]) for row in carried[1]}
+
+
+@pytest.mark.parametrize(
+    ("loc", "section", "parts"),
+    [
+        ("p/019", "a", [0, -1, 1, 2, 3]),  # (after part 0's last row, before part 1's first)
+        ("p/-01", "a", [-1, 0, 1, 2, 3]),  # (before the first row)
+        ("p/039", "b", [0, 1, -1, 2, 3]),  # (the first of section b, after section a's last part)
+        ("p/021", "a", [0, -1, -1, 2, 3]),  # (among part 1's rows: it is written, in pieces)
+    ],
+)
+def test_new_pages_between_two_parts_of_the_live_assignment_leave_both_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loc: str, section: str, parts: list[int]
+) -> None:
+    """A new page that sorts between two parts of the live assignment (or before the first) is a piece of its own:
+    both parts are copied, and the assignment and shards are those of a plan that sizes and joins every row."""
+    monkeypatch.setattr(plan_carry, "DELTA_FILE_ROWS", 10)
+    schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string())])
+    when = dt.datetime(2026, 11, 20)
+    rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 40]} for i in range(0, 80, 2)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    pages = [{**PAGES, "path": str(tmp_path / "pages.parquet")}]
+    config = _site(tmp_path, pages, shards={"max_urls": 7}, duckdb={"plan_chunks": 4})
+    run_build(config, now=NOW)
+    rows.append({"id": 1, "loc": f"{SITE}/{loc}", "t": dt.datetime(2026, 11, 21), "section": section})
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    run, slots = _staged_delta(config)
+    carried = _plan_again(run, slots)
+    assert carried[0] == parts
+    kept = sorted(n.name for n in Path(run.work.root).glob("planned-*.parquet") if n.stat().st_nlink > 1)
+    assert kept == [f"planned-{i:05d}-of-{len(parts):05d}.parquet" for i, part in enumerate(parts) if part >= 0]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
+        assert _plan_again(run, slots)[1:] == carried[1:]
 
 
 def test_a_delta_build_whose_grown_entries_release_a_shards_tail_places_the_rows_of_the_parts_it_moves(
@@ -626,9 +668,10 @@ def test_files_and_pieces_stay_near_the_file_rows() -> None:
 def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one_wrote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """New pages that sort beside the last delta build's new pages touch only the piece that holds those: the next
-    delta build copies the other pieces of the part the last one wrote, with the fingerprint terms kept beside
-    them (the terms sql/plan_shards.sql finds in them); only the live assignment's parts and terms remain."""
+    """New pages that sort beside the last delta build's new pages, after them: the next delta build copies every
+    piece of the part the last one wrote, the piece of those pages included, with the fingerprint terms kept beside
+    them (the terms sql/plan_shards.sql finds in them), and writes the new pages in a piece of their own; only the
+    live assignment's parts and terms remain."""
     copied = small_snapshot_files(monkeypatch, 16)  # (untouched rows apart: 4 or more)
     pages = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": dt.datetime(2026, 11, 20)} for i in range(0, 64, 2)]
     path = tmp_path / "pages.parquet"
@@ -648,19 +691,14 @@ def test_the_next_delta_build_copies_the_untouched_pieces_of_a_part_the_last_one
         assert snapshot.lows == lows and len(lows) == 3
     manifest = json.loads((tmp_path / "public" / "manifest.json").read_text())
     parts = assignment_files(manifest["assignment"])
-    # the second delta build writes only the piece of p/033 and p/0331, and copies the pieces around it
-    assert len(parts) == 3 and sorted(n for n in copied if n.startswith("planned-")) == [
-        Path(parts[0]).name,
-        Path(parts[2]).name,
-    ]
+    # the second delta build writes only the piece of p/0331, and copies the pieces around it
+    names = [Path(part).name for part in parts]
+    assert len(parts) == 4 and sorted(n for n in copied if n.startswith("planned-")) == [names[n] for n in (0, 1, 3)]
     terms = [str(Path(part).with_name(part_terms_name(Path(part).name))) for part in parts]
-    assert sorted(n for n in copied if n.startswith("terms-")) == [Path(terms[0]).name, Path(terms[2]).name]
+    assert sorted(n for n in copied if n.startswith("terms-")) == [Path(terms[n]).name for n in (0, 1, 3)]
     with duckdb.connect() as con:
-        assert con.sql(f"SELECT loc FROM read_parquet('{parts[1]}')").fetchall() == [
-            (f"{SITE}/p/032",),
-            (f"{SITE}/p/033",),
-            (f"{SITE}/p/0331",),
-        ]
+        pieces = [con.sql(f"SELECT loc FROM read_parquet('{part}')").fetchall() for part in parts[1:3]]
+        assert pieces == [[(f"{SITE}/p/032",), (f"{SITE}/p/033",)], [(f"{SITE}/p/0331",)]]
         for part, kept in zip(parts, terms, strict=True):
             con.read_parquet(part).create_view("planned", replace=True)
             numbers = con.sql("SELECT shard_key, pos FROM planned").fetchall()
