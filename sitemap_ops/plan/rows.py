@@ -42,16 +42,18 @@ def row_key(
 
 @dataclass(frozen=True)
 class RowChunk:
-    """One chunk of the staged snapshot's rows: [first, end), and its first and last (section, loc)."""
+    """One chunk of the staged snapshot's rows: [first, end), and its first and last (section, loc) (None: not
+    read, for a chunk whose rows are only ever read by position: a delta build's that carries its rows)."""
 
     first: int
     end: int
-    low: tuple[str, str]
-    high: tuple[str, str]
+    low: tuple[str, str] | None
+    high: tuple[str, str] | None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RowChunk:
-        return cls(raw["first"], raw["end"], tuple(raw["low"]), tuple(raw["high"]))
+        low, high = (None if raw[side] is None else tuple(raw[side]) for side in ("low", "high"))
+        return cls(raw["first"], raw["end"], low, high)
 
 
 def row_chunks(
@@ -65,19 +67,28 @@ def row_chunks(
 
 
 def chunks_between(
-    con: duckdb.DuckDBPyConnection, snapshot: Snapshot, storage: StorageConfig | None, cuts: list[tuple[int, int]]
+    con: duckdb.DuckDBPyConnection,
+    snapshot: Snapshot,
+    storage: StorageConfig | None,
+    cuts: list[tuple[int, int]],
+    *,
+    keys: bool = True,
 ) -> list[RowChunk]:
     """The chunks of the staged snapshot's rows [first, end) of `cuts` (consecutive), with their first and last
-    (section, loc); an empty one past the first is left out."""
+    (section, loc) (`keys` false: none, RowChunk's None; each is a read of a row group); an empty one past the
+    first is left out."""
     found = []
     for index, (first, end) in enumerate(cuts):
         if first == end and (snapshot.rows or index):
             continue
-        low, high = (
-            (row_key(con, snapshot, storage, first), row_key(con, snapshot, storage, end - 1))
-            if first < end
-            else (("", ""), ("", ""))
-        )
+        low: tuple[str, str] | None = None
+        high: tuple[str, str] | None = None
+        if keys:
+            low, high = (
+                (row_key(con, snapshot, storage, first), row_key(con, snapshot, storage, end - 1))
+                if first < end
+                else (("", ""), ("", ""))
+            )
         found.append(RowChunk(first, end, low, high))
     return found
 
@@ -90,6 +101,7 @@ def use_chunk(
     chunk's first and last (section, loc), and floor_loc and ceiling_loc, the same bounds on loc alone when
     the chunk is in one section ('' and NULL otherwise), which let a scan of a file sorted by (section, loc)
     skip the row groups outside the chunk by their statistics."""
+    assert chunk.low is not None and chunk.high is not None, "a chunk read by position alone has no bounds"
     create_rows_view(con, "staged_rows", snapshot, storage, chunk.first, chunk.end)
     same = chunk.low[0] == chunk.high[0]
     set_variables(

@@ -149,10 +149,10 @@ def run_delta_stage(
 
 def _state_rows(con: duckdb.DuckDBPyConnection, state: DeltaState) -> int:
     """The rows of the live build's state (the view `state_old`): as its delta build recorded them, or, a full
-    build's state, counted (a scan of every row)."""
+    build's state (no layer over its rows), counted from its files' metadata (the view `state_base`)."""
     if state.count is not None:
         return state.count
-    ((counted,),) = con.execute("SELECT count(*) FROM state_old").fetchall()
+    ((counted,),) = con.table("state_old" if state.layers else "state_base").aggregate("count(*)").fetchall()
     return int(counted)
 
 
