@@ -461,13 +461,9 @@ def _plan_again(run: BuildRun, slots: dict[str, Any]) -> tuple[list[int], list[A
     return prepared.live_parts, assignment, shards
 
 
-def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_not_touch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A delta build cuts its plan's chunks where the live assignment's parts are (here a full build's 4 chunks) and
-    copies each part whose rows it did not touch and placement kept where they were; its assignment and shards are
-    those of a plan that sizes, matches and writes every row."""
-    copied = small_snapshot_files(monkeypatch, 10)
+def _two_sections_built(tmp_path: Path) -> tuple[Any, list[dict[str, Any]], pa.Schema]:
+    """A change-aware site of 40 pages (p/000, p/002, ... p/078) in sections a and b, shards of 7 URLs, built in
+    full in 4 chunks: its config, its rows and their schema."""
     schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string())])
     when = dt.datetime(2026, 11, 20)
     rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 40]} for i in range(0, 80, 2)]
@@ -475,6 +471,17 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
     pages = [{**PAGES, "path": str(tmp_path / "pages.parquet")}]
     config = _site(tmp_path, pages, shards={"max_urls": 7}, duckdb={"plan_chunks": 4})
     run_build(config, now=NOW)
+    return config, rows, schema
+
+
+def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_not_touch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delta build cuts its plan's chunks where the live assignment's parts are (here a full build's 4 chunks) and
+    copies each part whose rows it did not touch and placement kept where they were; its assignment and shards are
+    those of a plan that sizes, matches and writes every row."""
+    copied = small_snapshot_files(monkeypatch, 10)
+    config, rows, schema = _two_sections_built(tmp_path)
     live = json.loads((tmp_path / "public" / "manifest.json").read_text())["assignment"]
     assert live.endswith("planned-*-of-00004.parquet")
     later = dt.datetime(2026, 11, 21)
@@ -518,13 +525,7 @@ def test_new_pages_between_two_parts_of_the_live_assignment_leave_both_kept(
     """A new page that sorts between two parts of the live assignment (or before the first) is a piece of its own:
     both parts are copied, and the assignment and shards are those of a plan that sizes and joins every row."""
     monkeypatch.setattr(plan_carry, "DELTA_FILE_ROWS", 10)
-    schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string())])
-    when = dt.datetime(2026, 11, 20)
-    rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 40]} for i in range(0, 80, 2)]
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
-    pages = [{**PAGES, "path": str(tmp_path / "pages.parquet")}]
-    config = _site(tmp_path, pages, shards={"max_urls": 7}, duckdb={"plan_chunks": 4})
-    run_build(config, now=NOW)
+    config, rows, schema = _two_sections_built(tmp_path)
     rows.append({"id": 1, "loc": f"{SITE}/{loc}", "t": dt.datetime(2026, 11, 21), "section": section})
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
     run, slots = _staged_delta(config)
