@@ -149,15 +149,16 @@ def aligned_chunks(
     snapshot: Snapshot,
     live_rows: list[int],
     storage: StorageConfig,
-) -> tuple[list[RowChunk], list[int]]:
+) -> tuple[list[RowChunk], list[int], list[int]]:
     """A delta build's chunks of rows, cut where the live assignment's parts are (its rows: `live_rows`), and for
-    each chunk the live part whose rows it holds exactly, or -1: the part's rows untouched, and no URL staged again
-    among them. Placement may still move such rows (run_plan_write compares its numbers before it copies the
-    part). A chunk starts at the staged row of its live part's first untouched row (the rows staged again before
-    it end the chunk before); a touched part is written in pieces (_touched_pieces). Rows staged again between two
-    untouched parts (new pages that sort after one's last row and before the next one's first, or before the
-    first part's) are pieces of their own, and leave both parts whole. Reads the touched rows in `folder`
-    (TOUCHED_NAME)."""
+    each chunk the live part whose rows it holds, or -1, with the row of that part its rows start at: the part's
+    rows untouched, and no URL staged again among them, either all of them or a run of them, a piece of a touched
+    part (a slice). Placement may still move such rows (run_plan_write compares its numbers before it copies a
+    whole part). A chunk starts at the staged row of its live part's first untouched row (the rows staged again
+    before it end the chunk before); a touched part is written in pieces (_touched_pieces). Rows staged again
+    between two untouched parts (new pages that sort after one's last row and before the next one's first, or
+    before the first part's) are pieces of their own, and leave both parts whole. Reads the touched rows in
+    `folder` (TOUCHED_NAME)."""
     staged, live_touched = _touched_rows(con, folder)
     touched = numpy_of(staged.column("row"), np.int64)
     starts = np.array([0, *itertools.accumulate(live_rows)], dtype=np.int64)
@@ -171,7 +172,7 @@ def aligned_chunks(
     last = np.maximum(rank[1:] - 1, rank[:-1])
     stops = np.minimum(last + np.searchsorted(touched - np.arange(len(touched)), last, side="right") + 1, at[1:])
     cuts: list[tuple[int, int]] = []
-    parts: list[int] = []
+    parts: list[tuple[int, int]] = []
     apart = rows_apart(DELTA_FILE_ROWS, snapshot.rows, len(live_rows))
     for part in range(len(live_rows)):
         first, end, stop = int(at[part]), int(at[part + 1]), int(stops[part])
@@ -182,18 +183,42 @@ def aligned_chunks(
         if not same or np.searchsorted(touched, begin) != np.searchsorted(touched, stop):
             pieces = _touched_pieces(first, end, touched, apart)
             cuts.extend(pieces)
-            parts.extend([-1] * len(pieces))
+            parts.extend(_slices(pieces, touched, live_touched, part, (lo, hi)))
             continue
         # (rows staged again before or after them, new pages that sort between two parts: pieces of their own)
         before = _touched_pieces(first, begin, touched, apart) if first < begin else []
         after = _touched_pieces(stop, end, touched, apart) if stop < end else []
         cuts.extend([*before, (begin, stop), *after])
-        parts.extend([*([-1] * len(before)), part, *([-1] * len(after))])
+        parts.extend([*([(-1, 0)] * len(before)), (part, 0), *([(-1, 0)] * len(after))])
     # (no bounds: a carried chunk's rows are read by position, write_carried_rows; reading each would cost a row
     # group of the staged snapshot per bound, a few seconds for the hundreds of parts of a 100M-URL site)
     chunks = chunks_between(con, snapshot, storage, cuts or [(0, 0)], keys=False)
-    kept = {(first, end): part for (first, end), part in zip(cuts, parts, strict=True)}
-    return chunks, [kept.get((c.first, c.end), -1) for c in chunks]
+    kept = {(first, end): held for (first, end), held in zip(cuts, parts, strict=True)}
+    held = [kept.get((c.first, c.end), (-1, 0)) for c in chunks]
+    return chunks, [part for part, _ in held], [offset for _, offset in held]
+
+
+def _slices(
+    pieces: list[tuple[int, int]], touched: np.ndarray, live_touched: np.ndarray, part: int, rows: tuple[int, int]
+) -> list[tuple[int, int]]:
+    """For each piece [first, end) of a touched live part's staged rows (the part `part`, its live rows `rows`),
+    (`part`, the row of the part its rows start at) when they are a run of the part's untouched rows: no row staged
+    again among them (`touched`) and no touched live row between theirs (`live_touched`); else (-1, 0)."""
+    lo, hi = rows
+    shifted = live_touched - np.arange(len(live_touched))
+    found: list[tuple[int, int]] = []
+    for first, end in pieces:
+        if end <= first or np.searchsorted(touched, first) != np.searchsorted(touched, end):
+            found.append((-1, 0))
+            continue
+        # the k-th untouched staged row is the k-th untouched live row (as write_carried_rows maps them)
+        rank = first - int(np.searchsorted(touched, first))
+        live = rank + int(np.searchsorted(shifted, rank, side="right"))
+        last = rank + (end - first - 1)
+        live_last = last + int(np.searchsorted(shifted, last, side="right"))
+        run = live_last - live == end - first - 1 and lo <= live and live_last < hi
+        found.append((part, live - lo) if run else (-1, 0))
+    return found
 
 
 def _touched_pieces(first: int, end: int, touched: np.ndarray, apart: int | None) -> list[tuple[int, int]]:
@@ -274,52 +299,93 @@ def live_part_sums(
     con: duckdb.DuckDBPyConnection,
     storage: StorageConfig,
     assignment: str,
-    chunks: list[tuple[int, int, int, int]],
+    chunks: list[tuple[int, int, int, int, int]],
     sections: list[str],
     rows_of: Callable[[int], Callable[[], Iterable[RowBatch]]],
 ) -> dict[int, PartSums]:
-    """The sums of the live assignment's parts that plan chunks hold whole (`chunks`: chunk index, its first row and
-    end, its live part), read from the terms kept beside each part (sql/plan_carry_sums.sql), by chunk; a part without
-    such terms (an earlier version's) has none. `sections`: placement's sections, by name; `rows_of(chunk)` reads
-    a chunk's rows when placement cannot keep its part whole (PartSums.rows)."""
+    """The sums of the live assignment's rows that plan chunks hold (`chunks`: chunk index, its first row and end,
+    its live part, the row of the part they start at), by chunk: a whole part's read from the terms kept beside it
+    (sql/plan_carry_sums.sql), a run of a part's rows (a slice) summed from those rows when the part's terms say
+    its rows are in (key, position) order (sql/plan_carry_slice_sums.sql); a part without such terms (an earlier
+    version's) has none. `sections`: placement's sections, by name; `rows_of(chunk)` reads a chunk's rows when
+    placement cannot keep them whole (PartSums.rows)."""
     if not chunks:
         return {}
     folder, _ = open_file(assignment, storage)
     present = folder.list_details()
     live_files = assignment_files(assignment)
     paths = {}
-    for index, _, _, part in chunks:
+    for index, _, _, part, _ in chunks:
         name = part_terms_name(open_file(live_files[part], storage)[1])
         if name in present:
             paths[index] = storage_path(con, folder, name)
-    set_variables(con, {"carry_files": list(paths.values())})
+    set_variables(con, {"carry_files": sorted(set(paths.values()))})
     summed = {n for (n,) in con.execute(read_sql("plan_carry_summed")).fetchall()} if paths else set()
     paths = {index: path for index, path in paths.items() if path in summed}
     if not paths:
         return {}
-    set_variables(con, {"carry_files": list(paths.values())})
-    table = con.sql(read_sql("plan_carry_sums")).to_arrow_table()
-    names = table.column("filename").to_pylist()
-    number = {name: index for index, name in enumerate(sections)}
-    section = np.array([number.get(name, -1) for name in table.column("section").to_pylist()], dtype=np.int64)
-    columns = {c: numpy_of(table.column(c), np.int64) for c in ("shard_key", "shard", "urls", "bytes", "low", "top")}
-    ordered = table.column("ordered").to_pylist()
-    spans = {index: (first, end) for index, first, end, _ in chunks}
+    set_variables(con, {"carry_files": sorted(set(paths.values()))})
+    terms = _Sums(con.sql(read_sql("plan_carry_sums")).to_arrow_table(), sections)
     found = {}
-    bounds: dict[str, tuple[int, int]] = {}
-    for row, name in enumerate(names):  # (the table is sorted by file: each file's shards are a range of rows)
-        bounds[name] = (bounds.get(name, (row, row))[0], row + 1)
-    for index, path in paths.items():
-        lo, hi = bounds.get(path, (0, 0))
-        first, end = spans[index]
-        # (a section this build does not have, or sums that are not the part's rows: placement reads its rows)
-        if hi == lo or np.any(section[lo:hi] < 0) or int(columns["urls"][lo:hi].sum()) != end - first:
-            continue
-        shard_key, shard, urls, used, low, top = (columns[c][lo:hi] for c in columns)
-        found[index] = PartSums(
-            first, section[lo:hi], shard, shard_key, urls, used, low, top, all(ordered[lo:hi]), rows_of(index)
-        )
+    for index, first, end, part, offset in chunks:
+        lo, hi = terms.bounds.get(paths.get(index, ""), (0, 0))
+        sums: _Sums | None = terms
+        if hi > lo and (offset or int(terms.columns["urls"][lo:hi].sum()) != end - first):  # (a run of its rows)
+            ordered = terms.ordered(lo, hi)
+            sums = _slice_sums(con, storage, live_files[part], offset, end - first, sections) if ordered else None
+            lo, hi = 0, (len(sums.section) if sums is not None else 0)
+        made = sums.part(lo, hi, first, end - first, rows_of(index)) if sums is not None else None
+        if made is not None:
+            found[index] = made
     return found
+
+
+class _Sums:
+    """Shards' sums as sql/plan_carry_sums.sql gives them (or sql/plan_carry_slice_sums.sql): their section as an
+    index of placement's `sections` (-1: none of them), their numbers, and the rows of each terms file."""
+
+    NAMES = ("shard_key", "shard", "urls", "bytes", "low", "top")
+
+    def __init__(self, table: pa.Table, sections: list[str]) -> None:
+        number = {name: index for index, name in enumerate(sections)}
+        names = table.column("section").to_pylist()
+        self.section = np.array([number.get(name, -1) for name in names], dtype=np.int64)
+        self.columns = {c: numpy_of(table.column(c), np.int64) for c in self.NAMES}
+        self.flags = table.column("ordered").to_pylist()
+        self.bounds: dict[str, tuple[int, int]] = {}
+        for row, name in enumerate(table.column("filename").to_pylist()):  # (sorted by file: a range of rows each)
+            self.bounds[name] = (self.bounds.get(name, (row, row))[0], row + 1)
+
+    def ordered(self, lo: int, hi: int) -> bool:
+        """Whether the rows summed in [lo, hi) are in (key, position) order."""
+        return all(self.flags[lo:hi])
+
+    def part(
+        self, lo: int, hi: int, first: int, rows: int, reader: Callable[[], Iterable[RowBatch]]
+    ) -> PartSums | None:
+        """The sums [lo, hi) as placement's PartSums of a chunk's `rows` rows from its row `first` (`reader`
+        reads them); None for none, a section this build does not have, or sums of other rows than those."""
+        section = self.section[lo:hi]
+        if hi == lo or np.any(section < 0) or int(self.columns["urls"][lo:hi].sum()) != rows:
+            return None
+        shard_key, shard, urls, used, low, top = (self.columns[c][lo:hi] for c in self.NAMES)
+        return PartSums(first, section, shard, shard_key, urls, used, low, top, self.ordered(lo, hi), reader)
+
+
+def _slice_sums(
+    con: duckdb.DuckDBPyConnection, storage: StorageConfig, live_file: str, offset: int, rows: int, sections: list[str]
+) -> _Sums | None:
+    """The sums of the rows [offset, offset + rows) of the live part `live_file`, whose rows are in (key,
+    position) order (sql/plan_carry_slice_sums.sql); None when the part lacks the columns this version writes
+    (PLANNED_COLUMNS: plan_write writes such a slice from it)."""
+    create_parquet_view(con, "carry_part", duckdb_path(con, live_file, storage), row_numbers=True)
+    try:
+        if con.table("carry_part").columns != [*PLANNED_COLUMNS, "file_row_number"]:
+            return None
+        set_variables(con, {"carry_first": offset, "carry_end": offset + rows})
+        return _Sums(con.sql(read_sql("plan_carry_slice_sums")).to_arrow_table(), sections)
+    finally:
+        con.execute("DROP VIEW carry_part")
 
 
 def _live_numbers(

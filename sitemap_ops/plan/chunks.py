@@ -98,8 +98,10 @@ class PreparedPlan:
     # each part of the live assignment (None: the chunks size and join every row)
     live_rows: list[int] | None = None
     # such a build's chunks, cut where the live assignment's parts are: for each, the live part whose rows it
-    # holds exactly, or -1 (plan.carry.aligned_chunks); plan_write copies such a part when placement kept its rows
+    # holds, or -1, and the row of that part its rows start at (plan.carry.aligned_chunks): all of the part's rows
+    # (plan_write copies the part when placement kept its rows) or a run of them (it writes that slice of the part)
     live_parts: list[int] = field(default_factory=list)
+    live_offsets: list[int] = field(default_factory=list)
 
     @property
     def changes_prepared(self) -> bool:
@@ -309,13 +311,16 @@ def prepare_plan(
         prepared_changes = bool(live_assignment and changed[0] and dated is None and changed[1] == since)
         live_rows: list[int] | None = None
         live_parts: list[int] = []
+        live_offsets: list[int] = []
         if prepared_changes:  # (last: it redefines the views `staged` and `live_urls` to the URLs staged again)
             with live_guard(live_assignment, config):
                 live_rows = delta_changes(
                     con, config, work, chunks_of(work), snapshot, live, changed[0], keep=bool(previous_assignment)
                 )
             if live_rows is not None:
-                chunks, live_parts = aligned_chunks(con, chunks_of(work), snapshot, live_rows, config.storage)
+                chunks, live_parts, live_offsets = aligned_chunks(
+                    con, chunks_of(work), snapshot, live_rows, config.storage
+                )
         chunks = chunks or row_chunks(con, snapshot, config.storage, count)
         files = file_paths(con, dated or snapshot, config.storage)
         change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
@@ -351,6 +356,7 @@ def prepare_plan(
         breaker=breaker,
         live_rows=live_rows,
         live_parts=live_parts,
+        live_offsets=live_offsets,
     )
     work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
     return prepared
@@ -370,10 +376,27 @@ def load_prepared(work: Storage) -> PreparedPlan:
 
 
 def held_whole(prepared: PreparedPlan, index: int) -> bool:
-    """Whether chunk `index` of a delta build holds a part of the live assignment whole (PreparedPlan.live_parts):
-    its chunk task writes no rows, and placement keeps the part whole from its sums when it can (else it writes
-    the chunk's rows itself, write_chunk_rows)."""
+    """Whether chunk `index` of a delta build holds a part of the live assignment whole, or a run of its rows
+    (PreparedPlan.live_parts): its chunk task writes no rows, and placement keeps those rows whole from their sums
+    when it can (else it writes the chunk's rows itself, write_chunk_rows)."""
     return index < len(prepared.live_parts) and prepared.live_parts[index] >= 0
+
+
+def held_rows(prepared: PreparedPlan, index: int) -> tuple[int, int, int] | None:
+    """The live part chunk `index` holds rows of (held_whole), with the first and end row of them in that part;
+    None for a chunk that holds none."""
+    if not held_whole(prepared, index):
+        return None
+    chunk = prepared.chunks[index]
+    offset = prepared.live_offsets[index] if index < len(prepared.live_offsets) else 0
+    return prepared.live_parts[index], offset, offset + chunk.end - chunk.first
+
+
+def holds_slice(prepared: PreparedPlan, index: int) -> bool:
+    """Whether chunk `index` holds a run of a live part's rows that is not all of them (held_rows)."""
+    held = held_rows(prepared, index)
+    assert prepared.live_rows is not None or held is None  # (held rows are a delta build's, which knows the parts)
+    return held is not None and prepared.live_rows is not None and held[1:] != (0, prepared.live_rows[held[0]])
 
 
 def run_plan_chunk(

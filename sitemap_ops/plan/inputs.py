@@ -12,7 +12,15 @@ import pyarrow as pa
 from sitemap_ops.duck import storage_path
 from sitemap_ops.plan.assign import CHUNK_ROWS, PartSums, RowBatch, SectionRows, add_kept, row_batches
 from sitemap_ops.plan.carry import live_part_sums
-from sitemap_ops.plan.chunks import PreparedPlan, held_whole, kept_name, live_guard, rows_name, write_chunk_rows
+from sitemap_ops.plan.chunks import (
+    PreparedPlan,
+    held_rows,
+    held_whole,
+    kept_name,
+    live_guard,
+    rows_name,
+    write_chunk_rows,
+)
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.snapshot import Piece, Snapshot
@@ -43,11 +51,14 @@ class ChunkRows:
             self.written.add(rows_name(index))
 
     def held_sums(self, sections: list[SectionRows]) -> dict[int, PartSums]:
-        """The sums of the live parts that chunks hold whole (plan.chunks.held_whole), by chunk, where the terms
-        kept beside them hold sums (plan.carry.live_part_sums)."""
+        """The sums of the live parts, or runs of their rows, that chunks hold (plan.chunks.held_rows), by chunk,
+        where the terms kept beside those parts hold sums (plan.carry.live_part_sums)."""
         prepared = self.prepared
-        chunks = enumerate(prepared.chunks)
-        held = [(i, c.first, c.end, prepared.live_parts[i]) for i, c in chunks if held_whole(prepared, i)]
+        held = []
+        for index, chunk in enumerate(prepared.chunks):
+            rows = held_rows(prepared, index)
+            if rows is not None:
+                held.append((index, chunk.first, chunk.end, rows[0], rows[1]))
         if not held or not prepared.live_assignment:
             return {}
         with live_guard(prepared.live_assignment, self.config):

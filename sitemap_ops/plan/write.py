@@ -2,7 +2,8 @@
 their shard numbers (planned-<i>-of-<parts>.parquet in the work folder, sql/plan_planned.sql), written beside its
 shards' fingerprint terms (terms-<i>-of-<parts>.parquet, sql/plan_shards.sql; copied as shards-<chunk>.parquet
 into plan-chunks/, where naming reads them) and feed candidates in plan-chunks/; a delta build copies the live
-part and its terms instead when placement kept each of its rows (plan.carry.copy_live_part).
+part and its terms instead when placement kept each of its rows (plan.carry.copy_live_part), and writes the
+slice of a live part that a chunk holds a run of from that part.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 import duckdb
 
 from sitemap_ops.duck import (
     create_parquet_view,
+    duckdb_path,
     read_sql,
     scratch_folder,
     set_variables,
@@ -28,6 +31,8 @@ from sitemap_ops.plan.chunks import (
     PreparedPlan,
     chunks_of,
     feed_name,
+    held_rows,
+    holds_slice,
     live_guard,
     numbers_name,
     set_feed_variables,
@@ -39,6 +44,15 @@ from sitemap_ops.plan.plan import Placement
 from sitemap_ops.plan.rows import RowChunk
 from sitemap_ops.snapshot import block_relations, load_snapshot, rows_relation
 from sitemap_ops.storage import Storage
+
+# how a part is written (a dictionary only for the columns of few values: trying one on every URL costs a third of
+# the write)
+_PART_WRITE: dict[str, Any] = {
+    "batch_rows": 16384,
+    "compression": "snappy",
+    "row_group_size": 16384,
+    "use_dictionary": ["shard_key", "shard", "changefreq", "priority", "section"],
+}
 
 
 def run_plan_write(
@@ -71,8 +85,9 @@ def run_plan_write(
         local, terms, feed = (os.path.join(scratch, n) for n in (name, shards_name(index), feed_name(index)))
         try:
             copied, kept_terms = _copy_live(con, config, prepared, index, numbers, work)
-            if not copied:
-                assert numbers is not None  # (a part kept whole is copied)
+            if not copied and numbers is None:  # (a run of a live part's rows, kept whole: that slice of the part)
+                _write_slice(con, config, prepared, index, local)
+            if not copied and numbers is not None:
                 _write_part(con, config, prepared, chunk, numbers, local)
             part = storage_path(con, work, name) if copied else local
             set_variables(con, {"part_ordered": placement.parts_ordered[index]})
@@ -114,7 +129,7 @@ def _copy_live(
     `work` as part `index` (plan.carry.copy_live_part: placement's `numbers` of it are the part's, or None:
     placement kept it whole), and whether the terms kept beside it were."""
     live_part = prepared.live_parts[index] if index < len(prepared.live_parts) else -1
-    if live_part < 0 or not prepared.live_assignment:
+    if live_part < 0 or not prepared.live_assignment or holds_slice(prepared, index):
         return False, False
     live_file = assignment_files(prepared.live_assignment)[live_part]
     name = planned_part_name(index, len(prepared.chunks))
@@ -147,8 +162,26 @@ def _write_part(
             set_variables(con, {"block_first": low - chunk.first, "block_end": high - chunk.first})
             yield con.sql(read_sql("plan_planned"))
 
-    # (a dictionary only for the columns of few values: trying one on every URL costs a third of the write)
-    write_relations(
-        blocks(), local, batch_rows=16384, compression="snappy", row_group_size=16384,
-        use_dictionary=["shard_key", "shard", "changefreq", "priority", "section"],
-    )  # fmt: skip
+    write_relations(blocks(), local, **_PART_WRITE)
+
+
+def _write_slice(
+    con: duckdb.DuckDBPyConnection, config: PlanSettings, prepared: PreparedPlan, index: int, local: str
+) -> None:
+    """Write the run of a live part's rows that chunk `index` holds (plan.chunks.held_rows), which placement kept
+    whole, to the local file `local`, as _write_part would write them (sql/plan_carry_slice.sql): the staged rows
+    are the live part's, and so are their numbers."""
+    held = held_rows(prepared, index)
+    assert held is not None and prepared.live_assignment  # (run_plan_write: placement kept the chunk's rows whole)
+    part, first, end = held
+    live_file = assignment_files(prepared.live_assignment)[part]
+    with live_guard(prepared.live_assignment, config):
+        create_parquet_view(con, "carry_part", duckdb_path(con, live_file, config.storage), row_numbers=True)
+        set_variables(con, {"carry_first": first, "carry_end": end})
+        written = write_relations([con.sql(read_sql("plan_carry_slice"))], local, **_PART_WRITE)
+    if written != end - first:
+        raise PlanError(
+            f"the live assignment's part {live_file} holds {written:,} of the {end - first:,} rows from its row "
+            f"{first:,} that part {index} of this build's plan keeps: it changed after plan_prepare read it; run "
+            "the plan again"
+        )

@@ -67,7 +67,7 @@ def write_delta_snapshot(
         files.append(_File(-1, copied=False))
     sources = [open_file(url, storage) for url in old.file_urls()]
     kept = [file.copied and sources[file.source][0].fs == work.fs for file in files]
-    names = [(STAGED_KEPT_NAME if k else STAGED_PART_NAME).format(index=n) for n, k in enumerate(kept)]
+    names = [STAGED_KEPT_NAME.format(index=n) if k else snapshot_file_name(n) for n, k in enumerate(kept)]
     written: list[int] = []
     for number, (name, file) in enumerate(zip(names, files, strict=True)):
         if kept[number]:  # (a link on a local disk: the name is one no stage writes into)

@@ -29,6 +29,7 @@ from sitemap_ops.pipeline.local import plan, walk
 from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
 from sitemap_ops.plan import carry as plan_carry
 from sitemap_ops.plan.carry import copy_live_part
+from sitemap_ops.plan.chunks import load_prepared
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.plan.plan import load_placement
 from sitemap_ops.progress import Progress
@@ -478,7 +479,8 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A delta build cuts its plan's chunks where the live assignment's parts are (here a full build's 4 chunks) and
-    copies each part whose rows it did not touch and placement kept where they were; its assignment and shards are
+    copies each part whose rows it did not touch and placement kept where they were, and writes the run of untouched
+    rows of a part it touched from that part's rows, without sizing or placing them; its assignment and shards are
     those of a plan that sizes, matches and writes every row."""
     copied = small_snapshot_files(monkeypatch, 10)
     config, rows, schema = _two_sections_built(tmp_path)
@@ -494,16 +496,26 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
         return _plan_again(run, slots)
 
     carried = planned()
-    # (placement keeps those parts whole from the sums in their terms, and reads none of their rows)
-    assert load_placement(run.work).whole == [2, 3, 4]
-    # (part 0 is written in two pieces: its touched rows, and its untouched rows after them, which are apart)
-    assert carried[0] == [-1, -1, 1, 2, 3]
+    # (placement keeps those parts, and the run of part 0's rows, whole from their sums, and reads none of their
+    # rows: no chunk task wrote them)
+    assert load_placement(run.work).whole == [1, 2, 3, 4]
+    assert sorted(p.name for p in (Path(run.work.root) / "plan-chunks").glob("rows-*")) == ["rows-00000.parquet"]
+    # (part 0 is written in two pieces: its touched rows, and its untouched rows after them, which are apart: the
+    # live part 0's rows from its second, p/002)
+    assert carried[0] == [-1, 0, 1, 2, 3] and load_prepared(run.work).live_offsets == [0, 1, 0, 0, 0]
     assert sorted(n for n in copied if n.startswith("planned-")) == [
         f"planned-0000{i}-of-00005.parquet" for i in (2, 3, 4)
     ]
     for part in (1, 2, 3):
         name = f"planned-0000{part + 1}-of-00005.parquet"
         assert (Path(run.work.root) / name).read_bytes() == (Path(live).parent / live_name(part)).read_bytes()
+    with duckdb.connect() as con:
+        piece = con.read_parquet(str(Path(run.work.root) / "planned-00001-of-00005.parquet")).fetchall()
+        assert piece == con.read_parquet(str(Path(live).parent / live_name(0))).fetchall()[1:]
+    with pytest.MonkeyPatch.context() as patch:  # (placement keeps nothing whole: it places the rows it is given)
+        patch.setattr("sitemap_ops.plan.assign._Placer.keep_whole", lambda self, part: False)
+        placed = planned()
+        assert placed[1:] == carried[1:] and load_placement(run.work).whole == []
     monkeypatch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
     joined = planned()
     assert joined[0] == [] and carried[1:] == joined[1:] and load_placement(run.work).whole == []
@@ -511,28 +523,31 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
 
 
 @pytest.mark.parametrize(
-    ("loc", "section", "parts"),
+    ("loc", "section", "parts", "offsets"),
     [
-        ("p/019", "a", [0, -1, 1, 2, 3]),  # (after part 0's last row, before part 1's first)
-        ("p/-01", "a", [-1, 0, 1, 2, 3]),  # (before the first row)
-        ("p/039", "b", [0, 1, -1, 2, 3]),  # (the first of section b, after section a's last part)
-        ("p/021", "a", [0, -1, -1, 2, 3]),  # (among part 1's rows: it is written, in pieces)
+        ("p/019", "a", [0, -1, 1, 2, 3], [0] * 5),  # (after part 0's last row, before part 1's first)
+        ("p/-01", "a", [-1, 0, 1, 2, 3], [0] * 5),  # (before the first row)
+        ("p/039", "b", [0, 1, -1, 2, 3], [0] * 5),  # (the first of section b, after section a's last part)
+        # (among part 1's rows: it is written in pieces, its rows after p/021 a run of the part's from its second)
+        ("p/021", "a", [0, -1, 1, 2, 3], [0, 0, 1, 0, 0]),
     ],
 )
 def test_new_pages_between_two_parts_of_the_live_assignment_leave_both_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loc: str, section: str, parts: list[int]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loc: str, section: str, parts: list[int], offsets: list[int]
 ) -> None:
     """A new page that sorts between two parts of the live assignment (or before the first) is a piece of its own:
-    both parts are copied, and the assignment and shards are those of a plan that sizes and joins every row."""
+    both parts are copied (a run of a part's rows is written from it), and the assignment and shards are those of a
+    plan that sizes and joins every row."""
     monkeypatch.setattr(plan_carry, "DELTA_FILE_ROWS", 10)
     config, rows, schema = _two_sections_built(tmp_path)
     rows.append({"id": 1, "loc": f"{SITE}/{loc}", "t": dt.datetime(2026, 11, 21), "section": section})
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
     run, slots = _staged_delta(config)
     carried = _plan_again(run, slots)
-    assert carried[0] == parts
+    assert carried[0] == parts and load_prepared(run.work).live_offsets == offsets
     kept = sorted(n.name for n in Path(run.work.root).glob("planned-*.parquet") if n.stat().st_nlink > 1)
-    assert kept == [f"planned-{i:05d}-of-{len(parts):05d}.parquet" for i, part in enumerate(parts) if part >= 0]
+    whole = [i for i, part in enumerate(parts) if part >= 0 and not offsets[i]]
+    assert kept == [f"planned-{i:05d}-of-{len(parts):05d}.parquet" for i in whole]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
         assert _plan_again(run, slots)[1:] == carried[1:]
@@ -610,6 +625,27 @@ def test_a_touched_part_is_written_with_its_untouched_rows_apart(
     # (once the site is in many parts: none apart)
     whole = plan_carry._touched_pieces(first, end, np.array(touched, dtype=np.int64), None)
     assert whole == [(0, end)] if end <= 2000 else len(whole) == end // 1000
+
+
+@pytest.mark.parametrize(
+    ("live_touched", "rows", "found"),
+    [
+        ([], (0, 8), [(1, 0), (-1, 0), (1, 3)]),  # (new pages at staged rows 3 and 4: the runs around them)
+        ([6], (0, 9), [(1, 0), (-1, 0), (-1, 0)]),  # (live row 6 gone or changed: the run after them is not one)
+        ([0], (0, 9), [(1, 1), (-1, 0), (1, 4)]),  # (live row 0 gone: each run starts a row later in the part)
+        ([], (0, 7), [(1, 0), (-1, 0), (-1, 0)]),  # (the run's last rows are past the part's)
+        ([], (-2, 8), [(1, 2), (-1, 0), (1, 5)]),  # (the part starts two rows before: so do the rows' offsets)
+    ],
+)
+def test_a_run_of_a_touched_parts_untouched_rows_is_a_slice_of_that_part(
+    live_touched: list[int], rows: tuple[int, int], found: list[tuple[int, int]]
+) -> None:
+    """plan.carry._slices: a piece of a touched part's staged rows is a run of the live part's rows (part 1 here,
+    and the row of the part it starts at) when no row among them was staged again and no touched live row lies
+    between theirs: the k-th untouched staged row is the k-th untouched live row."""
+    touched = np.array([3, 4], dtype=np.int64)
+    pieces = [(0, 3), (3, 5), (5, 10)]
+    assert plan_carry._slices(pieces, touched, np.array(live_touched, dtype=np.int64), 1, rows) == found
 
 
 @pytest.mark.parametrize(
