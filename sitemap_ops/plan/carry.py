@@ -32,9 +32,10 @@ from sitemap_ops.duck import (
     storage_path,
 )
 from sitemap_ops.manifest import Manifest, assignment_files, part_terms_name
-from sitemap_ops.plan.assign import PartSums, RowBatch, int_array
+from sitemap_ops.plan.assign import int_array
 from sitemap_ops.plan.changes import write_changed
 from sitemap_ops.plan.config import PlanSettings
+from sitemap_ops.plan.parts import PartSums, RowBatch
 from sitemap_ops.plan.rows import RowChunk, chunks_between
 from sitemap_ops.plan.state import LiveState
 from sitemap_ops.snapshot import Snapshot, create_rows_view, range_count, rows_apart

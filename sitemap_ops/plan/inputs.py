@@ -1,5 +1,5 @@
 """Placement's inputs (plan.plan.run_place): the chunk tasks' rows files, read in order, and the sums of the live
-parts that a delta build's chunks hold whole, which placement keeps whole when it can (plan.assign.PartSums)."""
+parts that a delta build's chunks hold whole, which placement keeps whole when it can (plan.parts.PartSums)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from sitemap_ops.duck import storage_path
-from sitemap_ops.plan.assign import CHUNK_ROWS, PartSums, RowBatch, SectionRows, add_kept, row_batches
+from sitemap_ops.plan.assign import CHUNK_ROWS, SectionRows, add_kept, row_batches
 from sitemap_ops.plan.carry import live_part_sums
 from sitemap_ops.plan.chunks import (
     PreparedPlan,
@@ -23,6 +23,7 @@ from sitemap_ops.plan.chunks import (
 )
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.plan.parts import PartSums, RowBatch
 from sitemap_ops.snapshot import Piece, Snapshot
 from sitemap_ops.storage import Storage
 

@@ -12,7 +12,6 @@ import pytest
 
 from sitemap_ops.plan import assign as assign_module
 from sitemap_ops.plan.assign import (
-    PartSums,
     SectionRows,
     add_kept,
     compact,
@@ -24,6 +23,7 @@ from sitemap_ops.plan.assign import (
     row_batches,
 )
 from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.plan.parts import PartSums
 from sitemap_ops.snapshot import Piece, Snapshot
 
 
