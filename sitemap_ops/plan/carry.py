@@ -15,6 +15,7 @@ import itertools
 import os
 import tempfile
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -48,6 +49,16 @@ PLANNED_COLUMNS = (
     "content_hash",
 )  # fmt: skip
 _ROWS_SCHEMA = pa.schema([("bytes", pa.int32()), ("kept_shard", pa.int32()), ("kept_pos", pa.int32())])
+
+
+class HeldRows(NamedTuple):
+    """For each of a delta build's chunks (aligned_chunks): the live part whose rows it holds, or -1; the row of
+    that part its rows start at; and whether some of them were staged again in place (the part is then written
+    from the staged rows with the live part's numbers, never copied)."""
+
+    parts: list[int]
+    offsets: list[int]
+    patched: list[bool]
 
 
 def live_part_rows(
@@ -133,15 +144,18 @@ def delta_changes(
     return carried
 
 
-def _touched_rows(con: duckdb.DuckDBPyConnection, folder: Storage) -> tuple[pa.Table, np.ndarray]:
+def _touched_rows(con: duckdb.DuckDBPyConnection, folder: Storage) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The touched rows in the staged snapshot (row, bytes, kept_shard, kept_pos) and their numbers in the live
-    assignment, each sorted by row, from TOUCHED_NAME in `folder`."""
+    assignment, each sorted by row, but the rows staged again in place, which size, keep their shard and place as
+    their live rows do: the plan carries them as untouched rows; and those rows' numbers in the staged snapshot
+    (from TOUCHED_NAME in `folder`)."""
     create_parquet_view(con, "carry_touched", storage_path(con, folder, TOUCHED_NAME))
     staged = con.sql(
-        "SELECT row, bytes, kept_shard, kept_pos FROM carry_touched WHERE side = 'staged' ORDER BY row"
+        "SELECT row, bytes, kept_shard, kept_pos FROM carry_touched WHERE side = 'staged' AND NOT in_place ORDER BY row"
     ).to_arrow_table()
-    live = con.sql("SELECT row FROM carry_touched WHERE side = 'live' ORDER BY row").to_arrow_table()
-    return staged, numpy_of(live.column(0), np.int64)
+    live = con.sql("SELECT row FROM carry_touched WHERE side = 'live' AND NOT in_place ORDER BY row").to_arrow_table()
+    in_place = con.sql("SELECT row FROM carry_touched WHERE side = 'staged' AND in_place ORDER BY row").to_arrow_table()
+    return staged, numpy_of(live.column(0), np.int64), numpy_of(in_place.column(0), np.int64)
 
 
 def aligned_chunks(
@@ -150,17 +164,17 @@ def aligned_chunks(
     snapshot: Snapshot,
     live_rows: list[int],
     storage: StorageConfig,
-) -> tuple[list[RowChunk], list[int], list[int]]:
+) -> tuple[list[RowChunk], HeldRows]:
     """A delta build's chunks of rows, cut where the live assignment's parts are (its rows: `live_rows`), and for
-    each chunk the live part whose rows it holds, or -1, with the row of that part its rows start at: the part's
-    rows untouched, and no URL staged again among them, either all of them or a run of them, a piece of a touched
-    part (a slice). Placement may still move such rows (run_plan_write compares its numbers before it copies a
-    whole part). A chunk starts at the staged row of its live part's first untouched row (the rows staged again
-    before it end the chunk before); a touched part is written in pieces (_touched_pieces). Rows staged again
-    between two untouched parts (new pages that sort after one's last row and before the next one's first, or
-    before the first part's) are pieces of their own, and leave both parts whole. Reads the touched rows in
-    `folder` (TOUCHED_NAME)."""
-    staged, live_touched = _touched_rows(con, folder)
+    each chunk (HeldRows) the live part whose rows it holds, or -1, with the row of that part its rows start at:
+    the part's rows untouched (rows staged again in place count as untouched: _touched_rows), either all of them or
+    a run of them, a piece of a touched part (a slice); and whether some were staged again in place. Placement may
+    still move such rows (run_plan_write compares its numbers before it copies a whole part). A chunk starts at
+    the staged row of its live part's first untouched row (the rows staged again before it end the chunk before);
+    a touched part is written in pieces (_touched_pieces). Rows staged again between two untouched parts (new pages
+    that sort after one's last row and before the next one's first, or before the first part's) are pieces of
+    their own, and leave both parts whole. Reads the touched rows in `folder` (TOUCHED_NAME)."""
+    staged, live_touched, in_place = _touched_rows(con, folder)
     touched = numpy_of(staged.column("row"), np.int64)
     starts = np.array([0, *itertools.accumulate(live_rows)], dtype=np.int64)
     # the k-th untouched live row is the first untouched row at or after a part's start; the k-th untouched staged
@@ -196,7 +210,8 @@ def aligned_chunks(
     chunks = chunks_between(con, snapshot, storage, cuts or [(0, 0)], keys=False)
     kept = {(first, end): held for (first, end), held in zip(cuts, parts, strict=True)}
     held = [kept.get((c.first, c.end), (-1, 0)) for c in chunks]
-    return chunks, [part for part, _ in held], [offset for _, offset in held]
+    patched = [bool(np.searchsorted(in_place, c.first) < np.searchsorted(in_place, c.end)) for c in chunks]
+    return chunks, HeldRows([part for part, _ in held], [offset for _, offset in held], patched)
 
 
 def _slices(
@@ -426,7 +441,7 @@ def write_carried_rows(
     sized and joined them (in `folder`, TOUCHED_NAME), every other row read from the live assignment by position.
     `carried`: the live assignment and the rows of its parts (PreparedPlan's). The rows written."""
     assignment, live_rows = carried
-    staged, live_touched = _touched_rows(con, folder)
+    staged, live_touched, _ = _touched_rows(con, folder)
     touched_rows = numpy_of(staged.column("row"), np.int64)
     inside = (touched_rows >= chunk.first) & (touched_rows < chunk.end)
     touched = np.zeros(chunk.end - chunk.first, dtype=bool)

@@ -50,7 +50,7 @@ from sitemap_ops.duck import (
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import assignment_exists, changes_part_name
 from sitemap_ops.plan.assign import KEPT_BATCH_ROWS, SectionRows, kept_shards, kept_table, row_batches
-from sitemap_ops.plan.carry import aligned_chunks, delta_changes, write_carried_rows
+from sitemap_ops.plan.carry import HeldRows, aligned_chunks, delta_changes, write_carried_rows
 from sitemap_ops.plan.changes import (
     change_bounds,
     create_live_view,
@@ -102,6 +102,8 @@ class PreparedPlan:
     # (plan_write copies the part when placement kept its rows) or a run of them (it writes that slice of the part)
     live_parts: list[int] = field(default_factory=list)
     live_offsets: list[int] = field(default_factory=list)
+    # and whether it holds rows staged again in place (plan_write writes it from the staged rows then, never copies)
+    live_patched: list[bool] = field(default_factory=list)
 
     @property
     def changes_prepared(self) -> bool:
@@ -310,17 +312,14 @@ def prepare_plan(
         since = state.snapshot if state else None
         prepared_changes = bool(live_assignment and changed[0] and dated is None and changed[1] == since)
         live_rows: list[int] | None = None
-        live_parts: list[int] = []
-        live_offsets: list[int] = []
+        held = HeldRows([], [], [])
         if prepared_changes:  # (last: it redefines the views `staged` and `live_urls` to the URLs staged again)
             with live_guard(live_assignment, config):
                 live_rows = delta_changes(
                     con, config, work, chunks_of(work), snapshot, live, changed[0], keep=bool(previous_assignment)
                 )
             if live_rows is not None:
-                chunks, live_parts, live_offsets = aligned_chunks(
-                    con, chunks_of(work), snapshot, live_rows, config.storage
-                )
+                chunks, held = aligned_chunks(con, chunks_of(work), snapshot, live_rows, config.storage)
         chunks = chunks or row_chunks(con, snapshot, config.storage, count)
         files = file_paths(con, dated or snapshot, config.storage)
         change_ranges = change_bounds(con, files, len(chunks)) if live_assignment and not prepared_changes else []
@@ -355,8 +354,9 @@ def prepare_plan(
         full_rebuild=full_rebuild,
         breaker=breaker,
         live_rows=live_rows,
-        live_parts=live_parts,
-        live_offsets=live_offsets,
+        live_parts=held.parts,
+        live_offsets=held.offsets,
+        live_patched=held.patched,
     )
     work.write_bytes(PLAN_PREPARED_NAME, prepared.to_json())
     return prepared
@@ -392,11 +392,17 @@ def held_rows(prepared: PreparedPlan, index: int) -> tuple[int, int, int] | None
     return prepared.live_parts[index], offset, offset + chunk.end - chunk.first
 
 
-def holds_slice(prepared: PreparedPlan, index: int) -> bool:
-    """Whether chunk `index` holds a run of a live part's rows that is not all of them (held_rows)."""
+def held_patched(prepared: PreparedPlan, index: int) -> bool:
+    """Whether some of the live part's rows that chunk `index` holds (held_rows) were staged again in place."""
+    return index < len(prepared.live_patched) and prepared.live_patched[index]
+
+
+def holds_copy(prepared: PreparedPlan, index: int) -> bool:
+    """Whether chunk `index` holds a live part as it is: all of its rows (held_rows), none staged again in place."""
     held = held_rows(prepared, index)
-    assert prepared.live_rows is not None or held is None  # (held rows are a delta build's, which knows the parts)
-    return held is not None and prepared.live_rows is not None and held[1:] != (0, prepared.live_rows[held[0]])
+    if held is None or prepared.live_rows is None or held[1:] != (0, prepared.live_rows[held[0]]):
+        return False
+    return not held_patched(prepared, index)
 
 
 def run_plan_chunk(

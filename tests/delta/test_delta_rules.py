@@ -523,6 +523,56 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
 
 
 @pytest.mark.parametrize(
+    ("lastmod", "in_place"),
+    [
+        (dt.datetime(2026, 11, 5), True),  # (an entry of as many bytes: kept in place)
+        (None, False),  # (no lastmod now: a shorter entry, sized and placed again)
+    ],
+)
+def test_a_page_whose_new_lastmod_keeps_its_entrys_size_is_carried_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lastmod: dt.datetime | None, in_place: bool
+) -> None:
+    """A page staged again in the same section with an entry of as many bytes (a new lastmod) keeps its shard and
+    position: the plan carries it as an untouched row, placement keeps its part whole from the part's sums, and
+    the part task writes that part from the staged rows with the live part's numbers (never a copy); otherwise
+    the part is sized and placed again. Either way the assignment and shards are those of a plan that sizes and
+    joins every row."""
+    copied = small_snapshot_files(monkeypatch, 10)
+    schema = pa.schema(
+        [("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us")), ("section", pa.string()),
+         ("lastmod", pa.timestamp("us"))]
+    )  # fmt: skip
+    when = dt.datetime(2026, 11, 20)
+    rows = [
+        {"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 40], "lastmod": dt.datetime(2026, 11, 1)}
+        for i in range(0, 80, 2)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    pages = [{**PAGES, "path": str(tmp_path / "pages.parquet")}]
+    config = _site(tmp_path, pages, shards={"max_urls": 7}, duckdb={"plan_chunks": 4})
+    run_build(config, now=NOW)
+    rows[13] = {**rows[13], "t": dt.datetime(2026, 11, 21), "lastmod": lastmod}  # (p/026, in part 1)
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
+    run, slots = _staged_delta(config)
+    copied.clear()
+    carried = _plan_again(run, slots)
+    prepared, placement = load_prepared(run.work), load_placement(run.work)
+    chunk_rows = sorted(p.name for p in (Path(run.work.root) / "plan-chunks").glob("rows-*"))
+    if in_place:
+        assert carried[0] == [0, 1, 2, 3] and prepared.live_patched == [False, True, False, False]
+        assert placement.whole == [0, 1, 2, 3] and chunk_rows == []
+        linked = [f"planned-0000{i}-of-00004.parquet" for i in (0, 2, 3)]
+        assert sorted(n for n in copied if n.startswith("planned-")) == linked
+    else:
+        # (part 1 in pieces: the page's, sized and placed again, and the runs of untouched rows around it)
+        assert carried[0] == [0, 1, -1, 1, 2, 3] and not any(prepared.live_patched) and len(chunk_rows) == 1
+    assert (f"{SITE}/p/026", lastmod) in {(row[4], row[5]) for row in carried[1]}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
+        assert _plan_again(run, slots)[1:] == carried[1:]
+
+
+@pytest.mark.parametrize(
     ("loc", "section", "parts", "offsets"),
     [
         ("p/019", "a", [0, -1, 1, 2, 3], [0] * 5),  # (after part 0's last row, before part 1's first)

@@ -105,7 +105,8 @@ def in_session(run: BuildRun, work_on: Callable[[duckdb.DuckDBPyConnection, Stor
 def shared_session(run: BuildRun) -> Iterator[None]:
     """Inside, the steps of `run` that in_session runs share one DuckDB session: the in-process runner's calls of
     a mapped plan step, one per chunk, each of which would open a session of its own (about 30 ms) for a little
-    work. Each such step replaces the views and variables it reads, so none reads another's."""
+    work. Each such step replaces the views and variables it reads, so none reads another's (each view by the
+    same kind of view: a TEMP view of a name hides the relation API's view of it, which create_view replaces)."""
     work = open_work(run.config, run.build_id)
     with duckdb_session(run.config, work) as con:
         token = _SHARED.set((run, con, work))

@@ -7,9 +7,12 @@
 -- 'live'). Every other URL has the same row in both, in the same order: the plan reads its size and kept shard
 -- from the live assignment by position. The variables carry_low and carry_high (the lowest and highest of those
 -- URLs) repeat the filter as plain comparisons, so that the scans skip the row groups outside them by their
--- statistics (changes to a site are often new pages under one path).
+-- statistics (changes to a site are often new pages under one path). A row staged again in place (`in_place`, on
+-- both sides: its URL in the same section in both, kept where it was, with an entry of as many bytes, such as a new
+-- lastmod) sizes, keeps its shard and places as its live row does: the plan carries it as an untouched row, and
+-- only the part that holds it is written again from the staged rows (plan.carry.aligned_chunks).
 CREATE OR REPLACE TEMP TABLE changed_live AS
-SELECT row, loc, section, shard, pos, lastmod, content_hash
+SELECT row, loc, section, shard, pos, bytes, lastmod, content_hash
 FROM carry_live
 WHERE loc >= getvariable('carry_low') AND loc <= getvariable('carry_high')
     AND loc IN (SELECT loc FROM changed_urls);
@@ -20,10 +23,15 @@ WITH staged AS (
     FROM carry_staged
     WHERE loc >= getvariable('carry_low') AND loc <= getvariable('carry_high')
         AND loc IN (SELECT loc FROM changed_urls)
+),
+matched AS (
+    SELECT s.row, s.bytes, l.row AS live_row, l.shard, l.pos, coalesce(s.bytes = l.bytes, false) AS in_place
+    FROM staged s
+    LEFT JOIN changed_live l ON l.loc = s.loc AND l.section = s.section
 )
-SELECT 'staged' AS side, s.row, CAST(s.bytes AS INTEGER) AS bytes,
-    CAST(coalesce(l.shard, -1) AS INTEGER) AS kept_shard, CAST(coalesce(l.pos, -1) AS INTEGER) AS kept_pos
-FROM staged s
-LEFT JOIN changed_live l ON l.loc = s.loc AND l.section = s.section
+SELECT 'staged' AS side, row, CAST(bytes AS INTEGER) AS bytes,
+    CAST(coalesce(shard, -1) AS INTEGER) AS kept_shard, CAST(coalesce(pos, -1) AS INTEGER) AS kept_pos, in_place
+FROM matched
 UNION ALL
-SELECT 'live' AS side, row, NULL, NULL, NULL FROM changed_live;
+SELECT 'live' AS side, row, NULL, NULL, NULL, row IN (SELECT live_row FROM matched WHERE in_place)
+FROM changed_live;
