@@ -30,7 +30,7 @@ from sitemap_ops.constants import (
 )
 from sitemap_ops.host import owner_is_gone, owner_tag
 from sitemap_ops.manifest import Manifest, assignment_files, part_terms_name
-from sitemap_ops.plan.chunks import clear_assignment, clear_changes, clear_chunks
+from sitemap_ops.plan.prepared import clear_assignment, clear_changes, clear_chunks
 from sitemap_ops.snapshot import clear_snapshot
 from sitemap_ops.stage.partitions import clear_ranges
 from sitemap_ops.stage.result import DeltaState

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # (the conditions read a site's config; the graph itself is b
 SLOTS = {
     "staged": "stage.result.StageResult",  # the stage's result: with input splits, URL ranges, or finished
     "splits": "list[stage.result.SplitResult]",  # each input split's counts
-    "prepared": "plan.chunks.PreparedPlan",  # what is live, the breaker's verdict, the chunks of rows
+    "prepared": "plan.prepared.PreparedPlan",  # what is live, the breaker's verdict, the chunks of rows
     "placement": "plan.plan.Placement",  # every URL's shard
     "plan": "plan.plan.Plan",  # the named shards and index files
     "rendered": "list[render.render.RenderedShard]",  # the shards written

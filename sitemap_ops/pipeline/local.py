@@ -14,8 +14,8 @@ from sitemap_ops.errors import SitemapOpsError, first_line
 from sitemap_ops.notify.notify import NotifyResult
 from sitemap_ops.pipeline.graph import BY_NAME, Hosts, Step, steps_for
 from sitemap_ops.pipeline.steps import BuildRun, fan_out, host_runs, new_lease, preflight, shared_session
-from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.plan.plan import Plan
+from sitemap_ops.plan.prepared import PreparedPlan
 from sitemap_ops.progress import Progress
 from sitemap_ops.publish.lease import PublishLease
 from sitemap_ops.publish.publish import PublishResult, RetireResult

@@ -180,12 +180,12 @@ def aligned_chunks(
     # the k-th untouched live row is the first untouched row at or after a part's start; the k-th untouched staged
     # row is k plus the staged rows touched before it (as write_carried_rows maps them the other way)
     rank = starts - np.searchsorted(live_touched, starts)
-    at = rank + np.searchsorted(touched - np.arange(len(touched)), rank, side="right")
+    at = _untouched_row(rank, touched)
     at = np.minimum(np.where(rank < snapshot.rows - len(touched), at, snapshot.rows), snapshot.rows)
     at[0], at[-1] = 0, snapshot.rows
     # the staged row after each part's last untouched row (for a part of none, after its first staged row)
     last = np.maximum(rank[1:] - 1, rank[:-1])
-    stops = np.minimum(last + np.searchsorted(touched - np.arange(len(touched)), last, side="right") + 1, at[1:])
+    stops = np.minimum(_untouched_row(last, touched) + 1, at[1:])
     cuts: list[tuple[int, int]] = []
     parts: list[tuple[int, int]] = []
     apart = rows_apart(DELTA_FILE_ROWS, snapshot.rows, len(live_rows))
@@ -221,7 +221,6 @@ def _slices(
     (`part`, the row of the part its rows start at) when they are a run of the part's untouched rows: no row staged
     again among them (`touched`) and no touched live row between theirs (`live_touched`); else (-1, 0)."""
     lo, hi = rows
-    shifted = live_touched - np.arange(len(live_touched))
     found: list[tuple[int, int]] = []
     for first, end in pieces:
         if end <= first or np.searchsorted(touched, first) != np.searchsorted(touched, end):
@@ -229,12 +228,17 @@ def _slices(
             continue
         # the k-th untouched staged row is the k-th untouched live row (as write_carried_rows maps them)
         rank = first - int(np.searchsorted(touched, first))
-        live = rank + int(np.searchsorted(shifted, rank, side="right"))
-        last = rank + (end - first - 1)
-        live_last = last + int(np.searchsorted(shifted, last, side="right"))
+        live, live_last = (int(row) for row in _untouched_row(np.array([rank, rank + end - first - 1]), live_touched))
         run = live_last - live == end - first - 1 and lo <= live and live_last < hi
         found.append((part, live - lo) if run else (-1, 0))
     return found
+
+
+def _untouched_row(rank: np.ndarray, touched: np.ndarray) -> np.ndarray:
+    """The row of the k-th untouched row, for each k in `rank`, among rows of which those in `touched` (sorted) are
+    touched: k plus the touched rows up to it (touched[i] - i: the untouched rows before the i-th). The staged and
+    the live rows both keep the untouched rows in one order, so a rank maps each way."""
+    return rank + np.searchsorted(touched - np.arange(len(touched)), rank, side="right")
 
 
 def _touched_pieces(first: int, end: int, touched: np.ndarray, apart: int | None) -> list[tuple[int, int]]:
@@ -446,11 +450,10 @@ def write_carried_rows(
     inside = (touched_rows >= chunk.first) & (touched_rows < chunk.end)
     touched = np.zeros(chunk.end - chunk.first, dtype=bool)
     touched[touched_rows[inside] - chunk.first] = True
-    # the k-th untouched staged row is the k-th untouched live row: k is the row less the touched rows before it,
-    # and the live row k plus the touched live rows up to it (live_touched[i] - i: the untouched rows before it)
+    # the k-th untouched staged row is the k-th untouched live row: k is the row less the touched rows before it
     before = np.searchsorted(touched_rows, chunk.first) + np.cumsum(touched) - touched
     rank = (np.arange(chunk.first, chunk.end, dtype=np.int64) - before)[~touched]
-    live = rank + np.searchsorted(live_touched - np.arange(len(live_touched)), rank, side="right")
+    live = _untouched_row(rank, live_touched)
     columns = [np.empty(chunk.end - chunk.first, dtype=np.int32) for _ in range(3)]
     if len(live):
         kept = _live_numbers(con, storage, assignment_files(assignment), live_rows, int(live[0]), int(live[-1]) + 1)

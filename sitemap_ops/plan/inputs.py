@@ -12,18 +12,11 @@ import pyarrow as pa
 from sitemap_ops.duck import storage_path
 from sitemap_ops.plan.assign import CHUNK_ROWS, SectionRows, add_kept, row_batches
 from sitemap_ops.plan.carry import live_part_sums
-from sitemap_ops.plan.chunks import (
-    PreparedPlan,
-    held_rows,
-    held_whole,
-    kept_name,
-    live_guard,
-    rows_name,
-    write_chunk_rows,
-)
+from sitemap_ops.plan.chunks import live_guard, write_chunk_rows
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.plan.parts import PartSums, RowBatch
+from sitemap_ops.plan.prepared import PreparedPlan, held_rows, holds_live_rows, kept_name, rows_name
 from sitemap_ops.snapshot import Piece, Snapshot
 from sitemap_ops.storage import Storage
 
@@ -52,7 +45,7 @@ class ChunkRows:
             self.written.add(rows_name(index))
 
     def held_sums(self, sections: list[SectionRows]) -> dict[int, PartSums]:
-        """The sums of the live parts, or runs of their rows, that chunks hold (plan.chunks.held_rows), by chunk,
+        """The sums of the live parts, or runs of their rows, that chunks hold (plan.prepared.held_rows), by chunk,
         where the terms kept beside those parts hold sums (plan.carry.live_part_sums)."""
         prepared = self.prepared
         held = []
@@ -69,7 +62,9 @@ class ChunkRows:
     def write_unsummed(self, summed: dict[int, PartSums]) -> list[str]:
         """Write the rows of each chunk that holds a live part whole without sums (an earlier version wrote the
         part's terms); their kept sums, as DuckDB reads them."""
-        unsummed = [i for i in range(len(self.prepared.chunks)) if held_whole(self.prepared, i) and i not in summed]
+        unsummed = [
+            i for i in range(len(self.prepared.chunks)) if holds_live_rows(self.prepared, i) and i not in summed
+        ]
         for index in unsummed:
             self.write(index)
         return [storage_path(self.con, self.folder, kept_name(index)) for index in unsummed]

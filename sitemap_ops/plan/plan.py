@@ -25,7 +25,11 @@ from sitemap_ops.plan.assign import (
     release_tails,
 )
 from sitemap_ops.plan.changes import count_changes
-from sitemap_ops.plan.chunks import (
+from sitemap_ops.plan.chunks import section_rows, set_feed_variables
+from sitemap_ops.plan.config import PlanSettings
+from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
+from sitemap_ops.plan.inputs import ChunkRows, add_kept_sums, releasing
+from sitemap_ops.plan.prepared import (
     PreparedPlan,
     chunk_files,
     chunks_of,
@@ -34,13 +38,8 @@ from sitemap_ops.plan.chunks import (
     numbers_name,
     raise_if_missing,
     read_step_file,
-    section_rows,
-    set_feed_variables,
     shards_name,
 )
-from sitemap_ops.plan.config import PlanSettings
-from sitemap_ops.plan.exceptions import LiveStateChangedError, PlanError
-from sitemap_ops.plan.inputs import ChunkRows, add_kept_sums, releasing
 from sitemap_ops.plan.state import LiveState, digest
 from sitemap_ops.progress import Progress
 from sitemap_ops.storage import Storage

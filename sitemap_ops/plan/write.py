@@ -27,21 +27,20 @@ from sitemap_ops.duck import (
 from sitemap_ops.errors import first_line
 from sitemap_ops.manifest import assignment_files, part_terms_name, planned_part_name
 from sitemap_ops.plan.carry import copy_live_part, copy_live_terms
-from sitemap_ops.plan.chunks import (
+from sitemap_ops.plan.chunks import live_guard, set_feed_variables
+from sitemap_ops.plan.config import PlanSettings
+from sitemap_ops.plan.exceptions import PlanError
+from sitemap_ops.plan.plan import Placement
+from sitemap_ops.plan.prepared import (
     PreparedPlan,
     chunks_of,
     feed_name,
     held_patched,
     held_rows,
     holds_copy,
-    live_guard,
     numbers_name,
-    set_feed_variables,
     shards_name,
 )
-from sitemap_ops.plan.config import PlanSettings
-from sitemap_ops.plan.exceptions import PlanError
-from sitemap_ops.plan.plan import Placement
 from sitemap_ops.snapshot import block_relations, load_snapshot, rows_relation
 from sitemap_ops.storage import Storage
 
@@ -125,12 +124,12 @@ def _copy_live(
     numbers: str | None,
     work: Storage,
 ) -> tuple[bool, bool]:
-    """Whether the live build's part that chunk `index` holds as it is (plan.chunks.holds_copy) was copied into
+    """Whether the live build's part that chunk `index` holds as it is (plan.prepared.holds_copy) was copied into
     `work` as part `index` (plan.carry.copy_live_part: placement's `numbers` of it are the part's, or None:
     placement kept it whole), and whether the terms kept beside it were."""
     if not holds_copy(prepared, index) or not prepared.live_assignment:
         return False, False
-    live_file = assignment_files(prepared.live_assignment)[prepared.live_parts[index]]
+    live_file = assignment_files(prepared.live_assignment)[prepared.held.parts[index]]
     name = planned_part_name(index, len(prepared.chunks))
     with live_guard(prepared.live_assignment, config):
         copied = copy_live_part(con, config.storage, live_file, numbers, work, name)
@@ -175,7 +174,7 @@ def _write_part(
 def _write_slice(
     con: duckdb.DuckDBPyConnection, config: PlanSettings, prepared: PreparedPlan, index: int, local: str
 ) -> None:
-    """Write the run of a live part's rows that chunk `index` holds (plan.chunks.held_rows), which placement kept
+    """Write the run of a live part's rows that chunk `index` holds (plan.prepared.held_rows), which placement kept
     whole and none of which was staged again, to the local file `local`, as _write_part would write them
     (sql/plan_carry_slice.sql): the staged rows are the part's, and so are their numbers, so one file is read where
     _write_part joins two (about 0.15 s less per 1,000,000 rows)."""
@@ -201,7 +200,7 @@ def _moved(live_file: str, found: int, first: int, end: int, index: int) -> Plan
 
 def _held_numbers(con: duckdb.DuckDBPyConnection, config: PlanSettings, prepared: PreparedPlan, index: int) -> None:
     """The view `assignment_all` that sql/plan_planned.sql reads, for chunk `index`, which holds a live part's rows
-    (plan.chunks.held_rows) that placement kept whole: the part's numbers of those rows, numbered from the chunk's
+    (plan.prepared.held_rows) that placement kept whole: the part's numbers of those rows, numbered from the chunk's
     first, since each keeps its shard, position, key and entry size (a row staged again in place among them too,
     whose other fields plan_planned takes from the staged rows); PlanError when the part no longer holds them.
     Made as create_parquet_view makes the numbers file's (a view of the same kind, which the next part's replaces;

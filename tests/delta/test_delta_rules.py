@@ -29,9 +29,9 @@ from sitemap_ops.pipeline.local import plan, walk
 from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
 from sitemap_ops.plan import carry as plan_carry
 from sitemap_ops.plan.carry import copy_live_part
-from sitemap_ops.plan.chunks import load_prepared
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.plan.plan import load_placement
+from sitemap_ops.plan.prepared import load_prepared
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import load_snapshot, range_count, rows_apart, rows_relation
 from sitemap_ops.stage import delta_snapshot
@@ -459,7 +459,7 @@ def _plan_again(run: BuildRun, slots: dict[str, Any]) -> tuple[list[int], list[A
     with duckdb.connect() as con:
         assignment = con.sql(f"SELECT * FROM read_parquet('{run.work.root}/planned-*.parquet')").fetchall()
     shards = [(s.section, s.shard, s.name, s.urls, s.bytes, s.fingerprint) for s in made.shards]
-    return prepared.live_parts, assignment, shards
+    return prepared.held.parts, assignment, shards
 
 
 def _two_sections_built(tmp_path: Path) -> tuple[Any, list[dict[str, Any]], pa.Schema]:
@@ -502,7 +502,7 @@ def test_a_delta_build_copies_the_parts_of_the_live_assignment_its_changes_do_no
     assert sorted(p.name for p in (Path(run.work.root) / "plan-chunks").glob("rows-*")) == ["rows-00000.parquet"]
     # (part 0 is written in two pieces: its touched rows, and its untouched rows after them, which are apart: the
     # live part 0's rows from its second, p/002)
-    assert carried[0] == [-1, 0, 1, 2, 3] and load_prepared(run.work).live_offsets == [0, 1, 0, 0, 0]
+    assert carried[0] == [-1, 0, 1, 2, 3] and load_prepared(run.work).held.offsets == [0, 1, 0, 0, 0]
     assert sorted(n for n in copied if n.startswith("planned-")) == [
         f"planned-0000{i}-of-00005.parquet" for i in (2, 3, 4)
     ]
@@ -559,13 +559,13 @@ def test_a_page_whose_new_lastmod_keeps_its_entrys_size_is_carried_in_place(
     prepared, placement = load_prepared(run.work), load_placement(run.work)
     chunk_rows = sorted(p.name for p in (Path(run.work.root) / "plan-chunks").glob("rows-*"))
     if in_place:
-        assert carried[0] == [0, 1, 2, 3] and prepared.live_patched == [False, True, False, False]
+        assert carried[0] == [0, 1, 2, 3] and prepared.held.patched == [False, True, False, False]
         assert placement.whole == [0, 1, 2, 3] and chunk_rows == []
         linked = [f"planned-0000{i}-of-00004.parquet" for i in (0, 2, 3)]
         assert sorted(n for n in copied if n.startswith("planned-")) == linked
     else:
         # (part 1 in pieces: the page's, sized and placed again, and the runs of untouched rows around it)
-        assert carried[0] == [0, 1, -1, 1, 2, 3] and not any(prepared.live_patched) and len(chunk_rows) == 1
+        assert carried[0] == [0, 1, -1, 1, 2, 3] and not any(prepared.held.patched) and len(chunk_rows) == 1
     assert (f"{SITE}/p/026", lastmod) in {(row[4], row[5]) for row in carried[1]}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("sitemap_ops.plan.carry.live_part_rows", lambda *args: None)
@@ -594,7 +594,7 @@ def test_new_pages_between_two_parts_of_the_live_assignment_leave_both_kept(
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "pages.parquet")
     run, slots = _staged_delta(config)
     carried = _plan_again(run, slots)
-    assert carried[0] == parts and load_prepared(run.work).live_offsets == offsets
+    assert carried[0] == parts and load_prepared(run.work).held.offsets == offsets
     kept = sorted(n.name for n in Path(run.work.root).glob("planned-*.parquet") if n.stat().st_nlink > 1)
     whole = [i for i, part in enumerate(parts) if part >= 0 and not offsets[i]]
     assert kept == [f"planned-{i:05d}-of-{len(parts):05d}.parquet" for i in whole]

@@ -25,7 +25,7 @@ from sitemap_ops.constants import MANIFEST_NAME, MAX_STATE_LAYERS, PLAN_PREPARED
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.manifest import Manifest, assignment_files
 from sitemap_ops.pipeline import run_build
-from sitemap_ops.plan.chunks import PreparedPlan
+from sitemap_ops.plan.prepared import PreparedPlan
 from sitemap_ops.stage import delta as delta_module
 from sitemap_ops.stage.listed import Listed
 from sitemap_ops.stage.result import DeltaState

@@ -11,8 +11,8 @@ from sitemap_ops.pipeline.graph import FanOut
 from sitemap_ops.pipeline.steps.output import render_groups
 from sitemap_ops.pipeline.steps.planning import load_plan, load_prepared
 from sitemap_ops.pipeline.steps.run import BuildRun
-from sitemap_ops.plan.chunks import PreparedPlan
 from sitemap_ops.plan.plan import Placement, Plan, load_placement
+from sitemap_ops.plan.prepared import PreparedPlan
 from sitemap_ops.publish.publish import PublishResult, RetireResult
 from sitemap_ops.render.render import RenderedShard
 from sitemap_ops.stage.result import SplitResult, StageResult

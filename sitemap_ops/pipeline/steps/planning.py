@@ -5,9 +5,10 @@ from __future__ import annotations
 from sitemap_ops.constants import LIVE_MANIFEST_NAME, PLAN_NAME
 from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.pipeline.steps.run import BuildRun, in_session, kept_live_manifest
-from sitemap_ops.plan.chunks import PreparedPlan, prepare_plan, run_plan_chunk
-from sitemap_ops.plan.chunks import load_prepared as load_prepared_plan
+from sitemap_ops.plan.chunks import prepare_plan, run_plan_chunk
 from sitemap_ops.plan.plan import Placement, Plan, load_placement, run_place, run_plan
+from sitemap_ops.plan.prepared import PreparedPlan
+from sitemap_ops.plan.prepared import load_prepared as load_prepared_plan
 from sitemap_ops.plan.state import load_live_state
 from sitemap_ops.plan.write import run_plan_write
 from sitemap_ops.progress import Progress
