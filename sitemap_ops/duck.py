@@ -133,7 +133,7 @@ def create_parquet_view(
             *(
                 duckdb.ColumnExpression(column)
                 if column in present
-                else duckdb.ConstantExpression(None).cast(duckdb.sqltype(sql_type)).alias(column)
+                else constant(None).cast(duckdb.sqltype(sql_type)).alias(column)
                 for column, sql_type in columns.items()
             )
         )
@@ -162,6 +162,12 @@ def sql_literal(value: object) -> str:
     if isinstance(value, list) and value:
         return "[" + ", ".join(sql_literal(v) for v in value) + "]"
     raise TypeError(f"no SQL literal for {value!r}")
+
+
+def constant(value: object) -> duckdb.Expression:
+    """A constant of the relation API for one of the build's own values (sql_literal's). Not ConstantExpression:
+    that imports pandas when it is installed (about 0.2 s), as a bound parameter does."""
+    return duckdb.SQLExpression(sql_literal(value))
 
 
 # Batches write_relations reads ahead of the one it writes: enough to keep both sides busy, few enough that

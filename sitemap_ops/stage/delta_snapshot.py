@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import duckdb
 
 from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_KEPT_NAME, STAGED_NAME, STAGED_PART_NAME
-from sitemap_ops.duck import read_sql, set_variables, storage_path
+from sitemap_ops.duck import constant, read_sql, set_variables, storage_path
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, range_count, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
@@ -231,9 +231,9 @@ def _rows_within(rows: duckdb.DuckDBPyRelation, bounds: Bounds) -> duckdb.DuckDB
     """The rows of `rows` whose URL is in `bounds`."""
     loc = duckdb.ColumnExpression("loc")
     if bounds[0] is not None:
-        rows = rows.filter(loc >= duckdb.ConstantExpression(bounds[0]))
+        rows = rows.filter(loc >= constant(bounds[0]))
     if bounds[1] is not None:
-        rows = rows.filter(loc < duckdb.ConstantExpression(bounds[1]))
+        rows = rows.filter(loc < constant(bounds[1]))
     return rows
 
 

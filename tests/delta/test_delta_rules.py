@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import itertools
 import json
 import re
 import shutil
@@ -28,6 +29,7 @@ from sitemap_ops.pipeline.graph import steps_for
 from sitemap_ops.pipeline.local import plan, walk
 from sitemap_ops.pipeline.steps import BuildRun, plan_prepare
 from sitemap_ops.plan import carry as plan_carry
+from sitemap_ops.plan import write as write_plan
 from sitemap_ops.plan.carry import copy_live_part
 from sitemap_ops.plan.exceptions import CircuitBreakerError
 from sitemap_ops.plan.plan import load_placement
@@ -696,6 +698,35 @@ def test_a_run_of_a_touched_parts_untouched_rows_is_a_slice_of_that_part(
     touched = np.array([3, 4], dtype=np.int64)
     pieces = [(0, 3), (3, 5), (5, 10)]
     assert plan_carry._slices(pieces, touched, np.array(live_touched, dtype=np.int64), 1, rows) == found
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_the_terms_of_a_run_of_a_live_parts_rows_are_those_of_its_rows(tmp_path: Path, ordered: bool) -> None:
+    """plan.write._slice_terms: the shards' fingerprint terms of any run of a live part's rows equal those
+    sql/plan_shards.sql computes from the run's rows, whether the run cuts shards at its ends, lies inside one
+    shard or holds whole ones (kept from the part's terms); a part whose terms say its rows are out of key order
+    has every row of the run summed again."""
+    when = dt.datetime(2026, 11, 20)
+    pages = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when, "section": "ab"[i >= 12]} for i in range(20)]
+    pq.write_table(pa.Table.from_pylist(pages), tmp_path / "pages.parquet")
+    run_build(_site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}], shards={"max_urls": 5}), now=NOW)
+    (live,) = assignment_files(json.loads((tmp_path / "public" / "manifest.json").read_text())["assignment"])
+    terms = Path(live).with_name(part_terms_name(Path(live).name))
+    if not ordered:  # (the part's rows in reverse, which its terms say are out of key order)
+        pq.write_table(pq.read_table(live).take(list(range(19, -1, -1))), live)
+        pq.write_table(pq.read_table(terms).set_column(10, "ordered", pa.array([False] * 5)), terms)
+    with duckdb.connect() as con:
+        con.read_parquet(live, file_row_number=True).create_view("carry_part")
+        set_variables(con, {"part_ordered": True})
+        # (rows 0-20, shards of rows [0, 5), [5, 10), [10, 12), [12, 17), [17, 20): runs from and to each edge,
+        # and a row beside it)
+        for first, end in itertools.combinations([0, 1, 4, 5, 6, 9, 10, 11, 12, 13, 17, 18, 20], 2):
+            set_variables(con, {"carry_first": first, "carry_end": end})
+            out = str(tmp_path / f"terms-{first}-{end}.parquet")
+            assert write_plan._slice_terms(con, None, (live, first, end), out, 0)
+            expected = con.sql(f"SELECT * FROM carry_part WHERE file_row_number >= {first} AND file_row_number < {end}")
+            expected.create_view("planned", replace=True)
+            assert con.read_parquet(out).fetchall() == con.sql(read_sql("plan_shards")).fetchall(), (first, end)
 
 
 @pytest.mark.parametrize(
