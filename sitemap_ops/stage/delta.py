@@ -24,6 +24,7 @@ from sitemap_ops.constants import (
     DELTA_CHANGED_NAME,
     MAX_STATE_LAYERS,
     REJECTS_NAME,
+    STATE_COMPRESSION,
     STATE_LAYER_NAME,
     STATE_ROWS_NAME,
 )
@@ -118,7 +119,7 @@ def run_delta_stage(
             layered = len(state.layers) < MAX_STATE_LAYERS
             written = STATE_LAYER_NAME if layered else STATE_ROWS_NAME
             query = read_sql("stage_delta_layer") if layered else "SELECT * FROM state_new"
-            con.sql(query).write_parquet(storage_path(con, work, written), compression="zstd")
+            con.sql(query).write_parquet(storage_path(con, work, written), compression=STATE_COMPRESSION)
             set_variables(con, {"state_old_rows": _state_rows(con, state)})
             ((valid, touched),) = con.execute(read_sql("stage_delta_counts")).fetchall()
             snapshot, rewritten = write_delta_snapshot(con, work, old, config.storage)

@@ -15,7 +15,13 @@ from collections.abc import Mapping
 
 import duckdb
 
-from sitemap_ops.constants import STAGED_NAME, STATE_EXCLUSIONS_NAME, STATE_PART_NAME, STATE_ROWS_NAME
+from sitemap_ops.constants import (
+    STAGED_NAME,
+    STATE_COMPRESSION,
+    STATE_EXCLUSIONS_NAME,
+    STATE_PART_NAME,
+    STATE_ROWS_NAME,
+)
 from sitemap_ops.duck import read_sql, storage_path
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.columns import quote_identifier
@@ -153,7 +159,9 @@ def keep_state(
     if why:
         say_no_state(why, progress)
         return None
-    con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression="zstd")
+    con.sql(read_sql("stage_delta_state")).write_parquet(
+        storage_path(con, work, STATE_ROWS_NAME), compression=STATE_COMPRESSION
+    )
     state = _kept(config, work, marks)
     if exclusions:
         state.exclusions = keep_exclusions(con, work)
@@ -163,7 +171,7 @@ def keep_state(
 def keep_exclusions(con: duckdb.DuckDBPyConnection, work: Storage, table: str = "exclusions") -> str:
     """What the exclusion sources keep out (the table `exclusions`, or a split stage's view of its ranges' parts)
     in `work`, for the next delta build: its URL."""
-    con.table(table).write_parquet(storage_path(con, work, STATE_EXCLUSIONS_NAME), compression="zstd")
+    con.table(table).write_parquet(storage_path(con, work, STATE_EXCLUSIONS_NAME), compression=STATE_COMPRESSION)
     return work.url_of(STATE_EXCLUSIONS_NAME)
 
 
@@ -175,7 +183,7 @@ def keep_state_part(con: duckdb.DuckDBPyConnection, folder: Storage, tag: str) -
     if why:
         return "", why
     name = STATE_PART_NAME.format(tag=tag)
-    con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, folder, name), compression="zstd")
+    con.sql(read_sql("stage_delta_state")).write_parquet(storage_path(con, folder, name), compression=STATE_COMPRESSION)
     return name, ""
 
 
@@ -197,7 +205,7 @@ def merge_state(
     if why:
         say_no_state(why, progress)
         return None
-    con.table("state_splits").write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression="zstd")
+    con.table("state_splits").write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression=STATE_COMPRESSION)
     state = _kept(config, work, marks)
     if excluded_parts:
         con.read_parquet(excluded_parts).create_view("state_excluded", replace=True)

@@ -11,7 +11,13 @@ from typing import Any
 
 import duckdb
 
-from sitemap_ops.constants import HREFLANG_NAME, REJECTS_NAME, STAGE_SPLIT_REJECTS_NAME, STATE_EXCLUSIONS_PART_NAME
+from sitemap_ops.constants import (
+    HREFLANG_NAME,
+    REJECTS_NAME,
+    STAGE_SPLIT_REJECTS_NAME,
+    STATE_COMPRESSION,
+    STATE_EXCLUSIONS_PART_NAME,
+)
 from sitemap_ops.duck import create_parquet_view, read_sql, set_variables, storage_path
 from sitemap_ops.errors import first_line
 from sitemap_ops.stage.columns import EXTENSION_VIEWS
@@ -61,7 +67,7 @@ def check_range(
     range_exclusions(con, range_folder(folder, part), names, part, ranges)  # (none without exclusion sources)
     if ranges.exclusions and ranges.state_marks is not None:  # (the range's part of what the state keeps out)
         name = STATE_EXCLUSIONS_PART_NAME.format(part=part)
-        con.table("exclusions").write_parquet(storage_path(con, folder, name), compression="zstd")
+        con.table("exclusions").write_parquet(storage_path(con, folder, name), compression=STATE_COMPRESSION)
     if ranges.exclusions:
         senders = ranges.canonical_parts()
         if files := received(con, folder, names, "canon", part, senders, "stage_canonicals"):

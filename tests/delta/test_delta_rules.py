@@ -288,6 +288,29 @@ def test_a_full_build_after_delta_builds_counts_what_they_missed(tmp_path: Path)
     assert run_build(config, now=NOW + dt.timedelta(minutes=3)).stage.drift is None
 
 
+def test_the_delta_states_files_are_lz4(tmp_path: Path) -> None:
+    """Every delta build scans the state's rows to find the old rows of the keys it read: its files (the rows a full
+    build keeps, each delta build's layer, what the exclusion sources kept out) are LZ4, which decompresses faster
+    than zstd (STATE_COMPRESSION)."""
+    rows = _rows(30, dt.datetime(2026, 11, 20))
+    _write(tmp_path / "pages.parquet", rows)
+    pq.write_table(pa.table({"loc": [f"{SITE}/p/3"], "noindex": [True]}), tmp_path / "excluded.parquet")
+    sources = [
+        {**PAGES, "path": str(tmp_path / "pages.parquet")},
+        {**EXCLUDE, "path": str(tmp_path / "excluded.parquet")},
+    ]
+    config = _site(tmp_path, sources)
+    run_build(config, now=NOW)
+    rows[1] = {"id": 1, "loc": f"{SITE}/moved", "t": dt.datetime(2026, 11, 21)}
+    _write(tmp_path / "pages.parquet", rows)
+    state = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only").stage.state
+    assert state is not None and len(state.layers) == 1 and state.exclusions
+    for path in (state.rows, *state.layers, state.exclusions):
+        meta = pq.ParquetFile(path).metadata
+        chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups) for c in range(meta.num_columns)]
+        assert chunks and {chunk.compression for chunk in chunks} == {"LZ4"}, path
+
+
 def test_a_delta_build_compares_only_what_it_staged_again_while_its_base_is_live(tmp_path: Path) -> None:
     """A delta build's change set compares only the URLs it staged again with the live build, whose entries every
     other URL keeps; when another build published between its stage and its plan, that no longer holds, and it
