@@ -4,11 +4,14 @@ full (one line) or, with --delta-only, stops before anything changes, and the ma
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import io
 import itertools
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -248,6 +251,28 @@ def test_a_delta_build_of_named_keys_reads_their_rows_alone_and_keeps_the_marks(
     assert {f"{SITE}/moved", f"{SITE}/new", f"{SITE}/p/4"} <= live
     assert not {f"{SITE}/p/3", f"{SITE}/p/5", f"{SITE}/not-named"} & live
     assert len(live) == 30
+
+
+def test_no_delta_build_imports_pandas(tmp_path: Path) -> None:
+    """DuckDB imports pandas (0.2-1 s) for a bound parameter or a ConstantExpression when it is installed, as it is
+    with the lakehouse extras: delta builds, past the marks or of named keys and URLs (one with a quote), use
+    literals instead. Each build in a fresh process, as the CLI runs one."""
+    assert importlib.util.find_spec("pandas"), (
+        "without pandas (the dev extras' advertools brings it) this proves nothing"
+    )
+    _write(tmp_path / "pages.parquet", _rows(30, dt.datetime(2026, 11, 20)))
+    (tmp_path / "site.toml").write_text(
+        f'base_url = "{SITE}"\noutput = "{tmp_path / "public"}"\nwork_dir = "{tmp_path / "work"}"\n'
+        f'[[sources]]\npath = "{tmp_path / "pages.parquet"}"\nkey_column = "id"\nchanged_column = "t"\n'
+    )
+    build = ["build", "--config", str(tmp_path / "site.toml"), "--quiet"]
+    assert main(build) == 0
+    code = (
+        "import sys\nfrom sitemap_ops.cli import main\ncode = main(sys.argv[1:])\nprint(code, 'pandas' in sys.modules)"
+    )
+    for more in (["--delta-only"], ["--delta-only", "--changed-key", "3", "--changed-url", f"{SITE}/it's"]):
+        ran = subprocess.run([sys.executable, "-c", code, *build, *more], capture_output=True, text=True, check=True)
+        assert ran.stdout.split()[-2:] == ["0", "False"], (more, ran.stdout, ran.stderr)
 
 
 def test_too_many_named_keys_are_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
