@@ -37,7 +37,10 @@ def _values(extra: Mapping[str, object], name: str) -> list[str]:
         isinstance(item, str | int) and not isinstance(item, bool) for item in value
     ):
         raise ValueError(f"its `{name}` is not a list of strings")
-    return [str(item) for item in value]
+    values = [str(item) for item in value]
+    if any("\x00" in item for item in values):  # (no key or URL holds one; a SQL literal cannot)
+        raise ValueError(f"its `{name}` holds a NUL character")
+    return values
 
 
 def listed_changes(extras: Iterable[Mapping[str, object] | None]) -> tuple[Listed | None, str]:

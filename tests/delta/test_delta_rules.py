@@ -213,6 +213,7 @@ def test_an_integer_change_column_reads_the_rows_past_its_mark_less_the_overlap(
         ([], "no event names keys or URLs"),
         ([{"keys": "1"}], "an event's extra is not as expected: its `keys` is not a list of strings"),
         ([{"urls": [True]}], "an event's extra is not as expected: its `urls` is not a list of strings"),
+        ([{"urls": ["https://x/a\x00b"]}], "an event's extra is not as expected: its `urls` holds a NUL character"),
         ([{"keys": [str(n) for n in range(10_001)]}], "10,001 keys and URLs are named, more than 10,000"),
     ],
 )
