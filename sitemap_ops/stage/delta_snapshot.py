@@ -78,7 +78,7 @@ def write_delta_snapshot(
         _write_file(con, work, name, paths[file.source] if file.source >= 0 else None, file.bounds, not file.copied)
         written.append(number)
     new_lows = [lows[file.source] if file.source >= 0 else None for file in files]
-    for number, low in zip(written, _file_lows(con, [storage_path(con, work, names[n]) for n in written]), strict=True):
+    for number, low in zip(written, file_lows(con, [storage_path(con, work, names[n]) for n in written]), strict=True):
         new_lows[number] = low
     return index_snapshot(con, work, names, STAGED_NAME, new_lows), sum(not file.copied for file in files)
 
@@ -100,11 +100,12 @@ def _live_file_ranges(
 ) -> tuple[list[str | None], list[Bounds | None]]:
     """The lowest URL of each file of the live snapshot `old` (its files `paths`): its index's, or, an index that
     records none, read from the files; and each file's URL range (_live_ranges)."""
-    lows = old.lows if old.lows is not None else _file_lows(con, paths)
-    return lows, _live_ranges(lows)
+    if old.lows is None:  # (recorded on `old`: a delta build asks twice, and at 100M the read takes seconds)
+        old.lows = file_lows(con, paths)
+    return old.lows, _live_ranges(old.lows)
 
 
-def _file_lows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[str | None]:
+def file_lows(con: duckdb.DuckDBPyConnection, paths: list[str]) -> list[str | None]:
     """The lowest URL of each file of `paths` (None: an empty file) (sql/stage_delta_file_lows.sql)."""
     if not paths:
         return []

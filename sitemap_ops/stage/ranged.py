@@ -308,14 +308,18 @@ def run_stage_range(
     out = ranges_of(work) if ranges.complete else work
     name = (AS_FOUND_STAGED if ranges.complete else STAGED_PART_NAME).format(index=part)
     checks = check if ranges.checked else None
-    # a site that keeps a delta state: the range in pieces a delta build copies (not when hreflang clusters are
-    # completed: stage_alt_render writes the range's file again)
-    pieces = (staged.state is not None or ranges.state_marks is not None) and not ranges.complete
+    pieces = _in_pieces(staged, ranges)
     in_work(
         work,
         f"deduplicate URL range {part}",
         lambda: dedupe_range(con, work, part, ranges.rows[part], ranges.senders, checks, (out, name), pieces=pieces),
     )
+
+
+def _in_pieces(staged: StageResult, ranges: StageRanges) -> bool:
+    """Whether each URL range is written in pieces a delta build copies: a site that keeps a delta state (not when
+    hreflang clusters are completed: stage_alt_render writes the range's file again)."""
+    return (staged.state is not None or ranges.state_marks is not None) and not ranges.complete
 
 
 def run_stage_hreflang(con: duckdb.DuckDBPyConnection, work: Storage, staged: StageResult, part: int) -> None:
@@ -347,7 +351,8 @@ def run_stage_merge(
     ranges = staged.ranges
     assert ranges is not None
     with progress.working("stage: indexing the snapshot's URL ranges", con.query_progress):
-        snapshot = in_work(work, "index the staged snapshot", lambda: index_ranges(con, work, ranges.rows))
+        lows = _in_pieces(staged, ranges)
+        snapshot = in_work(work, "index the staged snapshot", lambda: index_ranges(con, work, ranges.rows, lows=lows))
     result = dataclasses.replace(staged, ranges=None, range_count=len(ranges.rows))
     if ranges.state_marks is not None:  # (a split stage's; the ranged stage of one pass kept its own)
         result.state = _merge_state(config, con, work, ranges, progress)

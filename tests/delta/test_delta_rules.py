@@ -450,8 +450,9 @@ def test_a_change_aware_ranged_build_writes_each_url_range_in_pieces_that_a_delt
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Staged in URL ranges, a site that keeps a delta state writes each range in pieces of about 10 rows here, in
-    the snapshot's order, and publishes what a site without a state does; the first delta build writes again only
-    the piece whose URLs it changes and copies the others (no range is cut then)."""
+    the snapshot's order, records each piece's lowest URL in the index (the first delta build then reads no file
+    to find them) and publishes what a site without a state does; the first delta build writes again only the
+    piece whose URLs it changes and copies the others (no range is cut then)."""
     copied = small_snapshot_files(monkeypatch, 10)
     when = dt.datetime(2026, 11, 1)
     rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": when + dt.timedelta(hours=i)} for i in range(90)]
@@ -465,7 +466,8 @@ def test_a_change_aware_ranged_build_writes_each_url_range_in_pieces_that_a_delt
     with duckdb.connect() as con:
         locs = [str(loc) for (loc,) in rows_relation(con, snapshot, None).select("loc").fetchall()]
         sizes = [con.read_parquet(url).count("*").fetchall()[0][0] for url in snapshot.file_urls()]
-    assert full.stage.range_count == 3 and len(sizes) > 3 and max(sizes) <= 20
+        lows = [con.read_parquet(url).aggregate("min(loc)").fetchall()[0][0] for url in snapshot.file_urls()]
+    assert full.stage.range_count == 3 and len(sizes) > 3 and max(sizes) <= 20 and snapshot.lows == lows
     assert locs == sorted(str(row["loc"]) for row in rows)
     assert published(tmp_path / "aware" / "public") == published(tmp_path / "plain" / "public")
     rows[89] = {"id": 89, "loc": f"{SITE}/p/new", "t": dt.datetime(2026, 11, 21)}  # (in the last piece's range)
