@@ -241,18 +241,20 @@ def _apply_exclusions(con: duckdb.DuckDBPyConnection, sites: tuple[Origin, ...])
 def count_drift(
     config: StageSettings,
     con: duckdb.DuckDBPyConnection,
-    work: Storage,
+    kept: DeltaState,
     build_time: dt.datetime,
     live: DeltaState,
     progress: Progress,
 ) -> int | None:
     """A full build's reconciliation with the delta builds before it: how many keys' rows in this build's state
-    (written to `work`) differ from the `live` build's state where no delta build would read them now
+    (`kept`) differ from the `live` build's state where no delta build would read them now
     (sql/stage_delta_drift.sql), which this build publishes right; None, saying why, when the live state's files
     are gone. Reads the sources' rows changed since the live marks less the overlap (their keys only), as a delta
     build would."""
     try:
         paths = [_existing(con, url, config) for url in (live.rows, *live.layers)]
+        # (a full build's layer holds keys its rows do not: together they are its state)
+        full = [_existing(con, url, config) for url in (kept.rows, *kept.layers)]
     except DeltaRefused as exc:
         progress.step(f"stage: drift not counted: {exc}")
         return None
@@ -269,7 +271,7 @@ def count_drift(
         con.execute("USE memory")
     try:
         _state_view(con, paths)
-        con.read_parquet(storage_path(con, work, STATE_ROWS_NAME)).create_view("state_full", replace=True)
+        con.read_parquet(full).create_view("state_full", replace=True)
         ((drift,),) = con.execute(read_sql("stage_delta_drift")).fetchall()
     except duckdb.Error as exc:
         raise StageError(f"cannot read the live build's delta state {live.rows}: {first_line(exc)}") from None

@@ -19,16 +19,17 @@ from sitemap_ops.constants import (
     STAGED_NAME,
     STATE_COMPRESSION,
     STATE_EXCLUSIONS_NAME,
+    STATE_LAYER_NAME,
     STATE_PART_NAME,
     STATE_ROWS_NAME,
 )
-from sitemap_ops.duck import read_sql, storage_path
+from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import SourceConfig, StageSettings
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.result import DeltaState
-from sitemap_ops.stage.sources import Inventory, source_aggregate
+from sitemap_ops.stage.sources import Inventory, source_aggregate, source_catalog
 from sitemap_ops.storage import Storage
 
 # A high-water mark as the manifest records it: an integer, or a naive UTC timestamp in ISO form (None: no row).
@@ -145,27 +146,66 @@ def keep_state(
     marks: dict[str, Mark] | None,
     why: str | None,
     progress: Progress,
+    inventory: Inventory,
     *,
     exclusions: bool = False,
 ) -> DeltaState | None:
     """A full build's delta state (start_state gave its `marks`, None for a site that keeps none): its valid
     normalized rows (the view `normalized`, before any exclusion applies) with their keys, beside its staged
-    snapshot (STAGED_NAME in `work`, written in one pass or, by a ranged stage, once its ranges are merged), and
-    with `exclusions`, what the exclusion sources keep out (the table `exclusions`); None, with a line saying
-    why, when `why` says so or the keys cannot tell the rows apart."""
+    snapshot (STAGED_NAME in `work`, written in one pass or, by a ranged stage, once its ranges are merged), the
+    rows of the keys the sources of `inventory` changed within the overlap before the marks (`_recent_keys`) in a
+    layer of their own (STATE_LAYER_NAME), and with `exclusions`, what the exclusion sources keep out (the table
+    `exclusions`); None, with a line saying why, when `why` says so or the keys cannot tell the rows apart."""
     if marks is None:
         return None
     why = why or key_refusal(con)
     if why:
         say_no_state(why, progress)
         return None
-    con.sql(read_sql("stage_delta_state")).write_parquet(
-        storage_path(con, work, STATE_ROWS_NAME), compression=STATE_COMPRESSION
-    )
     state = _kept(config, work, marks)
+    con.sql(read_sql("stage_delta_state")).create_view("state_kept", replace=True)
+    with progress.working(
+        "stage: reading the keys changed within the overlap, for the next delta build", con.query_progress
+    ):
+        recent = _recent_keys(con, config, inventory, marks)
+    if recent:
+        # (the rows the first delta build reads again, in a layer of their own: it finds their old rows there, and
+        # looks up only the other keys it reads in the rows file, whose scan then skips most row groups)
+        written = [storage_path(con, work, name) for name in (STATE_ROWS_NAME, STATE_LAYER_NAME)]
+        for sql, path in zip(("stage_delta_state_rows", "stage_delta_state_recent"), written, strict=True):
+            con.sql(read_sql(sql)).write_parquet(path, compression=STATE_COMPRESSION)
+        ((count,),) = con.read_parquet(written).aggregate("count(*)").fetchall()
+        state.layers, state.count = [work.url_of(STATE_LAYER_NAME)], int(count)
+    else:
+        con.table("state_kept").write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression=STATE_COMPRESSION)
     if exclusions:
         state.exclusions = keep_exclusions(con, work)
     return state
+
+
+def _recent_keys(
+    con: duckdb.DuckDBPyConnection, config: StageSettings, inventory: Inventory, marks: Mapping[str, Mark]
+) -> int:
+    """The table `recent_keys` (source, key): the keys of the page sources' rows changed after their marks less
+    their overlap, which the first delta build reads again (delta.changed_since); how many. SourceError, its
+    secrets scrubbed, when a source cannot be read."""
+    con.execute("CREATE OR REPLACE TEMP TABLE recent_keys (source INTEGER, key VARCHAR)")
+    for index, since in changed_since(config, marks).items():
+        source = config.sources[index]
+        if since is None or source.kind != "pages":
+            continue
+        set_variables(con, {f"recent_since_{index}": since})
+        changed = f"{quote_identifier(source.changed_column)} > getvariable('recent_since_{index}')"
+        key = quote_identifier(source.key_column)
+        # columns quoted; the relation and filter are the user's (create_inventory_view)
+        sql = f"INSERT INTO recent_keys SELECT {index}, CAST({key} AS VARCHAR) FROM {inventory.rows(index, conditions=[changed])}"  # noqa: S608,E501
+        try:
+            with source_catalog(con, source, index):
+                con.execute(sql)
+        except duckdb.Error as exc:
+            raise SourceError(inventory.error(exc)) from None
+    ((count,),) = con.execute("SELECT count(*) FROM recent_keys").fetchall()
+    return int(count)
 
 
 def keep_exclusions(con: duckdb.DuckDBPyConnection, work: Storage, table: str = "exclusions") -> str:

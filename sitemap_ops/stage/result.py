@@ -216,13 +216,14 @@ class DeltaState:
     marks: dict[str, int | str | None]
     digest: str  # of the stage's settings (sitemap_ops.stage.delta.settings_digest): another needs a full build
     # the delta builds' changes since, oldest first (STATE_LAYER_NAME): each key's row in a layer (or no row: the
-    # key is gone) replaces its rows in `rows` and the layers before
+    # key is gone) replaces its rows in `rows` and the layers before; a full build's first layer holds the rows
+    # of the keys changed within the overlap before its marks, which are not in `rows`
     layers: list[str] = field(default_factory=list)
     # a site with exclusion sources: what they kept out (the table `exclusions`, STATE_EXCLUSIONS_NAME), which the
     # state's rows (kept before the exclusions applied) are excluded by; a delta build reads the sources whole
     exclusions: str = ""
     # its rows (those of `rows` less the keys the layers hold, and the layers' rows), which the next delta build
-    # counts from rather than by a scan of every row; None: a full build's state, which it counts
+    # counts from rather than by a scan of every row; None: a full build's state of no layer, which it counts
     count: int | None = None
 
     @classmethod

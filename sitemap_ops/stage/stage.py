@@ -153,7 +153,7 @@ def run_stage(
     # a change-aware site keeps what its next delta build starts from (its marks read before the rows)
     marks, no_state = start_state(con, config, inventory)
     _normalize_inventory(con, inventory, progress)
-    state = _keep_state(config, con, work, (marks, no_state), inventory.exclusions, progress)
+    state = _keep_state(config, con, work, (marks, no_state), inventory, progress)
     canonicals = _apply_exclusions(con, inventory, progress)
     (valid_rows, loc_bytes) = con.execute(read_sql("stage_valid_size")).fetchall()[0]
     # (with no valid row there is nothing to range: the one-pass query writes the empty snapshot)
@@ -245,13 +245,13 @@ def _keep_state(
     con: duckdb.DuckDBPyConnection,
     work: Storage,
     start: tuple[dict[str, Mark] | None, str | None],
-    exclusions: bool,
+    inventory: Inventory,
     progress: Progress,
 ) -> DeltaState | None:
     """The delta state (delta_state.keep_state; `start`: start_state's marks and why not), kept before the
     exclusions apply, with what they keep out: a delta build applies them again."""
     try:
-        return keep_state(con, config, work, *start, progress, exclusions=exclusions)
+        return keep_state(con, config, work, *start, progress, inventory, exclusions=inventory.exclusions)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the delta state to {work.url}: {first_line(exc)}") from None
 

@@ -314,11 +314,37 @@ def test_a_full_build_after_delta_builds_counts_what_they_missed(tmp_path: Path)
     assert run_build(config, now=NOW + dt.timedelta(minutes=3)).stage.drift is None
 
 
+def test_a_full_build_keeps_the_rows_changed_within_the_overlap_in_a_layer(tmp_path: Path) -> None:
+    """The rows changed within the overlap before the marks (here the last 5 minutes: ids 35 to 39) are those the
+    first delta build reads again: the full build keeps them in a layer of their own, every other row in the rows
+    file, and counts them; the delta build after it publishes what a full build does."""
+    when = dt.datetime(2026, 11, 20)
+    rows = [{"id": i, "loc": f"{SITE}/p/{i}", "t": when + dt.timedelta(minutes=i)} for i in range(40)]
+    _write(tmp_path / "pages.parquet", rows)
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
+    state = run_build(config, now=NOW).stage.state
+    assert state is not None and len(state.layers) == 1 and state.count == 40
+    with duckdb.connect() as con:
+        keys = [
+            sorted(int(k) for (k,) in con.read_parquet(p).select("key").fetchall()) for p in (state.rows, *state.layers)
+        ]
+    assert keys == [list(range(35)), list(range(35, 40))]
+    rows[37] = {**rows[37], "loc": f"{SITE}/moved", "t": dt.datetime(2026, 11, 21)}
+    rows[2] = {**rows[2], "loc": f"{SITE}/also-moved", "t": dt.datetime(2026, 11, 21)}
+    rows.append({"id": 40, "loc": f"{SITE}/new", "t": dt.datetime(2026, 11, 21)})
+    _write(tmp_path / "pages.parquet", rows)
+    delta = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only")
+    assert delta.stage.mode == "delta" and delta.stage.state is not None and delta.stage.state.count == 41
+    twin = _site(tmp_path / "twin", [{"path": str(tmp_path / "pages.parquet")}])
+    run_build(twin, now=NOW + dt.timedelta(minutes=1))
+    assert published(tmp_path / "public") == published(tmp_path / "twin" / "public")
+
+
 def test_the_delta_states_files_are_lz4(tmp_path: Path) -> None:
     """Every delta build scans the state's rows to find the old rows of the keys it read: its files (the rows a full
     build keeps, each delta build's layer, what the exclusion sources kept out) are LZ4, which decompresses faster
     than zstd (STATE_COMPRESSION)."""
-    rows = _rows(30, dt.datetime(2026, 11, 20))
+    rows = [{"id": i, "loc": f"{SITE}/p/{i}", "t": dt.datetime(2026, 11, 20, i)} for i in range(24)]  # (hours apart)
     _write(tmp_path / "pages.parquet", rows)
     pq.write_table(pa.table({"loc": [f"{SITE}/p/3"], "noindex": [True]}), tmp_path / "excluded.parquet")
     sources = [
@@ -330,7 +356,8 @@ def test_the_delta_states_files_are_lz4(tmp_path: Path) -> None:
     rows[1] = {"id": 1, "loc": f"{SITE}/moved", "t": dt.datetime(2026, 11, 21)}
     _write(tmp_path / "pages.parquet", rows)
     state = run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only").stage.state
-    assert state is not None and len(state.layers) == 1 and state.exclusions
+    # (the full build's layer of the rows changed within the overlap, and the delta build's)
+    assert state is not None and len(state.layers) == 2 and state.exclusions
     for path in (state.rows, *state.layers, state.exclusions):
         meta = pq.ParquetFile(path).metadata
         chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups) for c in range(meta.num_columns)]

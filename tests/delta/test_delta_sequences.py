@@ -187,8 +187,9 @@ def test_delta_builds_of_parquet_equal_full_builds(
     found = _run_sequence(
         tmp_path, seed, 8, parquet_sources(folder), lambda inventory: write_parquet(inventory, folder)
     )
-    # a layer each, or with at most 2, every third build with the rows merged
-    assert found == ([1, 2, 3, 4, 5, 6, 7, 8] if layers > 8 else [1, 2, 0, 1, 2, 0, 1, 2])
+    # a layer each over the full build's own (the rows it read within the overlap), or with at most 2, every third
+    # build with the rows merged
+    assert found == ([2, 3, 4, 5, 6, 7, 8, 9] if layers > 9 else [2, 0, 1, 2, 0, 1, 2, 0])
 
 
 def test_delta_builds_of_listed_changes_equal_full_builds(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def _reconcile(run: BuildRun, work: Storage, staged: StageResult, progress: Prog
     if refusal(settings, live):  # (another config: its rows differ by design)
         return
     with duckdb_session(run.config, work) as con:
-        staged.drift = count_drift(settings, con, work, run.now, live, progress)
+        staged.drift = count_drift(settings, con, staged.state, run.now, live, progress)
     for host in staged.hosts:  # (each host's result was split off before the drift was counted)
         host.drift = staged.drift
     if staged.drift is not None:
