@@ -147,14 +147,12 @@ def keep_state(
     why: str | None,
     progress: Progress,
     inventory: Inventory,
-    *,
-    exclusions: bool = False,
 ) -> DeltaState | None:
     """A full build's delta state (start_state gave its `marks`, None for a site that keeps none): its valid
     normalized rows (the view `normalized`, before any exclusion applies) with their keys, beside its staged
     snapshot (STAGED_NAME in `work`, written in one pass or, by a ranged stage, once its ranges are merged), the
     rows of the keys the sources of `inventory` changed within the overlap before the marks (`_recent_keys`) in a
-    layer of their own (STATE_LAYER_NAME), and with `exclusions`, what the exclusion sources keep out (the table
+    layer of their own (STATE_LAYER_NAME), and with exclusion sources, what they keep out (the table
     `exclusions`); None, with a line saying why, when `why` says so or the keys cannot tell the rows apart."""
     if marks is None:
         return None
@@ -178,7 +176,7 @@ def keep_state(
         state.layers, state.count = [work.url_of(STATE_LAYER_NAME)], int(count)
     else:
         con.table("state_kept").write_parquet(storage_path(con, work, STATE_ROWS_NAME), compression=STATE_COMPRESSION)
-    if exclusions:
+    if inventory.exclusions:
         state.exclusions = keep_exclusions(con, work)
     return state
 
@@ -187,7 +185,7 @@ def _recent_keys(
     con: duckdb.DuckDBPyConnection, config: StageSettings, inventory: Inventory, marks: Mapping[str, Mark]
 ) -> int:
     """The table `recent_keys` (source, key): the keys of the page sources' rows changed after their marks less
-    their overlap, which the first delta build reads again (delta.changed_since); how many. SourceError, its
+    their overlap, which the first delta build reads again (changed_since); how many. SourceError, its
     secrets scrubbed, when a source cannot be read."""
     con.execute("CREATE OR REPLACE TEMP TABLE recent_keys (source INTEGER, key VARCHAR)")
     for index, since in changed_since(config, marks).items():

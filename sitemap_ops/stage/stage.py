@@ -251,7 +251,7 @@ def _keep_state(
     """The delta state (delta_state.keep_state; `start`: start_state's marks and why not), kept before the
     exclusions apply, with what they keep out: a delta build applies them again."""
     try:
-        return keep_state(con, config, work, *start, progress, inventory, exclusions=inventory.exclusions)
+        return keep_state(con, config, work, *start, progress, inventory)
     except (duckdb.Error, OSError, pa.ArrowException) as exc:
         raise StageError(f"cannot write the delta state to {work.url}: {first_line(exc)}") from None
 
