@@ -94,17 +94,22 @@ class PublishLease:
         )
         return json.dumps(asdict(info)).encode()
 
-    def _remember(self) -> None:
+    def _remember(self, body: bytes) -> bool:
+        """Keep the version of the lease we just wrote; False if another build's lease is there already.
+
+        Read back by content: a takeover between our write and this read must not pass for our own lease.
+        """
         current = read_versioned(self.storage, LEASE_NAME)
-        self.token = current[1] if current else None
+        self.token = current[1] if current is not None and current[0] == body else None
+        return self.token is not None
 
     def acquire(self) -> None:
         """Take the lease, waiting up to wait_seconds for another build; LeaseHeldError if it cannot."""
         deadline = self.clock() + self.wait_seconds
         churn = 0  # rounds in which the lease vanished or changed under us (bounded)
         while churn < _MAX_ROUNDS:
-            if create_exclusive(self.storage, LEASE_NAME, self._body()):
-                self._remember()
+            body = self._body()
+            if create_exclusive(self.storage, LEASE_NAME, body) and self._remember(body):
                 return
             current = read_versioned(self.storage, LEASE_NAME)
             info = LeaseInfo.parse(current[0]) if current else None
@@ -116,8 +121,8 @@ class PublishLease:
                 or info.holder_is_dead()
             ):
                 # unreadable, our own (a retried task), expired, or its process is gone: take it over
-                if replace_if(self.storage, LEASE_NAME, self._body(), current[1]):
-                    self._remember()
+                body = self._body()
+                if replace_if(self.storage, LEASE_NAME, body, current[1]) and self._remember(body):
                     return
                 held = False
             if held:
@@ -136,12 +141,12 @@ class PublishLease:
 
     def renew(self) -> None:
         """Extend the lease; LeaseLostError if another build took it over (ours had expired)."""
-        if self.token is None or not replace_if(self.storage, LEASE_NAME, self._body(), self.token):
+        body = self._body()
+        if self.token is None or not replace_if(self.storage, LEASE_NAME, body, self.token) or not self._remember(body):
             raise LeaseLostError(
                 f"the publish lease of {self.storage.url} was taken over by another build (this build ran past "
                 "storage.lease_seconds); stopped before publishing anything more"
             )
-        self._remember()
         self.renewals += 1
 
     def check(self) -> None:

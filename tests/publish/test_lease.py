@@ -146,13 +146,38 @@ def test_the_heartbeat_keeps_a_long_build_s_lease_and_notices_a_takeover(storage
         with pytest.raises(LeaseHeldError, match="long-build"):
             PublishLease(storage, "second", seconds=60).acquire()
         # someone takes it over (as after an expiry): the heartbeat notices and check() stops the build
-        data, token = read_versioned(storage, LEASE_NAME)
-        replace_if(storage, LEASE_NAME, data.replace(b"long-build", b"intruder"), token)
+        # (a renewal may land between the intruder's read and its write: then it reads again, as a build would)
+        taken = False
+        while not taken and time.monotonic() < deadline:
+            data, token = read_versioned(storage, LEASE_NAME)
+            taken = replace_if(storage, LEASE_NAME, data.replace(b"long-build", b"intruder"), token)
+        assert taken, "the intruder took the lease over"
         while lease.lost is None and time.monotonic() < deadline:
             time.sleep(0.05)
         with pytest.raises(LeaseLostError, match="taken over"):
             lease.check()
     assert json.loads(storage.read_bytes(LEASE_NAME))["build_id"] == "intruder", "release leaves others' lease"
+
+
+def test_a_takeover_right_after_a_renewal_is_not_taken_for_our_own_lease(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lease = PublishLease(storage, "slow-build", seconds=60)
+    lease.acquire()
+
+    def renewed_then_taken(folder: Storage, name: str, data: bytes, token: str) -> bool:
+        # our renewal lands, then another build takes the lease before we read its version back
+        assert replace_if(folder, name, data, token)
+        current = read_versioned(folder, name)
+        assert current is not None
+        return replace_if(folder, name, current[0].replace(b"slow-build", b"intruder"), current[1]) or True
+
+    monkeypatch.setattr("sitemap_ops.publish.lease.replace_if", renewed_then_taken)
+    with pytest.raises(LeaseLostError, match="taken over"):
+        lease.renew()
+    monkeypatch.undo()
+    lease.release()
+    assert json.loads(storage.read_bytes(LEASE_NAME))["build_id"] == "intruder", "the intruder keeps its lease"
 
 
 def test_acquire_gives_up_on_a_lease_that_keeps_changing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
