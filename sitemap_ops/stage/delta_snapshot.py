@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import duckdb
 
 from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_KEPT_NAME, STAGED_NAME, STAGED_PART_NAME
-from sitemap_ops.duck import constant, read_sql, set_variables, storage_path
+from sitemap_ops.duck import constant, quote_literal, read_sql, set_variables, storage_path
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, range_count, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
@@ -46,7 +46,8 @@ def write_delta_snapshot(
     """The staged snapshot of a delta build in `work` (indexed as STAGED_NAME) and how many of its files were
     written again: the live snapshot `old` with the entries of the URLs of the table `delta_locs` replaced by those
     of the view `delta_winners`, each file of `old` whose range holds none of them copied. Its index records each
-    file's lowest URL (Snapshot.lows): a copied file's from `old`, a written one's read from it."""
+    file's lowest URL (Snapshot.lows): a copied file's from `old`, a written one's from its writer
+    (write_staged_file)."""
     paths = file_paths(con, old, storage)
     lows, ranges = _live_file_ranges(con, old, paths)
     touched = _touched(con, ranges)
@@ -68,18 +69,15 @@ def write_delta_snapshot(
     sources = [open_file(url, storage) for url in old.file_urls()]
     kept = [file.copied and sources[file.source][0].fs == work.fs for file in files]
     names = [STAGED_KEPT_NAME.format(index=n) if k else snapshot_file_name(n) for n, k in enumerate(kept)]
-    written: list[int] = []
+    new_lows = [lows[file.source] if file.source >= 0 else None for file in files]
     for number, (name, file) in enumerate(zip(names, files, strict=True)):
         if kept[number]:  # (a link on a local disk: the name is one no stage writes into)
             folder, source_name = sources[file.source]
             work.copy_in(folder, source_name, name, shared=True)
             continue
         # (a live file on another file system is written again, without winners: none is in its range)
-        _write_file(con, work, name, paths[file.source] if file.source >= 0 else None, file.bounds, not file.copied)
-        written.append(number)
-    new_lows = [lows[file.source] if file.source >= 0 else None for file in files]
-    for number, low in zip(written, file_lows(con, [storage_path(con, work, names[n]) for n in written]), strict=True):
-        new_lows[number] = low
+        live = paths[file.source] if file.source >= 0 else None
+        new_lows[number] = _write_file(con, work, name, live, file.bounds, not file.copied)
     return index_snapshot(con, work, names, STAGED_NAME, new_lows), sum(not file.copied for file in files)
 
 
@@ -160,16 +158,13 @@ def write_in_ranges(
     The rows are sorted once, into a temporary table, and each range is a scan of it, which keeps that order."""
     ((rows,),) = con.execute(f"CREATE OR REPLACE TEMP TABLE staged_entries AS\n{query}").fetchall()  # its rows
     try:
-        names = []
+        names: list[str] = []
+        lows: list[str | None] = []
         cuts = _cuts(con, con.table("staged_entries"), range_count(DELTA_FILE_ROWS, int(rows)))
         for number, (low, high) in enumerate(cuts):
             set_variables(con, {"file_low": low, "file_high": high})
             names.append(name_of(number))
-            path = storage_path(con, work, names[-1])
-            con.sql(read_sql("stage_range_file")).write_parquet(path, compression="snappy")
-        # (each cut is a URL of the rows, the lowest of its range; the first range's lowest is looked up)
-        ((first,),) = _rows_within(con.table("staged_entries"), cuts[0]).aggregate("min(loc)").fetchall()
-        lows = [None if first is None else str(first), *(low for low, _ in cuts[1:])]
+            lows.append(write_staged_file(con, read_sql("stage_range_file"), storage_path(con, work, names[-1])))
     finally:
         con.execute("DROP TABLE IF EXISTS staged_entries")
     return names, lows
@@ -265,13 +260,41 @@ def _within(outer: Bounds | None, inner: Bounds) -> Bounds:
 
 def _write_file(
     con: duckdb.DuckDBPyConnection, work: Storage, name: str, live: str | None, bounds: Bounds, winners: bool
-) -> None:
+) -> str | None:
     """Write the snapshot file `name` of the URLs of `bounds`: those of the live file `live` (None: no live file)
-    but the URLs deduplicated again, and (with `winners`) the new winners (sql/stage_delta_snapshot.sql)."""
+    but the URLs deduplicated again, and (with `winners`) the new winners (sql/stage_delta_snapshot.sql); its
+    lowest URL (write_staged_file)."""
     if live is None:
         con.sql("SELECT * FROM delta_winners LIMIT 0").create_view("staged_file", replace=True)
     else:
         con.read_parquet(live).create_view("staged_file", replace=True)
     set_variables(con, {"file_low": bounds[0], "file_high": bounds[1], "file_winners": winners})
-    rows = con.sql(read_sql("stage_delta_snapshot"))
-    rows.write_parquet(storage_path(con, work, name), compression="snappy")
+    return write_staged_file(con, read_sql("stage_delta_snapshot"), storage_path(con, work, name))
+
+
+def write_staged_file(con: duckdb.DuckDBPyConnection, query: str, path: str) -> str | None:
+    """Write the rows of `query` to `path`, a file of a staged snapshot (Parquet, snappy); their lowest URL (None:
+    no row), from the statistics DuckDB's writer kept of the loc column and reports (RETURN_STATS), rather than a
+    scan of the file's every URL."""
+    cursor = con.execute(
+        f"COPY (\n{query}\n) TO {quote_literal(path)} (FORMAT parquet, COMPRESSION snappy, RETURN_STATS)"
+    )
+    columns = [d[0] for d in cursor.description or []]
+    (row,) = cursor.fetchall()
+    found = dict(zip(columns, row, strict=True))
+    if not found["count"]:
+        return None
+    stats = found["column_statistics"] or {}
+    low = (stats.get('"loc"') or stats.get("loc") or {}).get("min")
+    # (the writer keeps only a prefix of a long value, 256 bytes in DuckDB 1.5, below the lowest URL: a value the
+    # file holds is its lowest, as no URL it holds is below that; the row groups of other URLs are skipped)
+    if low is not None and _holds(con, path, str(low)):
+        return str(low)
+    (low,) = file_lows(con, [path])
+    return low
+
+
+def _holds(con: duckdb.DuckDBPyConnection, path: str, loc: str) -> bool:
+    """Whether the Parquet file `path` holds the URL `loc`."""
+    rows = con.read_parquet(path).filter(duckdb.ColumnExpression("loc") == constant(loc))
+    return rows.aggregate("count(*)").fetchall() != [(0,)]

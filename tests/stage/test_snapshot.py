@@ -90,3 +90,24 @@ def test_a_range_of_more_blocks_than_duckdbs_expression_depth_reads_every_row(tm
     assert len(snapshot.pieces) == 1100
     got = rows_relation(con, snapshot, None).order("file_row_number").fetchall()
     assert got == [(s, u, n) for n, (s, u) in enumerate(rows)]
+
+
+@pytest.mark.parametrize("longest", [100, 20_000])
+def test_a_staged_file_s_lowest_url_comes_from_its_writer_and_is_the_lowest_it_holds(
+    tmp_path: Path, longest: int
+) -> None:
+    from sitemap_ops.stage.delta_snapshot import write_staged_file
+
+    con = connect()
+    # sorted by (section, loc) as a staged file is, so the lowest URL is not its first row; the lowest of
+    # `longest` characters, of which the writer keeps only a prefix at 20,000: the answer must be the URL itself
+    lowest = f"{SITE}/{'a' * longest}"
+    rows = [("b", lowest), ("a", f"{SITE}/z"), ("a", f"{SITE}/b"), ("c", f"{SITE}/c%C3%BC")]
+    con.register("given", pa.table({"section": [s for s, _ in rows], "loc": [u for _, u in rows]}))
+    path = str(tmp_path / "staged-00000.parquet")
+    assert min(u for _, u in rows) == lowest
+    assert write_staged_file(con, "SELECT * FROM given ORDER BY section, loc", path) == lowest
+    assert pq.read_table(path).column("loc").to_pylist() == [u for _, u in sorted(rows)]
+    empty = str(tmp_path / "staged-00001.parquet")
+    assert write_staged_file(con, "SELECT * FROM given WHERE false", empty) is None
+    assert pq.read_table(empty).num_rows == 0
