@@ -14,12 +14,13 @@ by range, the same rows in the same order as the one-pass query's, and no task w
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
 import secrets
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -35,6 +36,7 @@ from sitemap_ops.constants import (
     STAGE_RANGES_NAME,
     STAGE_ROW_OVERHEAD,
     STAGE_SENT_FILE,
+    STAGED_LOWS_NAME,
     STAGED_NAME,
     STAGED_PART_NAME,
     STAGED_PIECE_NAME,
@@ -52,7 +54,7 @@ from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import Snapshot, index_snapshot
 from sitemap_ops.stage.delta_snapshot import file_lows, write_in_ranges
 from sitemap_ops.stage.exceptions import StageError
-from sitemap_ops.storage import Storage
+from sitemap_ops.storage import ObjectInfo, Storage
 
 T = TypeVar("T")
 
@@ -246,14 +248,28 @@ def dedupe_range(
     con.execute(read_sql("stage_dedupe_part"))
     try:
         if pieces:
-            write_in_ranges(
-                con, work, read_sql("stage_dedupe"), lambda n: STAGED_PIECE_NAME.format(index=part, piece=n)
-            )
+            _write_pieces(con, work, part)
         else:
             folder, name = out or (work, STAGED_PART_NAME.format(index=part))
             con.sql(read_sql("stage_dedupe")).write_parquet(storage_path(con, folder, name), compression="snappy")
     finally:
         con.execute("DROP TABLE IF EXISTS part_dups")
+
+
+def _write_pieces(con: duckdb.DuckDBPyConnection, work: Storage, part: int) -> None:
+    """Write range `part`'s deduplicated rows (sql/stage_dedupe.sql) into `work` in pieces (write_in_ranges), and
+    then, in the ranges folder, each piece's lowest URL and version (STAGED_LOWS_NAME), for index_ranges. The file
+    of lows is deleted before the pieces are written: an attempt killed between the two leaves none, never one
+    of an earlier attempt's pieces."""
+    lows_name = STAGED_LOWS_NAME.format(index=part)
+    ranges_of(work).delete(lows_name)
+    names, lows = write_in_ranges(
+        con, work, read_sql("stage_dedupe"), lambda n: STAGED_PIECE_NAME.format(index=part, piece=n)
+    )
+    present = work.list_details()
+    if all(name in present for name in names):
+        pieces = {name: [low, present[name].version] for name, low in zip(names, lows, strict=True)}
+        ranges_of(work).write_bytes(lows_name, json.dumps(pieces).encode())
 
 
 def range_files(
@@ -387,7 +403,7 @@ def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int],
     file of all rows is written (sitemap_ops.snapshot). With `lows` (ranges written in pieces for delta builds),
     the index records each file's lowest URL, read from the files here, once, so that the first delta build does
     not (at 100M, about 5 s of it)."""
-    present = list(work.list_details())
+    present = work.list_details()
     # (range 0's file even when empty: the snapshot of a stage that staged nothing has its columns)
     names = {part: range_snapshot_files(present, part) for part, count in enumerate(rows) if count or not part}
     missing = [str(part) for part, found in names.items() if not found]
@@ -397,11 +413,36 @@ def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int],
             f"{STAGED_PART_NAME.format(index=int(missing[0]))} in {work.url}): run their stage_range steps again"
         )
     files = [name for found in names.values() for name in found]
-    found_lows = file_lows(con, [storage_path(con, work, name) for name in files]) if lows else None
+    found_lows = _piece_lows(con, work, present, names) if lows else None
     return index_snapshot(con, work, files, STAGED_NAME, found_lows)
 
 
-def range_snapshot_files(present: list[str], part: int) -> list[str]:
+def _piece_lows(
+    con: duckdb.DuckDBPyConnection, work: Storage, present: dict[str, ObjectInfo], names: dict[int, list[str]]
+) -> list[str | None]:
+    """The lowest URL of each file of the ranges' `names` (their files in `work`, whose listing is `present`): as
+    its range's step recorded it (_write_pieces) while the file is the version it wrote, else read from the file
+    (file_lows)."""
+    with ThreadPoolExecutor(8) as pool:  # (a request each on object storage)
+        recorded = list(pool.map(lambda part: _recorded_lows(work, present, part, names[part]), names))
+    lows = {name: low for found in recorded for name, low in found.items()}
+    unread = [name for files in names.values() for name in files if name not in lows]
+    lows.update(zip(unread, file_lows(con, [storage_path(con, work, name) for name in unread]), strict=True))
+    return [lows[name] for files in names.values() for name in files]
+
+
+def _recorded_lows(work: Storage, present: dict[str, ObjectInfo], part: int, files: list[str]) -> dict[str, str | None]:
+    """The lowest URL of those of range `part`'s `files` that its step recorded (STAGED_LOWS_NAME) at the versions
+    `present` lists."""
+    data = ranges_of(work).read_bytes(STAGED_LOWS_NAME.format(index=part))
+    try:
+        recorded = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+    return {name: recorded[name][0] for name in files if recorded.get(name, [None, ""])[1] == present[name].version}
+
+
+def range_snapshot_files(present: Collection[str], part: int) -> list[str]:
     """The files of the staged snapshot that range `part` wrote, among the names `present` of the work folder: its
     one file, or its pieces in URL order (dedupe_range); none when it has not been deduplicated."""
     whole = STAGED_PART_NAME.format(index=part)

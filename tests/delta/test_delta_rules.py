@@ -23,7 +23,7 @@ import pytest
 
 from sitemap_ops.cli import main
 from sitemap_ops.config import load_config
-from sitemap_ops.constants import STAGED_KEPT_NAME, STAGED_PART_FILE
+from sitemap_ops.constants import STAGED_KEPT_NAME, STAGED_PART_FILE, STAGED_PIECE_NAME
 from sitemap_ops.duck import read_sql, set_variables
 from sitemap_ops.errors import ConfigError
 from sitemap_ops.manifest import assignment_files, part_terms_name
@@ -39,7 +39,7 @@ from sitemap_ops.plan.plan import load_placement
 from sitemap_ops.plan.prepared import load_prepared
 from sitemap_ops.progress import Progress
 from sitemap_ops.snapshot import load_snapshot, range_count, rows_apart, rows_relation
-from sitemap_ops.stage import delta_snapshot
+from sitemap_ops.stage import delta_snapshot, partitions
 from sitemap_ops.stage.config import SourceConfig
 from sitemap_ops.stage.delta_state import unsupported
 from sitemap_ops.stage.exceptions import SourceError
@@ -503,6 +503,36 @@ def test_a_change_aware_ranged_build_writes_each_url_range_in_pieces_that_a_delt
     assert delta.stage.mode == "delta" and len([n for n in copied if n.startswith("staged-")]) == len(sizes) - 1
     live = published(tmp_path / "aware" / "public")
     assert f"{SITE}/p/new" in live and f"{SITE}/p/089" not in live and len(live) == 90
+
+
+def test_a_ranged_stage_s_index_takes_the_lowest_urls_its_ranges_recorded_unless_a_piece_changed_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each URL range's step records its pieces' lowest URLs and versions beside them, which the snapshot's index
+    takes without reading a piece; a piece written again since (here its lowest URL changed) is read."""
+    small_snapshot_files(monkeypatch, 10)
+    rows = [{"id": i, "loc": f"{SITE}/p/{i:03d}", "t": dt.datetime(2026, 11, 1)} for i in range(90)]
+    _write(tmp_path / "pages.parquet", rows)
+    config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}], duckdb={"stage_partitions": 3})
+    run, slots = BuildRun.new(config, NOW), {}
+    steps = [s for s in steps_for(config) if s.phase == "stage"]
+    merge = [s.name for s in steps].index("stage_merge")
+    walk(steps[:merge], run, slots, {}, {})
+    piece = run.work.root + "/" + STAGED_PIECE_NAME.format(index=1, piece=0)
+    with duckdb.connect() as con:  # (a piece of another version: its lowest URL now another)
+        lowest = f"loc = (SELECT min(loc) FROM '{piece}')"
+        con.sql(f"COPY (SELECT * REPLACE (CASE WHEN {lowest} THEN loc || 'a' ELSE loc END AS loc) FROM '{piece}') "
+                f"TO '{piece}.new' (FORMAT parquet)")  # fmt: skip
+    Path(piece + ".new").replace(piece)
+    read: list[list[str]] = []
+    file_lows = partitions.file_lows
+    monkeypatch.setattr(partitions, "file_lows", lambda con, paths: read.append(paths) or file_lows(con, paths))
+    walk(steps[merge:], run, slots, {}, {})
+    snapshot = load_snapshot(slots["staged"].staged_path)
+    with duckdb.connect() as con:
+        lows = [con.read_parquet(url).aggregate("min(loc)").fetchall()[0][0] for url in snapshot.file_urls()]
+    assert len(lows) > 6 and snapshot.lows == lows and read == [[piece]]
+    assert lows[snapshot.file_urls().index(piece)].endswith("a")
 
 
 def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -21,10 +22,11 @@ from sitemap_ops.errors import SitemapOpsError
 from sitemap_ops.pipeline.graph import steps_for
 from sitemap_ops.pipeline.local import call
 from sitemap_ops.pipeline.steps import fan_out
+from sitemap_ops.snapshot import load_snapshot
 from sitemap_ops.stage.result import StageResult
 from sitemap_ops.storage import FAULTS_VARIABLE
 from tests.extensions.rich import SCHEMA, chain_rows
-from tests.helpers import NOW, crawl_export, read_staged, sources_config
+from tests.helpers import NOW, crawl_export, read_staged, small_snapshot_files, sources_config
 from tests.publish.faults import in_child
 
 T = TypeVar("T")
@@ -116,3 +118,30 @@ def test_retried_and_killed_steps_of_a_split_stage_stage_what_one_piece_stages(t
     assert merged_rows.equals(one_rows.cast(merged_rows.schema))
     # the earlier attempts' files went with the ranges folder
     assert not (Path(merged.staged_path).parent / "stage-ranges").exists()
+
+
+@pytest.mark.slow
+def test_retried_and_killed_steps_of_a_change_aware_split_stage_index_each_piece_s_own_lowest_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A site that keeps a delta state writes each URL range in pieces and records their lowest URLs beside them
+    for the index: with faulty attempts of every step (a kill between a range's pieces and its record of them
+    among them), the index's lowest URLs are the pieces' own."""
+    small_snapshot_files(monkeypatch, 10)
+    schema = pa.schema([("id", pa.int64()), ("loc", pa.string()), ("t", pa.timestamp("us"))])
+    rows = [{"id": i, "loc": f"https://www.example.com/p/{i:03d}", "t": NOW.replace(tzinfo=None)} for i in range(120)]
+    random.Random(3).shuffle(rows)
+    (tmp_path / "pages").mkdir()
+    for number in range(3):
+        part = pa.Table.from_pylist(rows[number * 40 : (number + 1) * 40], schema)
+        pq.write_table(part, tmp_path / "pages" / f"part-{number}.parquet")
+    sources = [{"path": str(tmp_path / "pages" / "*.parquet"), "key_column": "id", "changed_column": "t"}]
+    config = sources_config(tmp_path, sources, duckdb={"stage_splits": 3, "stage_partitions": 3})
+    attempts = Attempts(3)
+    merged = _stage_by_steps(pipeline.BuildRun.new(config, NOW), attempts, random.Random(3))
+    assert merged.range_count == 3 and min(attempts.outcomes.values()) >= 3, attempts.outcomes
+    snapshot = load_snapshot(merged.staged_path)
+    with duckdb.connect() as con:
+        lows = [con.read_parquet(url).aggregate("min(loc)").fetchall()[0][0] for url in snapshot.file_urls()]
+    assert len(lows) > 6 and snapshot.lows == lows
+    assert read_staged(merged.staged_path).num_rows == 120
