@@ -401,8 +401,8 @@ def index_ranges(con: duckdb.DuckDBPyConnection, work: Storage, rows: list[int],
     """The staged snapshot's index (STAGED_NAME in `work`) over the deduplicated ranges' files: each range holds
     its URLs sorted by (section, loc), so each section's rows are, range after range, in URL order and no
     file of all rows is written (sitemap_ops.snapshot). With `lows` (ranges written in pieces for delta builds),
-    the index records each file's lowest URL, read from the files here, once, so that the first delta build does
-    not (at 100M, about 5 s of it)."""
+    the index records each file's lowest URL (_piece_lows), so that the first delta build does not read them (at
+    100M, about 5 s of it)."""
     present = work.list_details()
     # (range 0's file even when empty: the snapshot of a stage that staged nothing has its columns)
     names = {part: range_snapshot_files(present, part) for part, count in enumerate(rows) if count or not part}
