@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from usp.fetch_parse import SitemapFetcher
@@ -28,6 +29,8 @@ from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan.plan import load_placement
 from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
+from sitemap_ops.snapshot import load_snapshot
+from sitemap_ops.stage import partitions
 from sitemap_ops.storage import Storage, StorageConfig
 from sitemap_ops.validate import validate
 from tests.extensions.rich import chain_rows, write_rich
@@ -455,6 +458,25 @@ def test_a_snapshot_staged_in_url_ranges_is_written_to_object_storage(tmp_path: 
     assert Storage.open(summary.work_dir, config.storage).child("stage-ranges").list_details() == {}
     assert summary.shards_written == 9
     assert validate(store.url("site/robots.txt"), now=NOW).urls == 900
+
+
+def test_a_change_aware_snapshot_staged_in_url_ranges_records_its_pieces_lowest_urls_on_object_storage(
+    tmp_path: Path, store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each range's step records its pieces' lowest URLs and versions (ETags on S3, generations on GCS) beside
+    them on the store, and the index takes them without reading a piece; they go with the ranges folder."""
+    small_snapshot_files(monkeypatch, 20)
+    rows = [(key, f"{key:05d}", dt.datetime(2024, 1, 1) + dt.timedelta(days=key)) for key in range(150)]
+    read: list[list[str]] = []
+    file_lows = partitions.file_lows
+    monkeypatch.setattr(partitions, "file_lows", lambda con, paths: read.append(paths) or file_lows(con, paths))
+    config = _config(tmp_path, store, sources=_changing(tmp_path, rows), duckdb={"stage_partitions": 3})
+    summary = run_build(config, now=NOW, delta="try")
+    snapshot = load_snapshot(summary.stage.staged_path, config.storage)
+    work = Storage.open(summary.work_dir, config.storage)
+    lows = [pc.min(pq.read_table(pa.BufferReader(work.read_bytes(name)))["loc"]).as_py() for name in snapshot.files]
+    assert summary.stage.range_count == 3 and len(lows) > 3 and snapshot.lows == lows and not any(read)
+    assert work.child("stage-ranges").list_details() == {}  # (the records went with the ranges)
 
 
 def _ranges_listed(s3, summary) -> Counter[str]:
