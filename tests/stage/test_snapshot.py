@@ -13,6 +13,7 @@ import pytest
 
 from sitemap_ops.duck import connect
 from sitemap_ops.snapshot import block_relations, create_snapshot_view, index_snapshot, load_snapshot, rows_relation
+from sitemap_ops.stage.delta_snapshot import write_staged_file
 from sitemap_ops.storage import Storage
 from tests.helpers import read_staged
 
@@ -96,8 +97,6 @@ def test_a_range_of_more_blocks_than_duckdbs_expression_depth_reads_every_row(tm
 def test_a_staged_file_s_lowest_url_comes_from_its_writer_and_is_the_lowest_it_holds(
     tmp_path: Path, longest: int
 ) -> None:
-    from sitemap_ops.stage.delta_snapshot import write_staged_file
-
     con = connect()
     # sorted by (section, loc) as a staged file is, so the lowest URL is not its first row; the lowest of
     # `longest` characters, of which the writer keeps only a prefix at 20,000: the answer must be the URL itself
