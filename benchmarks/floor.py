@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 from isal import isal_zlib
 
-GZIP_WBITS = 31  # the gzip container, as sitemap_ops.render.codec writes it
+GZIP_WBITS = 31  # the gzip container, one stream per file (the least a tool must write)
 HEAD = b'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
 
 RENDER = """

@@ -82,16 +82,31 @@ def expand_extensions(data: bytes) -> bytes:
 SHARD_CHUNK_BYTES = 1 << 20
 
 
+def shard_head(fmt: str, extended: bool = False) -> bytes:
+    """A shard file's bytes before its entries."""
+    return b"" if fmt == "txt" else _head(extended)
+
+
+def shard_tail(fmt: str) -> bytes:
+    """A shard file's bytes after its entries."""
+    return b"" if fmt == "txt" else XML_TAIL
+
+
+def entry_chunks(pieces: Iterable[bytes | memoryview], extended: bool = False) -> Iterator[bytes | memoryview]:
+    """Rendered entries as a shard file holds them, in chunks of at most SHARD_CHUNK_BYTES (plus markup)."""
+    for piece in pieces:
+        for start in range(0, len(piece), SHARD_CHUNK_BYTES):
+            chunk = piece[start : start + SHARD_CHUNK_BYTES]
+            yield expand_extensions(bytes(chunk)) if extended else chunk
+
+
 def shard_chunks(
     fmt: str, pieces: Iterable[bytes | memoryview], extended: bool = False
 ) -> Iterator[bytes | memoryview]:
     """A shard file from its rendered entries, in chunks of at most SHARD_CHUNK_BYTES (plus markup)."""
     if fmt != "txt":
         yield _head(extended)
-    for piece in pieces:
-        for start in range(0, len(piece), SHARD_CHUNK_BYTES):
-            chunk = piece[start : start + SHARD_CHUNK_BYTES]
-            yield expand_extensions(bytes(chunk)) if extended else chunk
+    yield from entry_chunks(pieces, extended)
     if fmt != "txt":
         yield XML_TAIL
 

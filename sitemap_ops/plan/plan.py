@@ -71,6 +71,9 @@ class ShardPlan:
     lastmod: str | None
     fingerprint: str
     render: bool  # not live as recorded (new content, or the file is missing or differs): render writes it
+    # the live shard of the same section and number, as recorded and rendered alike (same render version, format
+    # and gzip), whose unchanged blocks render copies (render/blocks.py); None: every block is rendered
+    live: str | None = None
 
 
 @dataclass
@@ -307,6 +310,14 @@ def run_plan(
     # one salted with this build's id. So render never writes a file that a live index names.
     records = previous.records() if previous else {}
     by_fingerprint = {(r.section, r.shard, r.fingerprint): r for r in records.values() if r.fingerprint}
+    alike = {
+        (r.section, r.shard): r.name
+        for r in records.values()
+        if not full_rebuild
+        and (r.fingerprint or "").endswith(f"-{signature}")
+        and (found := live.listing.get(r.name)) is not None
+        and found.version == r.version
+    }
     taken = set(records) | (set(previous.unreferenced) if previous else set())
     section_names = [name for name, _ in prepared.sections]
     shard_plans, repaired = [], []
@@ -337,6 +348,7 @@ def run_plan(
                 lastmod=_lastmod_text(lastmod),
                 fingerprint=fingerprint,
                 render=not verified,
+                live=alike.get((section, number)) if not verified else None,
             )
         )
     plan = Plan(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -12,20 +13,28 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.constants import RENDER_JOIN_GAP, RENDER_JOIN_RANGES, RENDER_JOIN_SHARE
+from sitemap_ops.constants import (
+    GZIP_HEADER_LIMIT,
+    RENDER_JOIN_GAP,
+    RENDER_JOIN_RANGES,
+    RENDER_JOIN_SHARE,
+    SHARD_BLOCK_URLS,
+)
 from sitemap_ops.duck import duckdb_path, memory_limit_bytes, numpy_of, read_sql, set_variables
 from sitemap_ops.errors import first_line
-from sitemap_ops.framing import RenderConfig, shard_bytes, shard_chunks
+from sitemap_ops.framing import RenderConfig, entry_chunks, shard_bytes, shard_head, shard_tail
 from sitemap_ops.manifest import assignment_files
 from sitemap_ops.plan.plan import Plan, ShardPlan
 from sitemap_ops.progress import Progress
-from sitemap_ops.render.codec import gzip_chunks
+from sitemap_ops.render.blocks import BlockTerms, LiveShard, live_shard, shard_file
+from sitemap_ops.render.codec import Piece, deflate_piece
 from sitemap_ops.render.exceptions import RenderError, ShardSizeMismatch
 from sitemap_ops.snapshot import Snapshot, block_relations, load_snapshot, ranges_relation
 from sitemap_ops.storage import Storage, StorageConfig
 
 _BATCH_ROWS = 1 << 17
 _SLICE_ROWS = 1 << 18  # rows rendered at once in a range: a few row groups, one per thread, of about 64 MB of entries
+_LIVE_READS = 8  # live shards' headers read at once (on object storage, each is a request)
 
 
 @dataclass
@@ -79,12 +88,22 @@ def _first_rows(con: duckdb.DuckDBPyConnection, plan: Plan, todo: list[ShardPlan
 
 
 def _entry_batches(
-    con: duckdb.DuckDBPyConnection, plan: Plan, snapshot: Snapshot, storage: StorageConfig, todo: list[ShardPlan]
+    con: duckdb.DuckDBPyConnection,
+    plan: Plan,
+    snapshot: Snapshot,
+    storage: StorageConfig,
+    todo: list[ShardPlan],
+    copied: dict[int, set[int]],
 ) -> Iterator[tuple[np.ndarray, pa.Array]]:
-    """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), shard after shard: those
-    whose rows are a range of the staged snapshot read in runs of such ranges, the others (of a plan that kept URLs
-    in their shards) joined with the planned rows of the view `planned` and sorted by position."""
-    first_rows = _first_rows(con, plan, todo)
+    """(shard keys, rendered entries) batches of the shards in `todo` (sorted by key), shard after shard, each
+    shard's in position order: those whose rows are a range of the staged snapshot read in runs of such ranges,
+    the others (of a plan that kept URLs in their shards), and those with blocks copied from a live shard
+    (`copied`: by key, the blocks whose rows are left out), joined with the planned rows of the view `planned`
+    and sorted by position."""
+    ranged = [s for s in todo if s.key not in copied]
+    first_rows = {
+        key: row for key, row in (_first_rows(con, plan, ranged) if ranged else {}).items() if key not in copied
+    }
     for run, first, end in _row_runs([s for s in todo if s.key in first_rows], first_rows):
         keys = np.array([s.key for s in run], dtype=np.int32)
         ends = np.cumsum([s.urls for s in run])  # rows of the run before each shard's end
@@ -99,6 +118,12 @@ def _entry_batches(
                     yield keys[np.minimum(np.searchsorted(ends, rows, side="right"), len(run) - 1)], batch.column(0)
                     done += len(batch)
     joined = [s for s in todo if s.key not in first_rows]
+    listed = [(key, block) for key, blocks in copied.items() for block in blocks]
+    # (no list at all for no block: an empty list has no type to be written as)
+    set_variables(
+        con, {"copied_keys": [key for key, _ in listed] or None, "copied_blocks": [b for _, b in listed] or None}
+    )
+    con.execute(read_sql("render_copied"))
     for group in join_groups(joined, memory_limit_bytes(con)) if joined else []:
         wanted = [s.key for s in group]
         set_variables(con, {"render_keys": wanted, "render_min_key": wanted[0], "render_max_key": wanted[-1]})
@@ -146,25 +171,57 @@ def join_groups(todo: list[ShardPlan], memory_limit: int) -> list[list[ShardPlan
     return groups
 
 
-def _shard_pieces(batches: Iterator[tuple[np.ndarray, pa.Array]]) -> Iterator[tuple[int, list[memoryview]]]:
-    """(shard key, its entries) per shard, from (shard keys, entries) batches in shard order."""
+class _BlockCuts:
+    """Where the entries of a stream of shards (in shard order) start their blocks: after the URLs of each block
+    of a shard in `sizes` (the rows past them, and all of a shard's without sizes, in one block)."""
+
+    def __init__(self, sizes: dict[int, list[int]]) -> None:
+        self.sizes = sizes
+        self.key, self.queue, self.left = -1, [0], 0  # the shard being cut, its blocks' URLs still to come (last
+        # first) and the URLs left in its current block
+
+    def cuts(self, keys: np.ndarray) -> list[tuple[int, int, bool]]:
+        """The next rows' (of shard keys `keys`) runs: (shard key, first row, whether it starts a block)."""
+        found: list[tuple[int, int, bool]] = []
+        change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        for a, b in itertools.pairwise([0, *change.tolist(), len(keys)]):
+            if int(keys[a]) != self.key:
+                self.key, self.queue, self.left = int(keys[a]), self.sizes.get(int(keys[a]), [])[::-1], 0
+            at = a
+            while at < b:
+                found.append((self.key, at, self.left == 0))
+                if self.left == 0:
+                    self.left = self.queue.pop() if self.queue else sys.maxsize
+                take = min(b - at, self.left)
+                self.left -= take
+                at += take
+        return found
+
+
+def _shard_blocks(
+    batches: Iterator[tuple[np.ndarray, pa.Array]], sizes: dict[int, list[int]]
+) -> Iterator[tuple[int, list[list[memoryview]]]]:
+    """(shard key, its entries block by block) per shard, from (shard keys, entries) batches in shard order, cut
+    after the URLs of each of its blocks in `sizes` (_BlockCuts)."""
     current_key: int | None = None
-    pieces: list[memoryview] = []
+    blocks: list[list[memoryview]] = []
+    cutter = _BlockCuts(sizes)
     for keys, entries in batches:
         if len(keys) == 0:
             continue
-        change = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-        bounds = np.concatenate(([0], change, [len(keys)]))
-        for a, piece in zip(bounds[:-1], _string_slices(entries, bounds), strict=True):
-            key = int(keys[a])
+        cuts = cutter.cuts(keys)
+        bounds = np.array([first for _, first, _ in cuts] + [len(keys)])
+        for (key, _, starts), piece in zip(cuts, _string_slices(entries, bounds), strict=True):
             if key != current_key:
                 if current_key is not None:
-                    yield current_key, pieces
-                current_key, pieces = key, []
-            # a view into the Arrow batch (kept alive by the view): no copy until the shard is joined
-            pieces.append(piece)
+                    yield current_key, blocks
+                current_key, blocks = key, []
+            if starts:
+                blocks.append([])
+            # a view into the Arrow batch (kept alive by the view): no copy until the block is compressed
+            blocks[-1].append(piece)
     if current_key is not None:
-        yield current_key, pieces
+        yield current_key, blocks
 
 
 def _open_planned(con: duckdb.DuckDBPyConnection, plan: Plan, output: Storage) -> None:
@@ -179,13 +236,94 @@ def _open_planned(con: duckdb.DuckDBPyConnection, plan: Plan, output: Storage) -
     con.execute(read_sql("render_planned"))
 
 
-def _shard_file(config: RenderConfig, plan: Plan, shard: ShardPlan, pieces: list[memoryview]) -> tuple[bytes, int]:
-    """A shard's file from its entries (gzipped when configured) and its uncompressed size, which must be the
-    size plan cut it by (ShardSizeMismatch)."""
-    if config.gzip:
-        payload, size = gzip_chunks(shard_chunks(config.format, pieces, plan.extended), config.gzip_level)
+def _block_terms(con: duckdb.DuckDBPyConnection, todo: list[ShardPlan]) -> dict[int, list[BlockTerms]]:
+    """The blocks of each shard of `todo` (sorted by key), by key, in order (sql/render_blocks.sql, on the view
+    `planned`)."""
+    wanted = [s.key for s in todo]
+    set_variables(
+        con,
+        {
+            "render_keys": wanted,
+            "render_min_key": wanted[0],
+            "render_max_key": wanted[-1],
+            "block_urls": SHARD_BLOCK_URLS,
+        },
+    )
+    found: dict[int, list[BlockTerms]] = {}
+    for key, block, urls, size, h1, h2 in con.execute(read_sql("render_blocks")).fetchall():
+        found.setdefault(int(key), []).append(BlockTerms(int(block), int(urls), int(size), int(h1), int(h2)))
+    return found
+
+
+def _live_shards(
+    output: Storage, todo: list[ShardPlan], terms: dict[int, list[BlockTerms]], level: int
+) -> dict[int, LiveShard]:
+    """By key, the live shards (ShardPlan.live) that shards of `todo` copy blocks of: those whose table (read
+    from their header) has one of the shard's blocks."""
+    wanted = [s for s in todo if s.live]
+
+    def read(shard: ShardPlan) -> LiveShard | None:
+        assert shard.live
+        data = output.read_bytes(shard.live, limit=GZIP_HEADER_LIMIT)
+        return live_shard(shard.live, data, level) if data else None
+
+    with ThreadPoolExecutor(max_workers=_LIVE_READS, thread_name_prefix="render-live") as pool:
+        found = dict(zip([s.key for s in wanted], pool.map(read, wanted), strict=True))
+    return {
+        key: live
+        for key, live in found.items()
+        if live is not None and any(live.reusable(t) for t in terms.get(key, []))
+    }
+
+
+def _gzip_shard(
+    config: RenderConfig,
+    plan: Plan,
+    shard: ShardPlan,
+    terms: list[BlockTerms],
+    rendered: list[list[memoryview]],
+    live: tuple[LiveShard, bytes | None] | None,
+) -> tuple[bytes, int]:
+    """A gzipped shard (render/blocks.py) of its blocks `terms`: each copied from the live shard (`live`: its
+    blocks and its file's bytes) when it is one of its blocks, else compressed from the next of `rendered`."""
+    level = config.gzip_level
+    if live is not None and not live[0].holds(live[1]):
+        raise RenderError(
+            f"{shard.name}: the live shard {live[0].name} changed while render copied its blocks; "
+            "nothing live was changed, run the build again"
+        )
+    blocks: list[tuple[BlockTerms, Piece]] = []
+    entries = iter(rendered)
+    for block in terms:
+        if live is not None and live[0].reusable(block):
+            blocks.append((block, live[0].piece(live[1] or b"", block.block)))
+            continue
+        piece = deflate_piece(entry_chunks(next(entries, []), plan.extended), level)
+        if piece.size != block.bytes:
+            raise ShardSizeMismatch(
+                f"{shard.name}: rendered {piece.size} bytes in block {block.block}, planned {block.bytes}"
+            )
+        blocks.append((block, piece))
+    if next(entries, None) is not None:
+        raise ShardSizeMismatch(f"{shard.name}: rendered more URLs than its {len(terms)} block(s) planned")
+    head = deflate_piece([shard_head(config.format, plan.extended)], level)
+    return shard_file(level, head, blocks, deflate_piece([shard_tail(config.format)], level))
+
+
+def _shard_file(
+    config: RenderConfig,
+    plan: Plan,
+    shard: ShardPlan,
+    rendered: list[list[memoryview]],
+    blocks: tuple[list[BlockTerms], tuple[LiveShard, bytes | None] | None] | None,
+) -> tuple[bytes, int]:
+    """A shard's file from its entries block by block (gzipped, `blocks`: its blocks and the live shard it copies
+    from, render/blocks.py) and its uncompressed size, which must be the size plan cut it by
+    (ShardSizeMismatch)."""
+    if blocks is not None:
+        payload, size = _gzip_shard(config, plan, shard, blocks[0], rendered, blocks[1])
     else:
-        payload = shard_bytes(config.format, pieces, plan.extended)
+        payload = shard_bytes(config.format, [piece for block in rendered for piece in block], plan.extended)
         size = len(payload)
     if size != shard.bytes:
         raise ShardSizeMismatch(f"{shard.name}: rendered {size} bytes, planned {shard.bytes}")
@@ -205,9 +343,10 @@ def render_shards(
     """Render and write `shards` (default: every shard the plan marks for rendering).
 
     DuckDB renders the entries in shard order from the staged snapshot: each run of shards that are ranges of its
-    rows a slice at a time, the other shards (of a plan that moved rows) joined to the planned rows in runs; each
-    finished shard is joined, size-checked, gzipped and written in a worker thread (at most 2 x threads shards in
-    flight).
+    rows a slice at a time, the other shards (of a plan that moved rows, or that copy blocks of a live shard)
+    joined to the planned rows in runs; each finished shard is joined (gzipped block by block, its unchanged
+    blocks copied from the live shard: render/blocks.py), size-checked and written in a worker thread (at most
+    2 x threads shards in flight).
     """
     progress = progress or Progress(enabled=False)
     todo = sorted([s for s in plan.shards if s.render] if shards is None else shards, key=lambda s: s.key)
@@ -215,16 +354,24 @@ def render_shards(
         return []
     by_key = {s.key: s for s in todo}
     write = write or output.write_bytes
-    set_variables(con, {"format": config.format})
+    set_variables(con, {"format": config.format, "block_urls": SHARD_BLOCK_URLS})
     snapshot = load_snapshot(plan.staged_path, output.config)
-    if not plan.ordered:
+    if not plan.ordered or config.gzip:
         _open_planned(con, plan, output)
+    terms = _block_terms(con, todo) if config.gzip else {}
+    lives = _live_shards(output, todo, terms, config.gzip_level) if config.gzip else {}
+    copied = {key: {t.block for t in terms[key] if live.reusable(t)} for key, live in lives.items()}
+    sizes = {key: [t.urls for t in blocks if t.block not in copied.get(key, ())] for key, blocks in terms.items()}
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()
 
-    def finish(shard: ShardPlan, pieces: list[memoryview]) -> None:
-        payload, size = _shard_file(config, plan, shard, pieces)
+    def finish(shard: ShardPlan, rendered: list[list[memoryview]]) -> None:
+        live = lives.get(shard.key)
+        blocks = None
+        if config.gzip:
+            blocks = terms.get(shard.key, []), (live, output.read_bytes(live.name)) if live else None
+        payload, size = _shard_file(config, plan, shard, rendered, blocks)
         write(shard.name, payload)
         with lock:
             results.append(RenderedShard(shard.name, size, len(payload) if config.gzip else None))
@@ -233,12 +380,15 @@ def render_shards(
     pending: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="render") as pool:
         try:
-            for key, pieces in _shard_pieces(_entry_batches(con, plan, snapshot, output.config, todo)):
-                pending.append(pool.submit(finish, by_key[key], pieces))
+            batches = _entry_batches(con, plan, snapshot, output.config, todo, copied)
+            for key, rendered in _shard_blocks(batches, sizes):
+                pending.append(pool.submit(finish, by_key[key], rendered))
                 # Bound memory: wait for the oldest shards when too many are in flight.
                 # (one list per check: every future may finish between two looks at them)
                 while len(running := [f for f in pending if not f.done()]) > 2 * max(1, threads):
                     running[0].result()
+            # (a shard every block of which is copied has no entries to render)
+            pending.extend(pool.submit(finish, by_key[key], []) for key in copied if not sizes.get(key))
             for future in pending:
                 future.result()
         except duckdb.Error as exc:
