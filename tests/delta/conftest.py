@@ -10,4 +10,4 @@ from sitemap_ops.render import render
 
 @pytest.fixture(autouse=True)
 def _small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(render, "SHARD_BLOCK_URLS", 7)
+    monkeypatch.setattr(render, "SHARD_BLOCK_URLS", 3)
