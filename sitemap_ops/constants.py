@@ -469,6 +469,10 @@ RENDER_VERSION = 2
 # Smaller blocks copy more of a shard changed in a few places; each costs compression: at 1,000, a shard of
 # 50,000 URLs is about 1.8% bigger than compressed whole.
 SHARD_BLOCK_URLS = 1000
+# A shard copies its blocks from the live shard when at least this share of them is the live shard's: one that
+# copies fewer renders faster whole (often as a range of the staged snapshot, on every thread) than joined for the
+# others, and its bytes are the same either way.
+RENDER_COPY_SHARE = 0.5
 # The gzip header's extra field (RFC 1952, FEXTRA) that lists a shard's blocks: its subfield id, and the bytes of
 # a shard's start that hold any header with it (10 fixed, 2 of length, at most 65,535 of field).
 BLOCK_TABLE_ID = b"SB"

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -15,6 +16,7 @@ import pyarrow as pa
 
 from sitemap_ops.constants import (
     GZIP_HEADER_LIMIT,
+    RENDER_COPY_SHARE,
     RENDER_JOIN_GAP,
     RENDER_JOIN_RANGES,
     RENDER_JOIN_SHARE,
@@ -276,27 +278,35 @@ def _live_shards(
     }
 
 
+class _Copies(NamedTuple):
+    """What a shard copies: the blocks `blocks` of the live shard `live`, whose file's bytes are `data`."""
+
+    live: LiveShard
+    data: bytes | None
+    blocks: set[int]
+
+
 def _gzip_shard(
     config: RenderConfig,
     plan: Plan,
     shard: ShardPlan,
     terms: list[BlockTerms],
     rendered: list[list[memoryview]],
-    live: tuple[LiveShard, bytes | None] | None,
+    copies: _Copies | None,
 ) -> tuple[bytes, int]:
-    """A gzipped shard (render/blocks.py) of its blocks `terms`: each copied from the live shard (`live`: its
-    blocks and its file's bytes) when it is one of its blocks, else compressed from the next of `rendered`."""
+    """A gzipped shard (render/blocks.py) of its blocks `terms`: each copied from the live shard when `copies`
+    names it, else compressed from the next of `rendered`."""
     level = config.gzip_level
-    if live is not None and not live[0].holds(live[1]):
+    if copies is not None and not copies.live.holds(copies.data):
         raise RenderError(
-            f"{shard.name}: the live shard {live[0].name} changed while render copied its blocks; "
+            f"{shard.name}: the live shard {copies.live.name} changed while render copied its blocks; "
             "nothing live was changed, run the build again"
         )
     blocks: list[tuple[BlockTerms, Piece]] = []
     entries = iter(rendered)
     for block in terms:
-        if live is not None and live[0].reusable(block):
-            blocks.append((block, live[0].piece(live[1] or b"", block.block)))
+        if copies is not None and block.block in copies.blocks:
+            blocks.append((block, copies.live.piece(copies.data or b"", block.block)))
             continue
         piece = deflate_piece(entry_chunks(next(entries, []), plan.extended), level)
         if piece.size != block.bytes:
@@ -315,10 +325,10 @@ def _shard_file(
     plan: Plan,
     shard: ShardPlan,
     rendered: list[list[memoryview]],
-    blocks: tuple[list[BlockTerms], tuple[LiveShard, bytes | None] | None] | None,
+    blocks: tuple[list[BlockTerms], _Copies | None] | None,
 ) -> tuple[bytes, int]:
-    """A shard's file from its entries block by block (gzipped, `blocks`: its blocks and the live shard it copies
-    from, render/blocks.py) and its uncompressed size, which must be the size plan cut it by
+    """A shard's file from its entries block by block (gzipped, `blocks`: its blocks and what it copies from the
+    live shard, render/blocks.py) and its uncompressed size, which must be the size plan cut it by
     (ShardSizeMismatch)."""
     if blocks is not None:
         payload, size = _gzip_shard(config, plan, shard, blocks[0], rendered, blocks[1])
@@ -328,6 +338,45 @@ def _shard_file(
     if size != shard.bytes:
         raise ShardSizeMismatch(f"{shard.name}: rendered {size} bytes, planned {shard.bytes}")
     return payload, size
+
+
+@dataclass
+class _ShardBlocks:
+    """The blocks of the shards to write (gzipped): their terms, by shard key; the live shards they copy blocks
+    from; and the blocks they copy."""
+
+    terms: dict[int, list[BlockTerms]]
+    lives: dict[int, LiveShard]
+    copied: dict[int, set[int]]
+
+    @classmethod
+    def of(
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        output: Storage,
+        config: RenderConfig,
+        todo: list[ShardPlan],
+        progress: Progress,
+    ) -> _ShardBlocks:
+        """The blocks of `todo` (sorted by key): each shard's (_block_terms), and those its live shard holds alike
+        (_live_shards)."""
+        terms = _block_terms(con, todo)
+        lives = _live_shards(output, todo, terms, config.gzip_level)
+        copied = {key: {t.block for t in terms[key] if live.reusable(t)} for key, live in lives.items()}
+        # (the bytes are the same either way: RENDER_COPY_SHARE)
+        copied = {key: found for key, found in copied.items() if len(found) >= RENDER_COPY_SHARE * len(terms[key])}
+        lives = {key: live for key, live in lives.items() if key in copied}
+        if copied:
+            count = sum(len(blocks) for blocks in terms.values())
+            progress.step(f"render: {sum(map(len, copied.values())):,} of {count:,} blocks copied from the live shards")
+        return cls(terms, lives, copied)
+
+    def sizes(self) -> dict[int, list[int]]:
+        """The URLs of each block render renders (not copied), by shard key, in order."""
+        return {
+            key: [t.urls for t in blocks if t.block not in self.copied.get(key, ())]
+            for key, blocks in self.terms.items()
+        }
 
 
 def render_shards(
@@ -358,20 +407,19 @@ def render_shards(
     snapshot = load_snapshot(plan.staged_path, output.config)
     if not plan.ordered or config.gzip:
         _open_planned(con, plan, output)
-    terms = _block_terms(con, todo) if config.gzip else {}
-    lives = _live_shards(output, todo, terms, config.gzip_level) if config.gzip else {}
-    copied = {key: {t.block for t in terms[key] if live.reusable(t)} for key, live in lives.items()}
-    sizes = {key: [t.urls for t in blocks if t.block not in copied.get(key, ())] for key, blocks in terms.items()}
+    blocks = _ShardBlocks.of(con, output, config, todo, progress) if config.gzip else _ShardBlocks({}, {}, {})
+    sizes = blocks.sizes()
     progress.start("render", len(todo))
     results: list[RenderedShard] = []
     lock = threading.Lock()
 
     def finish(shard: ShardPlan, rendered: list[list[memoryview]]) -> None:
-        live = lives.get(shard.key)
-        blocks = None
+        live = blocks.lives.get(shard.key)
+        found = None
         if config.gzip:
-            blocks = terms.get(shard.key, []), (live, output.read_bytes(live.name)) if live else None
-        payload, size = _shard_file(config, plan, shard, rendered, blocks)
+            copies = _Copies(live, output.read_bytes(live.name), blocks.copied[shard.key]) if live else None
+            found = blocks.terms.get(shard.key, []), copies
+        payload, size = _shard_file(config, plan, shard, rendered, found)
         write(shard.name, payload)
         with lock:
             results.append(RenderedShard(shard.name, size, len(payload) if config.gzip else None))
@@ -380,7 +428,7 @@ def render_shards(
     pending: list[Future[None]] = []
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="render") as pool:
         try:
-            batches = _entry_batches(con, plan, snapshot, output.config, todo, copied)
+            batches = _entry_batches(con, plan, snapshot, output.config, todo, blocks.copied)
             for key, rendered in _shard_blocks(batches, sizes):
                 pending.append(pool.submit(finish, by_key[key], rendered))
                 # Bound memory: wait for the oldest shards when too many are in flight.
@@ -388,7 +436,7 @@ def render_shards(
                 while len(running := [f for f in pending if not f.done()]) > 2 * max(1, threads):
                     running[0].result()
             # (a shard every block of which is copied has no entries to render)
-            pending.extend(pool.submit(finish, by_key[key], []) for key in copied if not sizes.get(key))
+            pending.extend(pool.submit(finish, by_key[key], []) for key in blocks.copied if not sizes.get(key))
             for future in pending:
                 future.result()
         except duckdb.Error as exc:

@@ -144,3 +144,19 @@ def test_a_live_shard_rewritten_while_render_copies_its_blocks_stops_the_build_b
     with pytest.raises(RenderError, match=f"the live shard {path.name} changed while render copied its blocks"):
         build(tmp_path, changed, now=NOW + dt.timedelta(hours=1), shards={"max_urls": 5_000})
     assert (tmp_path / "public" / "sitemap.xml").read_bytes() == index
+
+
+def test_a_shard_that_would_copy_less_than_half_its_blocks_is_rendered_whole_to_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _rows(4_500)
+    build(tmp_path, rows, shards={"max_urls": 5_000})
+    # new lastmods in blocks 0, 2 and 4: two of its five blocks are the live shard's
+    changed = [dict(r, lastmod=dt.datetime(2026, 6, 1)) if n in (5, 2_100, 4_400) else r for n, r in enumerate(rows)]
+    counted = _rendered_rows(monkeypatch)
+    second, out = build(tmp_path, changed, now=NOW + dt.timedelta(hours=1), shards={"max_urls": 5_000})
+    (shard,) = [s for s in second.plan.shards if s.render]
+    assert shard.live is not None and counted == [4_500]
+    (tmp_path / "fresh").mkdir()
+    _, fresh = build(tmp_path / "fresh", changed, shards={"max_urls": 5_000})
+    assert (fresh / shard.name).read_bytes() == (out / shard.name).read_bytes()
