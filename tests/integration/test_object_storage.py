@@ -29,6 +29,7 @@ from sitemap_ops.pipeline import run_build
 from sitemap_ops.plan.plan import load_placement
 from sitemap_ops.publish.exceptions import LeaseHeldError
 from sitemap_ops.publish.lease import LEASE_NAME, PublishLease
+from sitemap_ops.render import render as render_module
 from sitemap_ops.snapshot import load_snapshot
 from sitemap_ops.stage import partitions
 from sitemap_ops.storage import Storage, StorageConfig
@@ -597,3 +598,42 @@ def test_a_rebuild_planned_in_chunks_writes_its_dated_snapshot_and_change_set_to
     first_time, later_time = (when.astimezone(dt.UTC).replace(tzinfo=None) for when in (NOW, later))
     assert {lastmods[p["loc"]] for p in pages[30:]} == {first_time}
     assert {lastmods[p["loc"]] for p in changed[:30] + new} == {later_time}
+
+
+def test_a_shard_s_unchanged_blocks_are_copied_from_the_live_object_on_object_storage(
+    tmp_path: Path, store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On S3 and GCS, render reads the live shard's header (a ranged read), then the object, and copies the blocks
+    whose rows did not change: the object is the one a first build of the same rows writes, on a local disk."""
+    monkeypatch.setattr(render_module, "SHARD_BLOCK_URLS", 10)
+    rows = _rows(250)
+    _build(tmp_path, store, rows)
+    changed = [dict(r, lastmod=dt.datetime(2026, 6, 1)) if n == 42 else r for n, r in enumerate(rows)]
+    rendered: list[int] = []
+    entry_batches = render_module._entry_batches
+
+    def counted(*args: object):  # the entries each render renders
+        rendered.append(0)
+        for keys, entries in entry_batches(*args):  # type: ignore[arg-type]
+            rendered[-1] += len(keys)
+            yield keys, entries
+
+    monkeypatch.setattr(render_module, "_entry_batches", counted)
+    second = _build(tmp_path, store, changed, now=NOW + dt.timedelta(hours=1))
+    (shard,) = [s for s in second.plan.shards if s.render]
+    assert shard.live is not None and rendered == [10], "block 4 of 10 is rendered, the other 9 copied"
+    (tmp_path / "fresh").mkdir()
+    write_inventory(tmp_path / "fresh" / "inventory.parquet", changed)
+    fresh = load_config(
+        None,
+        {
+            "base_url": SITE,
+            "output": str(tmp_path / "fresh" / "public"),
+            "work_dir": str(tmp_path / "fresh" / "work"),
+            "sources": [{"path": str(tmp_path / "fresh" / "inventory.parquet")}],
+            "shards": {"max_urls": 100},
+        },
+    )
+    run_build(fresh, now=NOW)
+    site = Storage.open(store.url("site"), _config(tmp_path, store).storage)
+    assert site.read_bytes(shard.name) == (tmp_path / "fresh" / "public" / shard.name).read_bytes()
