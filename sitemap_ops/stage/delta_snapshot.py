@@ -2,32 +2,52 @@
 
 A staged snapshot's files are URL ranges in URL order, each sorted by (section, loc) (sitemap_ops.snapshot), so
 a file holds the URLs from its lowest to the next file's. A delta build changes the entries of a few URLs
-(`delta_locs`): it writes again the files whose range holds one of them (sql/stage_delta_snapshot.sql: the live
-entries but those, and the new winners) and copies the others from the live build's folder, byte for byte (on a
-local disk a hard link, under a name no stage writes: STAGED_KEPT_NAME). A
-touched file is written again in URL ranges: each run of its URLs before, between and after the changed ones
-apart when it is long (`_segments`), and each range of more than twice DELTA_FILE_ROWS rows cut into ranges of
-about that many, so the next delta builds write little; a change-aware site's full build staged in one pass
-writes its snapshot in such ranges already, and records their lowest URLs (`write_in_ranges`), so that its first
-delta build neither cuts nor reads them to find their ranges. The snapshot's rows and order are those of one file
-sorted by (section, loc): each file holds a range of URLs, and the files follow each other in URL order.
+(`delta_locs`): it writes again the files whose range holds one of them (the live entries but those, and the new
+winners of sql/stage_delta_winners.sql at their places: `_Merge`) and copies the others from the live build's
+folder, byte for byte (on a local disk a hard link, under a name no stage writes: STAGED_KEPT_NAME). A touched file
+is written again in URL ranges: each run of its URLs before, between and after the changed ones apart when it is
+long (`_segments`), and each range of more than twice DELTA_FILE_ROWS rows cut into ranges of about that many, so
+the next delta builds write little; a change-aware site's full build staged in one pass writes its snapshot in
+such ranges already, and records their lowest URLs (`write_in_ranges`), so that its first delta build neither cuts
+nor reads them to find their ranges. The snapshot's rows and order are those of one file sorted by (section, loc):
+each file holds a range of URLs, and the files follow each other in URL order.
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import itertools
+import os
+import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_KEPT_NAME, STAGED_NAME, STAGED_PART_NAME
-from sitemap_ops.duck import constant, quote_literal, read_sql, set_variables, storage_path
+from sitemap_ops.duck import constant, quote_literal, read_sql, scratch_folder, set_variables, storage_path
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, range_count, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 # a URL range [low, high); None: unbounded
 Bounds = tuple[str | None, str | None]
+# how a file a delta build writes again is written: row groups of DuckDB's size, a dictionary only for the columns
+# of few values (trying one on every URL costs a third of the write)
+_FILE_WRITE: dict[str, Any] = {
+    "compression": "snappy",
+    "row_group_size": 122_880,
+    "use_dictionary": ["changefreq", "priority", "section"],
+}
+_READ_ROWS = 122_880  # the rows of a live file read at once
+# files written again at once: pyarrow reads and writes a file on about one core, so two keep both busy
+_WRITERS = 2
 
 
 @dataclass(frozen=True)
@@ -47,7 +67,7 @@ def write_delta_snapshot(
     written again: the live snapshot `old` with the entries of the URLs of the table `delta_locs` replaced by those
     of the view `delta_winners`, each file of `old` whose range holds none of them copied. Its index records each
     file's lowest URL (Snapshot.lows): a copied file's from `old`, a written one's from its writer
-    (write_staged_file)."""
+    (_Merge.write)."""
     paths = file_paths(con, old, storage)
     lows, ranges = _live_file_ranges(con, old, paths)
     touched = _touched(con, ranges)
@@ -70,14 +90,26 @@ def write_delta_snapshot(
     kept = [file.copied and sources[file.source][0].fs == work.fs for file in files]
     names = [STAGED_KEPT_NAME.format(index=n) if k else snapshot_file_name(n) for n, k in enumerate(kept)]
     new_lows = [lows[file.source] if file.source >= 0 else None for file in files]
+    written: list[tuple[int, _Merge]] = []
     for number, (name, file) in enumerate(zip(names, files, strict=True)):
         if kept[number]:  # (a link on a local disk: the name is one no stage writes into)
             folder, source_name = sources[file.source]
             work.copy_in(folder, source_name, name, shared=True)
             continue
         # (a live file on another file system is written again, without winners: none is in its range)
-        live = paths[file.source] if file.source >= 0 else None
-        new_lows[number] = _write_file(con, work, name, live, file.bounds, not file.copied)
+        set_variables(con, {"file_low": file.bounds[0], "file_high": file.bounds[1], "file_winners": not file.copied})
+        new = con.sql(read_sql("stage_delta_winners")).to_arrow_table()
+        written.append((number, _Merge(sources[file.source] if file.source >= 0 else None, file.bounds, new)))
+    changed = con.table("delta_locs").select("loc").to_arrow_table().column("loc")
+    with (
+        tempfile.TemporaryDirectory(prefix="sitemap-ops-stage-", dir=scratch_folder(con)) as scratch,
+        ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="stage-files") as pool,
+    ):
+        jobs = [(number, merge, os.path.join(scratch, names[number])) for number, merge in written]
+        found = pool.map(lambda job: job[1].write(changed, job[2]), jobs)
+        for (number, _, local), low in zip(jobs, found, strict=True):
+            work.move_in(local, names[number])
+            new_lows[number] = low
     return index_snapshot(con, work, names, STAGED_NAME, new_lows), sum(not file.copied for file in files)
 
 
@@ -258,18 +290,105 @@ def _within(outer: Bounds | None, inner: Bounds) -> Bounds:
     return low, high
 
 
-def _write_file(
-    con: duckdb.DuckDBPyConnection, work: Storage, name: str, live: str | None, bounds: Bounds, winners: bool
-) -> str | None:
-    """Write the snapshot file `name` of the URLs of `bounds`: those of the live file `live` (None: no live file)
-    but the URLs deduplicated again, and (with `winners`) the new winners (sql/stage_delta_snapshot.sql); its
-    lowest URL (write_staged_file)."""
-    if live is None:
-        con.sql("SELECT * FROM delta_winners LIMIT 0").create_view("staged_file", replace=True)
-    else:
-        con.read_parquet(live).create_view("staged_file", replace=True)
-    set_variables(con, {"file_low": bounds[0], "file_high": bounds[1], "file_winners": winners})
-    return write_staged_file(con, read_sql("stage_delta_snapshot"), storage_path(con, work, name))
+@dataclass(frozen=True)
+class _Merge:
+    """A file a delta build writes again: the rows of the live file `live` (its folder and name; None: no live
+    file) whose URL is in `bounds`, but the URLs deduplicated again, and the new winners of that range `new`
+    (sql/stage_delta_winners.sql, sorted by (section, loc)) at their places."""
+
+    live: tuple[Storage, str] | None
+    bounds: Bounds
+    new: pa.Table
+
+    def write(self, changed: pa.ChunkedArray, local: str) -> str | None:
+        """Write the file to the local path `local` (`changed`: the URLs deduplicated again, the table
+        `delta_locs`); its lowest URL (None: no row).
+
+        The live rows are sorted by (section, loc) already and the winners are few: each winner's place among them
+        is found by a binary search (_places) and the rows are put together in that order (pieces of the live
+        rows, not a copy), rather than sorted again, which cost DuckDB about 40% of the file's CPU seconds."""
+        rows = self.new.slice(0, 0) if self.live is None else _live_rows(self.live, self.bounds)
+        new = self.new.rename_columns(rows.schema.names).cast(rows.schema) if self.live is not None else self.new
+        # the rows gone (each URL deduplicated again: its winner, if any, is in `new`) and where each winner goes
+        gone = np.flatnonzero(pc.is_in(rows.column("loc"), value_set=changed).to_numpy(False))
+        places = _places(rows, new)
+        # per change, in order: the live rows before it, the winners placed there, its old row left out; each a
+        # slice, not a copy
+        stops = np.union1d(gone, places)
+        firsts, ends = np.searchsorted(places, stops, side="left"), np.searchsorted(places, stops, side="right")
+        skips = np.isin(stops, gone)
+        pieces: list[pa.Table] = []
+        start = 0
+        for stop, first, end, skip in zip(stops.tolist(), firsts.tolist(), ends.tolist(), skips.tolist(), strict=True):
+            pieces += [rows.slice(start, stop - start), new.slice(first, end - first)]
+            start = stop + 1 if skip else stop
+        pieces.append(rows.slice(start))
+        table = pa.concat_tables(pieces)
+        pq.write_table(table, local, **_FILE_WRITE)
+        low = pc.min(table.column("loc")).as_py()
+        return None if low is None else str(low)
+
+
+def _live_rows(live: tuple[Storage, str], bounds: Bounds) -> pa.Table:
+    """The rows of the live file `live` (its folder and name) whose URL is in `bounds`, in the file's order, read
+    a row group at a time (only the range's rows are held; a batch wholly in the range is kept as it is)."""
+    folder, name = live
+    low, high = bounds
+    # (a local file by its path: pyarrow reads it itself, without holding the interpreter's lock)
+    with contextlib.nullcontext(folder.path(name)) if folder.is_local else folder.fs.open(folder.path(name)) as file:
+        reader = pq.ParquetFile(file)
+        batches = []
+        for batch in reader.iter_batches(batch_size=_READ_ROWS):
+            if _crosses(batch, bounds):
+                loc = batch.column("loc")
+                within = pc.and_(
+                    pa.scalar(True) if low is None else pc.greater_equal(loc, low),
+                    pa.scalar(True) if high is None else pc.less(loc, high),
+                )
+                batch = batch.filter(within)
+            batches.append(batch)
+        return pa.Table.from_batches(batches, schema=reader.schema_arrow)
+
+
+def _crosses(batch: pa.RecordBatch, bounds: Bounds) -> bool:
+    """Whether some URL of `batch` is outside `bounds`."""
+    if not batch.num_rows:
+        return False
+    least, most = (value.as_py() for value in pc.min_max(batch.column("loc")).values())
+    return (bounds[0] is not None and least < bounds[0]) or (bounds[1] is not None and most >= bounds[1])
+
+
+def _places(rows: pa.Table, new: pa.Table) -> np.ndarray:
+    """For each row of `new` (sorted by (section, loc)), how many rows of `rows` (sorted so too) come before it in
+    that order: its section's span of `rows` (_section_spans), then a binary search on loc within it, for all the
+    winners at once (about log2 of the rows' count steps, each a gather of one URL per winner)."""
+    low, high = _section_spans(rows.column("section"), new.column("section"))
+    if not rows.num_rows or not new.num_rows:
+        return low
+    locs, targets = rows.column("loc").combine_chunks(), new.column("loc").combine_chunks()
+    while (searching := np.flatnonzero(low < high)).size:
+        middle = (low[searching] + high[searching]) // 2
+        below = pc.less(locs.take(pa.array(middle)), targets.take(pa.array(searching))).to_numpy(False)
+        low[searching[below]] = middle[below] + 1
+        high[searching[~below]] = middle[~below]
+    return low
+
+
+def _section_spans(sections: pa.ChunkedArray, wanted: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """For each value of `wanted`, the rows [first, end) of its section among `sections` (sorted: one run per
+    section), or, a section with no row there, the empty span where its rows would be."""
+    runs = pc.run_end_encode(sections.combine_chunks().cast(pa.string())) if len(sections) else None
+    names: list[str] = [] if runs is None else runs.values.to_pylist()
+    ends: list[int] = [] if runs is None else runs.run_ends.to_pylist()
+    distinct = pc.unique(wanted.combine_chunks().cast(pa.string()))
+    spans = []
+    for section in distinct.to_pylist():  # (the sections of the winners: a few)
+        at = bisect.bisect_left(names, section)
+        start = ends[at - 1] if at else 0
+        spans.append((start, ends[at] if at < len(names) and names[at] == section else start))
+    picked = pc.index_in(wanted.cast(pa.string()), value_set=distinct).to_numpy(False)
+    firsts, lasts = (np.array([span[side] for span in spans], dtype=np.int64) for side in (0, 1))
+    return firsts[picked], lasts[picked]
 
 
 def write_staged_file(con: duckdb.DuckDBPyConnection, query: str, path: str) -> str | None:

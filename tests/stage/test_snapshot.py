@@ -13,6 +13,7 @@ import pytest
 
 from sitemap_ops.duck import connect
 from sitemap_ops.snapshot import block_relations, create_snapshot_view, index_snapshot, load_snapshot, rows_relation
+from sitemap_ops.stage import delta_snapshot
 from sitemap_ops.stage.delta_snapshot import write_staged_file
 from sitemap_ops.storage import Storage
 from tests.helpers import read_staged
@@ -110,3 +111,43 @@ def test_a_staged_file_s_lowest_url_comes_from_its_writer_and_is_the_lowest_it_h
     empty = str(tmp_path / "staged-00001.parquet")
     assert write_staged_file(con, "SELECT * FROM given WHERE false", empty) is None
     assert pq.read_table(empty).num_rows == 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_file_a_delta_build_writes_again_is_the_live_rows_and_winners_sorted(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_Merge places the new winners among the live file's rows (sorted already) without sorting them again: the
+    file is what sorting the kept rows and the winners by (section, loc) gives, with URLs gone, replaced, moved to
+    another section, in sections the file has no row of (before, between and after its own), and cut to a range."""
+    monkeypatch.setattr(delta_snapshot, "_READ_ROWS", 7)  # (batches of a few rows: some cross the range's ends)
+    rng = random.Random(seed)
+    sections = ["b", "blog", "news", "pages"]
+    live = sorted({(rng.choice(sections), f"{SITE}/{rng.randrange(10**4):05d}") for _ in range(rng.randint(0, 300))})
+    live = list({loc: (section, loc) for section, loc in live}.values())  # (one row per URL, as staged)
+    live.sort()
+    schema = pa.schema([("section", pa.string()), ("loc", pa.string()), ("n", pa.int64())])
+    pq.write_table(pa.table([[s for s, _ in live], [u for _, u in live], list(range(len(live)))], schema=schema),
+                   tmp_path / "live.parquet", row_group_size=rng.choice([5, 50, 1000]))  # fmt: skip
+    changed = rng.sample([u for _, u in live], min(len(live), rng.randint(0, 40)))
+    changed += [f"{SITE}/{rng.randrange(10**4):05d}x" for _ in range(rng.randint(0, 40))]
+    # a changed URL is gone, or has a winner, in its section or another, one the file may not hold ("a", "zz")
+    winners = sorted((rng.choice([*sections, "a", "zz"]), loc) for loc in changed if rng.random() < 0.7)
+    cut = sorted(rng.sample([u for _, u in live] or [SITE], 2)) if rng.random() < 0.5 else [None, None]
+    bounds = (cut[0], cut[1])
+
+    def within(loc: str) -> bool:
+        return (bounds[0] is None or loc >= bounds[0]) and (bounds[1] is None or loc < bounds[1])
+
+    new = [(s, u, -1) for s, u in winners if within(u)]
+    merge = delta_snapshot._Merge(
+        (Storage.open(str(tmp_path)), "live.parquet"),
+        bounds,
+        pa.table([[s for s, _, _ in new], [u for _, u, _ in new], [n for _, _, n in new]], schema=schema),
+    )
+    low = merge.write(pa.chunked_array([pa.array(changed, pa.string())]), str(tmp_path / "out.parquet"))
+    kept = [(s, u, n) for n, (s, u) in enumerate(live) if u not in set(changed) and within(u)]
+    expected = sorted(kept + new, key=lambda row: (row[0], row[1]))
+    written = pq.read_table(tmp_path / "out.parquet")
+    assert list(zip(*(written.column(c).to_pylist() for c in ("section", "loc", "n")), strict=True)) == expected
+    assert low == min((u for _, u, _ in expected), default=None)
