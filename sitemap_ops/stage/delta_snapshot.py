@@ -38,14 +38,15 @@ from sitemap_ops.storage import Storage, StorageConfig, open_file
 
 # a URL range [low, high); None: unbounded
 Bounds = tuple[str | None, str | None]
-# how a file a delta build writes again is written: row groups of DuckDB's size, a dictionary only for the columns
-# of few values (trying one on every URL costs a third of the write)
+# DuckDB's row group: the rows of a live file read at once, and of a row group of a file written again
+_READ_ROWS = 122_880
+# how a file a delta build writes again is written: a dictionary only for the columns of few values (trying one on
+# every URL costs a third of the write)
 _FILE_WRITE: dict[str, Any] = {
     "compression": "snappy",
-    "row_group_size": 122_880,
+    "row_group_size": _READ_ROWS,
     "use_dictionary": ["changefreq", "priority", "section"],
 }
-_READ_ROWS = 122_880  # the rows of a live file read at once
 # files written again at once: pyarrow reads and writes a file on about one core, so two keep both busy
 _WRITERS = 2
 
