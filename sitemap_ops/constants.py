@@ -220,6 +220,9 @@ DELTA_FILE_ROWS = 1_000_000
 DELTA_APART_SHARE = 4
 # a delta build: the URLs it staged again, with their entries now, which the plan's change set compares
 DELTA_CHANGED_NAME = "delta-changed.parquet"
+# a one-host delta build: the rows of its staged snapshot and of the live one that hold the URLs it staged again,
+# which the plan reads by number rather than scanning both snapshots' URLs for them
+DELTA_ROWS_NAME = "delta-rows.parquet"
 # a change-aware site with exclusion sources: the URLs they keep out (the state's rows are kept before they
 # apply), which the next delta build compares its own with
 STATE_EXCLUSIONS_NAME = "state-exclusions.parquet"
@@ -263,7 +266,7 @@ REPORT_DATA_NAME = "report.json"  # report: its figures (the history of later re
 WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
     LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, PLAN_PLACED_NAME, REPORT_NAME,
-    REPORT_DATA_NAME, STATE_ROWS_NAME, STATE_LAYER_NAME, DELTA_CHANGED_NAME, STATE_EXCLUSIONS_NAME,
+    REPORT_DATA_NAME, STATE_ROWS_NAME, STATE_LAYER_NAME, DELTA_CHANGED_NAME, DELTA_ROWS_NAME, STATE_EXCLUSIONS_NAME,
     *LEGACY_SNAPSHOT_NAMES,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")

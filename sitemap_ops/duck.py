@@ -263,6 +263,25 @@ def numpy_of(column: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
+def flags_of(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A non-null boolean Arrow column as a numpy array of bools (numpy_of: not to_numpy())."""
+    return numpy_of(column.cast(pa.uint8()), np.uint8).astype(bool)
+
+
+def int_array(values: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """An integer numpy array as an Arrow array of `type_` (from its buffer, not pa.array(): that imports pandas
+    when it is installed, about 1 s)."""
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values.astype(f"int{type_.bit_width}"))])
+
+
+def string_scalar(value: str) -> pa.Scalar:
+    """`value` as an Arrow string scalar, which a compute function compares a column with (from buffers, not
+    pa.scalar(): that imports pandas too)."""
+    data = value.encode("utf-8")
+    offsets = np.array([0, len(data)], dtype=np.int32)
+    return pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])[0]
+
+
 def set_variables(con: duckdb.DuckDBPyConnection, values: Mapping[str, object]) -> None:
     """`SET VARIABLE` each of the build's own values as a literal; the SQL files read them with getvariable()
     (folded to constants). Literals, not parameters: DuckDB imports pandas (about 1 s) the first time a

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import duckdb
+import numpy as np
 
 from sitemap_ops.constants import DELTA_APART_SHARE
 from sitemap_ops.duck import duckdb_path, read_sql, set_variables, storage_path
@@ -83,6 +84,17 @@ class Snapshot:
             low, high = max(first, at), min(end, at + piece.rows)
             if low < high:
                 yield piece.file, piece.start + low - at, piece.start + high - at, at - piece.start
+
+    def rows_of(self, file: int, rows: np.ndarray) -> np.ndarray:
+        """The snapshot's row numbers of rows `rows` (numbers in the file) of its file `file`: each row's piece (the
+        file's block of its section) starts at a known row of the snapshot."""
+        found = sorted((p.start, at) for at, p in zip(self.firsts, self.pieces, strict=True) if p.file == file)
+        starts = np.array([start for start, _ in found], dtype=np.int64)
+        shifts = np.array([at - start for start, at in found], dtype=np.int64)
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(rows):
+            return rows
+        return rows + shifts[np.searchsorted(starts, rows, side="right") - 1]
 
     def to_json(self) -> bytes:
         pieces = [[p.file, p.section, p.start, p.rows] for p in self.pieces]

@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sitemap_ops.duck import numpy_of, read_sql, set_variables
+from sitemap_ops.duck import int_array, numpy_of, read_sql, set_variables
 from sitemap_ops.plan.exceptions import PlanError
 from sitemap_ops.plan.parts import Parts, PartSums, RowBatch, in_order
 from sitemap_ops.snapshot import Snapshot, create_rows_view
@@ -171,12 +171,6 @@ def kept_table(sections: list[SectionRows]) -> pa.Table:
     return pa.Table.from_arrays(
         [int_array(c, f.type) for c, f in zip(columns, KEPT_SCHEMA, strict=True)], schema=KEPT_SCHEMA
     )
-
-
-def int_array(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    """An integer numpy array as an Arrow array of `type_` (from its buffer, not pa.array(): that imports pandas
-    when it is installed, about 1 s)."""
-    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values.astype(f"int{type_.bit_width}"))])
 
 
 def release_tails(

@@ -6,7 +6,9 @@ other URL keeps the live build's staged row, and both the staged snapshot and th
 assignment, which holds its entry bytes, shard and position: a chunk task reads those three integers by
 position. Prepare sizes and joins the touched rows alone (sql/plan_carry_touched.sql, as sql/plan_rows.sql
 would) and writes them with their row numbers in both (touched-00000.parquet in plan-chunks/); when the untouched
-rows do not agree in number, it writes nothing and the chunks size and join every row.
+rows do not agree in number, it writes nothing and the chunks size and join every row. The stage records those
+numbers as it writes the rows (StageResult.changed_rows); without such a record (a host of a multi-host site),
+prepare finds them by a scan of both for the URLs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sitemap_ops.constants import DELTA_FILE_ROWS, RENDER_VERSION
 from sitemap_ops.duck import (
     create_parquet_view,
     duckdb_path,
+    int_array,
     numpy_of,
     read_sql,
     scratch_folder,
@@ -33,7 +36,6 @@ from sitemap_ops.duck import (
     storage_path,
 )
 from sitemap_ops.manifest import Manifest, assignment_files, part_terms_name
-from sitemap_ops.plan.assign import int_array
 from sitemap_ops.plan.changes import write_changed
 from sitemap_ops.plan.config import PlanSettings
 from sitemap_ops.plan.parts import PartSums, RowBatch
@@ -87,19 +89,24 @@ def write_touched(
     live: Manifest,
     live_rows: list[int],
     storage: StorageConfig,
+    numbered: str,
 ) -> bool:
     """Write the touched rows, sized and joined, with their numbers in the staged snapshot and in the live
     assignment (sql/plan_carry_touched.sql; reads the view `changed_urls`) to `folder` (TOUCHED_NAME), and fill
     the table `changed_live` the change set compares with; whether the untouched rows agree in number (else no
-    file is written, and the plan sizes and joins every row)."""
+    file is written, and the plan sizes and joins every row). `numbered`: where the stage recorded those rows
+    (StageResult.changed_rows; "": found by a scan of both)."""
     assert live.assignment
     files = [duckdb_path(con, f, storage) for f in assignment_files(live.assignment)]
     offsets = [0, *itertools.accumulate(live_rows)][: len(files)]
-    ((low, high),) = con.execute("SELECT min(loc), max(loc) FROM changed_urls").fetchall()
-    low, high = (low, high) if low is not None else ("", "")  # (no URL touched: the bounds hold none either)
-    set_variables(con, {"carry_files": files, "carry_offsets": offsets, "carry_low": low, "carry_high": high})
+    set_variables(con, {"carry_files": files, "carry_offsets": offsets})
     con.execute(read_sql("plan_carry_live"))
-    create_rows_view(con, "carry_staged", snapshot, storage)
+    if not numbered or not _read_numbered(con, duckdb_path(con, numbered, storage)):
+        ((low, high),) = con.execute("SELECT min(loc), max(loc) FROM changed_urls").fetchall()
+        low, high = (low, high) if low is not None else ("", "")  # (no URL touched: the bounds hold none either)
+        set_variables(con, {"carry_low": low, "carry_high": high})
+        create_rows_view(con, "carry_staged", snapshot, storage)
+        con.execute(read_sql("plan_carry_scan"))
     con.execute(read_sql("plan_carry_touched"))
     try:
         ((staged, live_touched),) = con.execute(
@@ -116,6 +123,19 @@ def write_touched(
     return True
 
 
+def _read_numbered(con: duckdb.DuckDBPyConnection, numbered: str) -> bool:
+    """Fill the tables of sql/plan_carry_numbered.sql from the stage's record of where the URLs it staged again are
+    (the file `numbered`); whether it holds them all: a winner for each URL present, a live row for each row of the
+    live assignment it names."""
+    create_parquet_view(con, "carry_numbers", numbered)
+    con.execute(read_sql("plan_carry_numbered"))
+    ((whole,),) = con.execute(
+        "SELECT (SELECT count(*) FROM carry_staged_touched) = (SELECT count(*) FROM changed_urls WHERE present)"
+        " AND (SELECT count(*) FROM changed_live) = (SELECT count(*) FROM carry_numbers WHERE side = 'live')"
+    ).fetchall()
+    return bool(whole)
+
+
 def delta_changes(
     con: duckdb.DuckDBPyConnection,
     config: PlanSettings,
@@ -123,22 +143,24 @@ def delta_changes(
     folder: Storage,
     snapshot: Snapshot,
     live: LiveState,
-    changed: str,
+    changed: tuple[str, str, str],
     *,
     keep: bool,
 ) -> list[int] | None:
-    """A delta build's change set (in `work`), of the URLs its stage staged again (`changed`, a URL), and, when
+    """A delta build's change set (in `work`), of the URLs its stage staged again (`changed`: where they are, the
+    live snapshot they changed from and where their rows are, StageResult's), and, when
     URLs keep their shards (`keep`: not a full rebuild) and the live assignment allows, the touched rows its
     chunks carry the others by (in `folder`, plan-chunks/): the rows of the live assignment's parts then, else
     None. One scan of the live assignment serves both. Redefines the views `staged` and `live_urls` to those
     URLs (plan.changes)."""
     assert live.manifest is not None
-    create_parquet_view(con, "changed_urls", duckdb_path(con, changed, config.storage))
+    path, _, numbered = changed
+    create_parquet_view(con, "changed_urls", duckdb_path(con, path, config.storage))
     live_rows = live_part_rows(con, live.manifest, config.storage, config.render.format) if keep else None
     carried = None
     if live_rows is not None:
         folder.makedirs()
-        if write_touched(con, folder, snapshot, live.manifest, live_rows, config.storage):
+        if write_touched(con, folder, snapshot, live.manifest, live_rows, config.storage, numbered):
             carried = live_rows
     write_changed(con, work, config.news_section, live_read=live_rows is not None)
     return carried

@@ -163,7 +163,7 @@ def prepare_plan(
     force: bool = False,
     preview: bool = False,
     excluded: int = 0,
-    changed: tuple[str, str] = ("", ""),
+    changed: tuple[str, str, str] = ("", "", ""),
     keeps_state: bool = False,
     progress: Progress | None = None,
 ) -> PreparedPlan:
@@ -174,9 +174,10 @@ def prepare_plan(
     `full_rebuild` keeps no URL in its live shard (the change set still compares with the live build);
     `force` skips the breaker; `preview` (a dry run) records its verdict instead of failing; `excluded`: the
     URLs the stage's exclusion sources kept out (the breaker compares them with the live build's); `changed`: a
-    delta build's URLs staged again and the live snapshot they changed from (StageResult.changed_path and
-    changed_since); `keeps_state`: the build keeps a delta state (StageResult.state), so its chunks, the parts of
-    its assignment, hold about DELTA_FILE_ROWS rows at most (_chunk_count)."""
+    delta build's URLs staged again, the live snapshot they changed from and where their rows are (StageResult's
+    changed_path, changed_since and changed_rows); `keeps_state`: the build keeps a delta state
+    (StageResult.state), so its chunks, the parts of its assignment, hold about DELTA_FILE_ROWS rows at most
+    (_chunk_count)."""
     progress = progress or Progress(enabled=False)
     clear_chunks(work)  # an earlier attempt's
     clear_changes(work)  # (an earlier attempt's parts, perhaps of another count)
@@ -214,7 +215,7 @@ def prepare_plan(
         if prepared_changes:  # (last: it redefines the views `staged` and `live_urls` to the URLs staged again)
             with live_guard(live_assignment, config):
                 live_rows = delta_changes(
-                    con, config, work, chunks_of(work), snapshot, live, changed[0], keep=bool(previous_assignment)
+                    con, config, work, chunks_of(work), snapshot, live, changed, keep=bool(previous_assignment)
                 )
             if live_rows is not None:
                 chunks, held = aligned_chunks(con, chunks_of(work), snapshot, live_rows, config.storage)

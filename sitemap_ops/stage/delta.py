@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from sitemap_ops.constants import (
     DELTA_CHANGED_NAME,
+    DELTA_ROWS_NAME,
     MAX_STATE_LAYERS,
     REJECTS_NAME,
     STATE_COMPRESSION,
@@ -122,7 +123,7 @@ def run_delta_stage(
             con.sql(query).write_parquet(storage_path(con, work, written), compression=STATE_COMPRESSION)
             set_variables(con, {"state_old_rows": _state_rows(con, state)})
             ((valid, touched),) = con.execute(read_sql("stage_delta_counts")).fetchall()
-            snapshot, rewritten = write_delta_snapshot(con, work, old, config.storage)
+            snapshot, rewritten, numbered = write_delta_snapshot(con, work, old, config.storage)
             changed = con.sql(read_sql("stage_delta_changed"))
             changed.write_parquet(storage_path(con, work, DELTA_CHANGED_NAME), compression="zstd")
             kept_exclusions = keep_exclusions(con, work) if excluded_old else ""
@@ -140,6 +141,8 @@ def run_delta_stage(
     marks = next_marks(state.marks, marks)
     result.state = DeltaState(base, snapshot.url, marks, state.digest, layers, kept_exclusions, int(valid))
     result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
+    # (a host's snapshot is split from this one, with other row numbers: its plan finds its changed rows itself)
+    result.changed_rows = work.url_of(DELTA_ROWS_NAME) if numbered and not host_works else ""
     valid = int(valid) + (sum(excluded.valid_change) if excluded else 0)
     staged = finish_stage(config, con, work, result, snapshot, valid, per_host, progress, host_works, host_valid)
     for host, urls in zip(staged.hosts, excluded.urls if excluded else [], strict=False):

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
@@ -31,8 +31,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sitemap_ops.constants import DELTA_FILE_ROWS, STAGED_KEPT_NAME, STAGED_NAME, STAGED_PART_NAME
-from sitemap_ops.duck import constant, quote_literal, read_sql, scratch_folder, set_variables, storage_path
+from sitemap_ops.constants import DELTA_FILE_ROWS, DELTA_ROWS_NAME, STAGED_KEPT_NAME, STAGED_NAME, STAGED_PART_NAME
+from sitemap_ops.duck import (
+    constant,
+    flags_of,
+    int_array,
+    numpy_of,
+    quote_literal,
+    read_sql,
+    scratch_folder,
+    set_variables,
+    storage_path,
+    string_scalar,
+)
 from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot, range_count, rows_apart
 from sitemap_ops.storage import Storage, StorageConfig, open_file
 
@@ -47,6 +58,8 @@ _FILE_WRITE: dict[str, Any] = {
     "row_group_size": _READ_ROWS,
     "use_dictionary": ["changefreq", "priority", "section"],
 }
+# what a winner's entry is sized by (plan's so_entry_bytes), written with its row for the plan (DELTA_ROWS_NAME)
+NUMBERED_COLUMNS = ("loc", "section", "lastmod", "changefreq", "priority", "ext_bytes")
 # files written again at once: pyarrow reads and writes a file on about one core, so two keep both busy
 _WRITERS = 2
 
@@ -63,10 +76,11 @@ class _File:
 
 def write_delta_snapshot(
     con: duckdb.DuckDBPyConnection, work: Storage, old: Snapshot, storage: StorageConfig | None
-) -> tuple[Snapshot, int]:
-    """The staged snapshot of a delta build in `work` (indexed as STAGED_NAME) and how many of its files were
-    written again: the live snapshot `old` with the entries of the URLs of the table `delta_locs` replaced by those
-    of the view `delta_winners`, each file of `old` whose range holds none of them copied. Its index records each
+) -> tuple[Snapshot, int, bool]:
+    """The staged snapshot of a delta build in `work` (indexed as STAGED_NAME), how many of its files were written
+    again, and whether it wrote where its changed rows are (DELTA_ROWS_NAME, _write_numbers; not when it wrote no
+    file again): the live snapshot `old` with the entries of the URLs of the table `delta_locs` replaced by those of
+    the view `delta_winners`, each file of `old` whose range holds none of them copied. Its index records each
     file's lowest URL (Snapshot.lows): a copied file's from `old`, a written one's from its writer
     (_Merge.write)."""
     paths = file_paths(con, old, storage)
@@ -107,11 +121,39 @@ def write_delta_snapshot(
         ThreadPoolExecutor(max_workers=_WRITERS, thread_name_prefix="stage-files") as pool,
     ):
         jobs = [(number, merge, os.path.join(scratch, names[number])) for number, merge in written]
-        found = pool.map(lambda job: job[1].write(changed, job[2]), jobs)
-        for (number, _, local), low in zip(jobs, found, strict=True):
+        done = list(pool.map(lambda job: job[1].write(changed, job[2]), jobs))
+        for (number, _, local), found in zip(jobs, done, strict=True):
             work.move_in(local, names[number])
-            new_lows[number] = low
-    return index_snapshot(con, work, names, STAGED_NAME, new_lows), sum(not file.copied for file in files)
+            new_lows[number] = found.low
+        snapshot = index_snapshot(con, work, names, STAGED_NAME, new_lows)
+        numbered = [(number, files[number].source, found) for (number, _), found in zip(written, done, strict=True)]
+        if numbered:
+            _write_numbers(old, snapshot, numbered, os.path.join(scratch, DELTA_ROWS_NAME))
+            work.move_in(os.path.join(scratch, DELTA_ROWS_NAME), DELTA_ROWS_NAME)
+        else:
+            work.delete(DELTA_ROWS_NAME)  # (an earlier attempt's)
+    return snapshot, sum(not file.copied for file in files), bool(numbered)
+
+
+def _write_numbers(old: Snapshot, new: Snapshot, written: list[tuple[int, int, _Written]], local: str) -> None:
+    """Write where the URLs deduplicated again are to the local path `local` (DELTA_ROWS_NAME): their winners'
+    rows in the new snapshot `new` (`side` 'staged', with what plan sizes their entries by: NUMBERED_COLUMNS), and
+    the rows left out of the live one `old` (`side` 'live', with their URL). `written`: each file written again
+    (its number in `new`, its live file's in `old` or -1, and what its writer found). Every live row of such a URL
+    is in a file written again (the file whose range holds the URL), and so is every winner, so these are all of
+    them."""
+    tables = [_numbered(found.placed.select([*NUMBERED_COLUMNS, "row"]), new, n, "staged") for n, _, found in written]
+    tables += [_numbered(found.gone, old, source, "live") for _, source, found in written if source >= 0]
+    table = pa.concat_tables(tables, promote_options="default")
+    pq.write_table(table.select(["side", "row", *NUMBERED_COLUMNS]), local, compression="zstd")
+
+
+def _numbered(table: pa.Table, snapshot: Snapshot, file: int, side: str) -> pa.Table:
+    """`table` with its `row` column (rows of the snapshot's file `file`) as the snapshot's row numbers, and a
+    column `side`, `side`."""
+    rows = snapshot.rows_of(file, numpy_of(table.column("row"), np.int64))
+    table = table.set_column(table.schema.get_field_index("row"), "row", int_array(rows, pa.int64()))
+    return table.append_column("side", pa.repeat(string_scalar(side), table.num_rows))
 
 
 def live_holds_any(con: duckdb.DuckDBPyConnection, old: Snapshot, storage: StorageConfig | None) -> bool:
@@ -291,6 +333,15 @@ def _within(outer: Bounds | None, inner: Bounds) -> Bounds:
     return low, high
 
 
+class _Written(NamedTuple):
+    """A file a delta build wrote again: its lowest URL (None: no row); its new winners with `row`, their rows in the
+    file; and the live file's rows it left out (`loc`, `row`: their rows in the live file)."""
+
+    low: str | None
+    placed: pa.Table
+    gone: pa.Table
+
+
 @dataclass(frozen=True)
 class _Merge:
     """A file a delta build writes again: the rows of the live file `live` (its folder and name; None: no live
@@ -301,20 +352,23 @@ class _Merge:
     bounds: Bounds
     new: pa.Table
 
-    def write(self, changed: pa.ChunkedArray, local: str) -> str | None:
+    def write(self, changed: pa.ChunkedArray, local: str) -> _Written:
         """Write the file to the local path `local` (`changed`: the URLs deduplicated again, the table
-        `delta_locs`); its lowest URL (None: no row).
+        `delta_locs`); where its winners went and which live rows it left out.
 
         The live rows are sorted by (section, loc) already and the winners are few: each winner's place among them
         is found by a binary search (_places) and the rows are put together in that order (pieces of the live
         rows, not a copy), rather than sorted again, which cost DuckDB about 40% of the file's CPU seconds."""
-        rows = self.new.slice(0, 0) if self.live is None else _live_rows(self.live, self.bounds)
+        if self.live is None:
+            rows, numbers = self.new.slice(0, 0), np.zeros(0, dtype=np.int64)
+        else:
+            rows, numbers = _live_rows(self.live, self.bounds)
         # the live file's columns, each nullable: a writer may mark a column it found no null in as required
         # (DuckDB 2 does), which a winner's null would not fit
         schema = pa.schema([field.with_nullable(True) for field in rows.schema])
         rows, new = rows.cast(schema), self.new.rename_columns(schema.names).cast(schema)
         # the rows gone (each URL deduplicated again: its winner, if any, is in `new`) and where each winner goes
-        gone = np.flatnonzero(pc.is_in(rows.column("loc"), value_set=changed).to_numpy(False))
+        gone = np.flatnonzero(flags_of(pc.is_in(rows.column("loc"), value_set=changed)))
         places = _places(rows, new)
         # per change, in order: the live rows before it, the winners placed there, its old row left out; each a
         # slice, not a copy
@@ -330,28 +384,47 @@ class _Merge:
         table = pa.concat_tables(pieces)
         pq.write_table(table, local, **_FILE_WRITE)
         low = pc.min(table.column("loc")).as_py()
-        return None if low is None else str(low)
+        # a winner's row: the winners and the live rows kept before it (a live row left out at its place is after)
+        placed = np.arange(len(places), dtype=np.int64) + places - np.searchsorted(gone, places)
+        return _Written(
+            None if low is None else str(low),
+            new.append_column("row", int_array(placed, pa.int64())),
+            pa.table(
+                {
+                    "loc": rows.column("loc").take(int_array(gone, pa.int64())),
+                    "row": int_array(numbers[gone], pa.int64()),
+                }
+            ),
+        )
 
 
-def _live_rows(live: tuple[Storage, str], bounds: Bounds) -> pa.Table:
+def _live_rows(live: tuple[Storage, str], bounds: Bounds) -> tuple[pa.Table, np.ndarray]:
     """The rows of the live file `live` (its folder and name) whose URL is in `bounds`, in the file's order, read
-    a row group at a time (only the range's rows are held; a batch wholly in the range is kept as it is)."""
+    a row group at a time (only the range's rows are held; a batch wholly in the range is kept as it is), and
+    their rows in the file."""
     folder, name = live
     low, high = bounds
     # (a local file by its path: pyarrow reads it itself, without holding the interpreter's lock)
     with contextlib.nullcontext(folder.path(name)) if folder.is_local else folder.fs.open(folder.path(name)) as file:
         reader = pq.ParquetFile(file)
-        batches = []
+        batches, numbers = [], []
+        start = 0
         for batch in reader.iter_batches(batch_size=_READ_ROWS):
+            kept = np.arange(start, start + batch.num_rows, dtype=np.int64)
+            start += batch.num_rows
             if _crosses(batch, bounds):
                 loc = batch.column("loc")
-                within = pc.and_(
-                    pa.scalar(True) if low is None else pc.greater_equal(loc, low),
-                    pa.scalar(True) if high is None else pc.less(loc, high),
-                )
-                batch = batch.filter(within)
+                within = np.ones(batch.num_rows, dtype=bool)
+                if low is not None:
+                    within &= flags_of(pc.greater_equal(loc, string_scalar(low)))
+                if high is not None:
+                    within &= flags_of(pc.less(loc, string_scalar(high)))
+                picked = int_array(np.flatnonzero(within), pa.int64())
+                batch, kept = batch.take(picked), kept[within]
             batches.append(batch)
-        return pa.Table.from_batches(batches, schema=reader.schema_arrow)
+            numbers.append(kept)
+        table = pa.Table.from_batches(batches, schema=reader.schema_arrow)
+        return table, np.concatenate(numbers) if numbers else np.zeros(0, dtype=np.int64)
 
 
 def _crosses(batch: pa.RecordBatch, bounds: Bounds) -> bool:
@@ -372,7 +445,9 @@ def _places(rows: pa.Table, new: pa.Table) -> np.ndarray:
     locs, targets = rows.column("loc").combine_chunks(), new.column("loc").combine_chunks()
     while (searching := np.flatnonzero(low < high)).size:
         middle = (low[searching] + high[searching]) // 2
-        below = pc.less(locs.take(pa.array(middle)), targets.take(pa.array(searching))).to_numpy(False)
+        below = flags_of(
+            pc.less(locs.take(int_array(middle, pa.int64())), targets.take(int_array(searching, pa.int64())))
+        )
         low[searching[below]] = middle[below] + 1
         high[searching[~below]] = middle[~below]
     return low
@@ -390,7 +465,7 @@ def _section_spans(sections: pa.ChunkedArray, wanted: pa.ChunkedArray) -> tuple[
         at = bisect.bisect_left(names, section)
         start = ends[at - 1] if at else 0
         spans.append((start, ends[at] if at < len(names) and names[at] == section else start))
-    picked = pc.index_in(wanted.cast(pa.string()), value_set=distinct).to_numpy(False)
+    picked = numpy_of(pc.index_in(wanted.cast(pa.string()), value_set=distinct), np.int32)
     firsts, lasts = (np.array([span[side] for span in spans], dtype=np.int64) for side in (0, 1))
     return firsts[picked], lasts[picked]
 

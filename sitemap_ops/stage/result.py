@@ -275,6 +275,9 @@ class StageResult:
     # plan's change set compares only these when that build is still live ("": a full change set)
     changed_path: str = ""
     changed_since: str = ""
+    # a one-host delta build: the rows of its staged snapshot that hold those URLs' winners and the rows of the live
+    # one they left (DELTA_ROWS_NAME), which the plan reads instead of scanning both snapshots' URLs ("": none)
+    changed_rows: str = ""
     # a delta build of a site with exclusion sources: the URLs they keep out of the whole site now, by reason (its
     # `rejected` counts only the rows it read), which the circuit breaker compares with the live build's
     excluded_urls: dict[str, int] | None = None

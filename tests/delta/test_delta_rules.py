@@ -257,7 +257,9 @@ def test_a_delta_build_of_named_keys_reads_their_rows_alone_and_keeps_the_marks(
 def test_no_delta_build_imports_pandas(tmp_path: Path) -> None:
     """DuckDB imports pandas (0.2-1 s) for a bound parameter or a ConstantExpression when it is installed, as it is
     with the lakehouse extras: delta builds, past the marks or of named keys and URLs (one with a quote), use
-    literals instead. Each build in a fresh process, as the CLI runs one."""
+    literals instead; and pyarrow does for an array or scalar made of Python values, or a column made a numpy
+    array by to_numpy(): a delta build makes them from buffers (duck.int_array, numpy_of). Each build in a fresh
+    process, as the CLI runs one."""
     assert importlib.util.find_spec("pandas"), (
         "without pandas (the dev extras' advertools brings it) this proves nothing"
     )
@@ -268,6 +270,10 @@ def test_no_delta_build_imports_pandas(tmp_path: Path) -> None:
     )
     build = ["build", "--config", str(tmp_path / "site.toml"), "--quiet"]
     assert main(build) == 0
+    # a new page and a moved one: the delta builds write a file of the staged snapshot again (stage.delta_snapshot)
+    later = dt.datetime(2026, 11, 21)
+    new = [{"id": 30, "loc": f"{SITE}/p/new", "t": later}, {"id": 29, "loc": f"{SITE}/p/moved", "t": later}]
+    _write(tmp_path / "pages.parquet", [*_rows(29, dt.datetime(2026, 11, 20)), *new])
     code = (
         "import sys\nfrom sitemap_ops.cli import main\ncode = main(sys.argv[1:])\nprint(code, 'pandas' in sys.modules)"
     )

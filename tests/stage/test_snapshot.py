@@ -7,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -70,6 +71,11 @@ def test_any_row_range_reads_as_the_rows_sorted_by_section_and_url(tmp_path: Pat
         assert all(high - low == len(block.fetchall()) for low, high, block in blocks)
     create_snapshot_view(con, "staged", snapshot, None)
     assert sorted(con.execute("SELECT section, loc FROM staged").fetchall()) == rows
+    # each file's rows numbered in the snapshot (as a delta build's stage numbers the rows it writes again)
+    for number, name in enumerate(names):
+        in_file = [tuple(r) for r in zip(*pq.read_table(tmp_path / name).to_pydict().values(), strict=True)]
+        numbered = snapshot.rows_of(number, np.arange(len(in_file))).tolist()
+        assert [rows[n] for n in numbered] == in_file
 
 
 def test_a_snapshot_index_names_only_its_own_blocks(tmp_path: Path) -> None:
@@ -149,9 +155,14 @@ def test_a_file_a_delta_build_writes_again_is_the_live_rows_and_winners_sorted(
             schema=schema.set(2, pa.field("n", pa.int64())),
         ),
     )
-    low = merge.write(pa.chunked_array([pa.array(changed, pa.string())]), str(tmp_path / "out.parquet"))
+    found = merge.write(pa.chunked_array([pa.array(changed, pa.string())]), str(tmp_path / "out.parquet"))
     kept = [(s, u, n) for n, (s, u) in enumerate(live) if u not in set(changed) and within(u)]
     expected = sorted(kept + new, key=lambda row: (row[0], row[1]))
     written = pq.read_table(tmp_path / "out.parquet")
     assert list(zip(*(written.column(c).to_pylist() for c in ("section", "loc", "n")), strict=True)) == expected
-    assert low == min((u for _, u, _ in expected), default=None)
+    assert found.low == min((u for _, u, _ in expected), default=None)
+    # where each winner went in the file, and which rows of the live file it left out (the plan reads them by number)
+    locs = written.column("loc").to_pylist()
+    assert [locs[row] for row in found.placed.column("row").to_pylist()] == [u for _, u, _ in new]
+    gone = [(n, u) for n, (_, u) in enumerate(live) if u in set(changed) and within(u)]
+    assert sorted(zip(found.gone.column("row").to_pylist(), found.gone.column("loc").to_pylist())) == gone

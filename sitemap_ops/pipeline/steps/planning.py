@@ -56,7 +56,7 @@ def plan_prepare(
             force=force,
             preview=preview,
             excluded=sum(staged.excluded.values()),
-            changed=(staged.changed_path, staged.changed_since),
+            changed=(staged.changed_path, staged.changed_since, staged.changed_rows),
             keeps_state=staged.state is not None,
             progress=progress,
         )
