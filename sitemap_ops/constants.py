@@ -207,6 +207,9 @@ REJECTS_NAME = "rejects.csv"  # stage: every rejected row with its reason
 STATE_ROWS_NAME = "state-rows.parquet"
 # a delta build: the rows of the keys it changed (none for a key gone), a layer over the state's rows
 STATE_LAYER_NAME = "state-layer.parquet"
+# a change-aware site whose sources are files: the keys of the rows read past the marks less the overlap, with their
+# change values as read before the rows, which the next delta build reads again only when their values moved
+STATE_SEEN_NAME = "state-seen.parquet"
 # A delta build writes the staged snapshot in files of URL ranges of about this many rows, and writes again only the
 # files whose URLs it changed (the others it copies): a live file of more than twice as many rows it splits when it
 # changes one of its URLs (the first delta build after a full build of one piece, a ranged build's large ranges). A
@@ -267,7 +270,7 @@ WORK_FILES = (
     WORK_MARKER_NAME, STAGED_NAME, REJECTS_NAME, HREFLANG_NAME, PLANNED_NAME, RECOVERED_NAME, PLAN_NAME,
     LIVE_MANIFEST_NAME, DATED_NAME, CHANGES_NAME, PLAN_PREPARED_NAME, PLAN_PLACED_NAME, REPORT_NAME,
     REPORT_DATA_NAME, STATE_ROWS_NAME, STATE_LAYER_NAME, DELTA_CHANGED_NAME, DELTA_ROWS_NAME, STATE_EXCLUSIONS_NAME,
-    *LEGACY_SNAPSHOT_NAMES,
+    STATE_SEEN_NAME, *LEGACY_SNAPSHOT_NAMES,
 )  # fmt: skip
 CHANGE_KINDS = ("added", "removed", "updated")
 # https://developers.google.com/search/docs/crawling-indexing/sitemaps/build-sitemap#rss ("Google accepts

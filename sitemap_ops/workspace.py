@@ -25,6 +25,7 @@ from sitemap_ops.constants import (
     STATE_EXCLUSIONS_NAME,
     STATE_LAYER_NAME,
     STATE_ROWS_NAME,
+    STATE_SEEN_NAME,
     WORK_FILES,
     WORK_MARKER_NAME,
 )
@@ -117,13 +118,13 @@ def _state_files(manifest: Manifest) -> list[str]:
 
 
 def _drop_files(config: SiteConfig, root: Storage, urls: list[str]) -> None:
-    """Delete a superseded delta state's files (its rows, layers, exclusions and staged snapshot): only in a work
-    folder of `root`, only the names a build gives them."""
+    """Delete a superseded delta state's files (its rows, layers, exclusions, seen keys and staged snapshot): only
+    in a work folder of `root`, only the names a build gives them."""
     for url in urls:
         folder, name = open_file(url, config.storage)
         if not folder.url.startswith(root.url.rstrip("/") + "/") or not folder.exists(WORK_MARKER_NAME):
             continue
-        if name in (STATE_ROWS_NAME, STATE_LAYER_NAME, STATE_EXCLUSIONS_NAME):
+        if name in (STATE_ROWS_NAME, STATE_LAYER_NAME, STATE_EXCLUSIONS_NAME, STATE_SEEN_NAME):
             folder.delete(name)
         elif name == STAGED_NAME:
             clear_snapshot(folder, STAGED_NAME, STAGED_PART_FILE)
@@ -164,6 +165,7 @@ def drop_snapshots(work: Storage) -> None:
     work.delete(STATE_ROWS_NAME)
     work.delete(STATE_LAYER_NAME)
     work.delete(STATE_EXCLUSIONS_NAME)
+    work.delete(STATE_SEEN_NAME)
     clear_chunks(work)
     clear_assignment(work)
 

@@ -58,9 +58,14 @@ def build_time(created_at: str) -> dt.datetime:
     return when.replace(microsecond=0)
 
 
-def lastmods_needed(con: duckdb.DuckDBPyConnection) -> bool:
+def lastmods_needed(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
     """Whether staged rows have a content_hash and no lastmod (sql/plan_dated_needed.sql; reads the views `staged`
-    and `live_urls`): their lastmods are derived (date_snapshot)."""
+    and `live_urls`): their lastmods are derived (date_snapshot). The rows are read only when the footers of the
+    staged snapshot's `files` say some may hold a content_hash (sql/plan_dated_hashes.sql)."""
+    set_variables(con, {"dated_files": files})
+    ((hashed,),) = con.execute(read_sql("plan_dated_hashes")).fetchall()
+    if not hashed:
+        return False
     ((needed,),) = con.execute(read_sql("plan_dated_needed")).fetchall()
     return bool(needed)
 

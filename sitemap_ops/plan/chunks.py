@@ -195,7 +195,7 @@ def prepare_plan(
         # there is one; a first build is cut too, so its chunk tasks share the work of sizing the entries
         count = config.chunks or _chunk_count(con, snapshot, config, live_assignment, keeps_state)
         with live_guard(live_assignment, config):
-            derive = lastmods_needed(con)
+            derive = lastmods_needed(con, file_paths(con, snapshot, config.storage))
         # (a delta build's chunks are cut where the live assignment's parts are, when it carries its rows)
         chunks = row_chunks(con, snapshot, config.storage, count) if derive or not changed[0] else None
         dated = None

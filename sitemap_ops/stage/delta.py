@@ -23,11 +23,13 @@ import pyarrow as pa
 from sitemap_ops.constants import (
     DELTA_CHANGED_NAME,
     DELTA_ROWS_NAME,
+    MAX_LISTED_CHANGES,
     MAX_STATE_LAYERS,
     REJECTS_NAME,
     STATE_COMPRESSION,
     STATE_LAYER_NAME,
     STATE_ROWS_NAME,
+    STATE_SEEN_NAME,
 )
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.errors import StorageError, first_line
@@ -36,7 +38,15 @@ from sitemap_ops.snapshot import Snapshot, load_snapshot
 from sitemap_ops.stage.columns import quote_identifier
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_snapshot import live_holds_any, write_delta_snapshot
-from sitemap_ops.stage.delta_state import Mark, changed_since, keep_exclusions, next_marks, read_marks
+from sitemap_ops.stage.delta_state import (
+    Mark,
+    changed_keys,
+    changed_since,
+    files_only,
+    keep_exclusions,
+    next_marks,
+    read_marks,
+)
 from sitemap_ops.stage.exceptions import DeltaRefused, SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
 from sitemap_ops.stage.hosts import host_counts, host_state_rows, set_host_prefixes, split_changed
@@ -127,6 +137,7 @@ def run_delta_stage(
             changed = con.sql(read_sql("stage_delta_changed"))
             changed.write_parquet(storage_path(con, work, DELTA_CHANGED_NAME), compression="zstd")
             kept_exclusions = keep_exclusions(con, work) if excluded_old else ""
+            seen = _keep_seen(con, config, work, state, listed=named is not None)
             # each host's rows read, and its rows in the new state, which its duplicates count against
             per_host = host_counts(con, config.sites) if host_works else []
             host_valid = host_state_rows(con, len(config.sites)) if host_works else None
@@ -139,7 +150,7 @@ def run_delta_stage(
     result.mode = "delta" if named is None else f"delta: only the {named} named"
     base, layers = (state.rows, [*state.layers, work.url_of(written)]) if layered else (work.url_of(written), [])
     marks = next_marks(state.marks, marks)
-    result.state = DeltaState(base, snapshot.url, marks, state.digest, layers, kept_exclusions, int(valid))
+    result.state = DeltaState(base, snapshot.url, marks, state.digest, layers, kept_exclusions, int(valid), seen)
     result.changed_path, result.changed_since = work.url_of(DELTA_CHANGED_NAME), state.snapshot
     # (a host's snapshot is split from this one, with other row numbers: its plan finds its changed rows itself)
     result.changed_rows = work.url_of(DELTA_ROWS_NAME) if numbered and not host_works else ""
@@ -149,6 +160,54 @@ def run_delta_stage(
         host.excluded_urls = urls  # (each host's own, as its circuit breaker compares)
     split_changed(con, work, DELTA_CHANGED_NAME, config.sites, host_works, staged.hosts)
     return staged
+
+
+def _unseen_keys(
+    con: duckdb.DuckDBPyConnection, config: StageSettings, state: DeltaState, since: Mapping[int, object]
+) -> dict[int, list[str]] | None:
+    """For each change-aware page source read past its mark (`since`), the keys of its rows there whose change
+    value the live state did not see (sql/stage_delta_unseen.sql, over `delta_changed_keys`): only those are read
+    again, the others' rows being the state's as they were read. A source of more than MAX_LISTED_CHANGES such keys
+    is read whole past its mark (a list of literals that long costs more than it saves). None when the live state
+    kept no such record (STATE_SEEN_NAME), or it is gone: every row past the marks is read."""
+    if not state.seen:
+        return None
+    folder, name = open_file(state.seen, config.storage)
+    if not folder.exists(name):
+        return None
+    set_variables(con, {"seen_file": storage_path(con, folder, name), "unseen_limit": MAX_LISTED_CHANGES})
+    try:
+        unseen = con.execute(read_sql("stage_delta_unseen")).fetchall()
+    except duckdb.Error as exc:
+        raise StageError(f"cannot read the live build's delta state {state.seen}: {first_line(exc)}") from None
+    found = {int(source): listed for source, _, listed in unseen}
+    only: dict[int, list[str]] = {}
+    for index, value in since.items():
+        if value is None or config.sources[index].kind != "pages":
+            continue
+        keys = found.get(index, [])
+        if keys is not None:  # (None: more than the limit)
+            only[index] = [str(key) for key in keys]
+    return only
+
+
+def _keep_seen(
+    con: duckdb.DuckDBPyConnection, config: StageSettings, work: Storage, state: DeltaState, *, listed: bool
+) -> str:
+    """The keys and change values the next delta build compares with (STATE_SEEN_NAME in `work`,
+    sql/stage_delta_seen.sql; of a build of `listed` keys and URLs, the live state's but the keys it read,
+    sql/stage_delta_seen_listed.sql): its URL, or "" for a site of other sources than files, or a build of listed
+    keys after a state that kept none."""
+    if not files_only(config) or (listed and not state.seen):
+        return ""
+    if listed:
+        folder, name = open_file(state.seen, config.storage)
+        if not folder.exists(name):
+            return ""
+        set_variables(con, {"seen_file": storage_path(con, folder, name)})
+    query = read_sql("stage_delta_seen_listed" if listed else "stage_delta_seen")
+    con.sql(query).write_parquet(storage_path(con, work, STATE_SEEN_NAME), compression=STATE_COMPRESSION)
+    return work.url_of(STATE_SEEN_NAME)
 
 
 def _state_rows(con: duckdb.DuckDBPyConnection, state: DeltaState) -> int:
@@ -192,6 +251,13 @@ def _read_changed(
     marks: dict[str, Mark] = {}
     if listed is None:  # (before the rows, as a full build reads them)
         marks, _ = read_marks(con, config, inventory, nulls=False)
+        if files_only(config):  # (the keys and change values of the rows past the marks, before the rows too)
+            changed_keys(con, config, inventory, since, "delta_changed_keys")
+            only = _unseen_keys(con, config, state, since)
+            if only is not None:
+                inventory = create_inventory_view(
+                    con, config.sources, config.storage, changed_since=since, only_keys=only
+                )
     try:
         with progress.working(f"stage: reading the rows {what}", con.query_progress):
             create_normalized(con, False)

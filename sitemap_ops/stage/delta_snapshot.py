@@ -125,7 +125,8 @@ def write_delta_snapshot(
         for (number, _, local), found in zip(jobs, done, strict=True):
             work.move_in(local, names[number])
             new_lows[number] = found.low
-        snapshot = index_snapshot(con, work, names, STAGED_NAME, new_lows)
+        copies = {n: old.sections_of(files[n].source) for n, k in enumerate(kept) if k}  # (their bytes are old's)
+        snapshot = index_snapshot(con, work, names, STAGED_NAME, new_lows, copies)
         numbered = [(number, files[number].source, found) for (number, _), found in zip(written, done, strict=True)]
         if numbered:
             _write_numbers(old, snapshot, numbered, os.path.join(scratch, DELTA_ROWS_NAME))

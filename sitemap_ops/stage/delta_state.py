@@ -22,11 +22,12 @@ from sitemap_ops.constants import (
     STATE_LAYER_NAME,
     STATE_PART_NAME,
     STATE_ROWS_NAME,
+    STATE_SEEN_NAME,
 )
 from sitemap_ops.duck import read_sql, set_variables, storage_path
 from sitemap_ops.progress import Progress
 from sitemap_ops.stage.columns import quote_identifier
-from sitemap_ops.stage.config import SourceConfig, StageSettings
+from sitemap_ops.stage.config import FILE_FORMATS, SourceConfig, StageSettings
 from sitemap_ops.stage.exceptions import SourceError
 from sitemap_ops.stage.result import DeltaState
 from sitemap_ops.stage.sources import Inventory, source_aggregate, source_catalog
@@ -151,9 +152,11 @@ def keep_state(
     """A full build's delta state (start_state gave its `marks`, None for a site that keeps none): its valid
     normalized rows (the view `normalized`, before any exclusion applies) with their keys, beside its staged
     snapshot (STAGED_NAME in `work`, written in one pass or, by a ranged stage, once its ranges are merged), the
-    rows of the keys the sources of `inventory` changed within the overlap before the marks (`_recent_keys`) in a
-    layer of their own (STATE_LAYER_NAME), and with exclusion sources, what they keep out (the table
-    `exclusions`); None, with a line saying why, when `why` says so or the keys cannot tell the rows apart."""
+    rows of the keys its sources changed within the overlap before the marks (the table `recent_keys`,
+    read_recent) in a layer of their own (STATE_LAYER_NAME), and those keys with their change values
+    (STATE_SEEN_NAME) for a site whose sources are files (files_only), and with exclusion sources, what they keep
+    out (the table `exclusions`); None, with a line saying why, when `why` says so or the keys cannot tell the
+    rows apart."""
     if marks is None:
         return None
     why = why or key_refusal(con)
@@ -162,10 +165,10 @@ def keep_state(
         return None
     state = _kept(config, work, marks)
     con.sql(read_sql("stage_delta_state")).create_view("state_kept", replace=True)
-    with progress.working(
-        "stage: reading the keys changed within the overlap, for the next delta build", con.query_progress
-    ):
-        recent = _recent_keys(con, config, inventory, marks)
+    ((recent,),) = con.execute("SELECT count(*) FROM recent_keys").fetchall()  # (read_recent, before the rows)
+    if files_only(config):
+        con.table("recent_keys").write_parquet(storage_path(con, work, STATE_SEEN_NAME), compression=STATE_COMPRESSION)
+        state.seen = work.url_of(STATE_SEEN_NAME)
     if recent:
         # (the rows the first delta build reads again, in a layer of their own: it finds their old rows there, and
         # looks up only the other keys it reads in the rows file, whose scan then skips most row groups)
@@ -181,28 +184,54 @@ def keep_state(
     return state
 
 
-def _recent_keys(
-    con: duckdb.DuckDBPyConnection, config: StageSettings, inventory: Inventory, marks: Mapping[str, Mark]
+def read_recent(
+    con: duckdb.DuckDBPyConnection,
+    config: StageSettings,
+    inventory: Inventory,
+    start: tuple[dict[str, Mark] | None, str | None],
+    progress: Progress,
+) -> None:
+    """A full build that keeps a delta state (`start`: start_state's marks and why not): the table `recent_keys`
+    of the keys its page sources changed within the overlap before the marks, with their change values
+    (changed_keys), read before its rows as the marks are, so that a row that changes while they are read has
+    another value by the next delta build, which reads it again (keep_state keeps them: STATE_SEEN_NAME)."""
+    marks, why = start
+    if marks is None or why:
+        return
+    with progress.working(
+        "stage: reading the keys changed within the overlap, for the next delta build", con.query_progress
+    ):
+        changed_keys(con, config, inventory, changed_since(config, marks), "recent_keys")
+
+
+def changed_keys(
+    con: duckdb.DuckDBPyConnection,
+    config: StageSettings,
+    inventory: Inventory,
+    since: Mapping[int, object],
+    table: str,
 ) -> int:
-    """The table `recent_keys` (source, key): the keys of the page sources' rows changed after their marks less
-    their overlap, which the first delta build reads again (changed_since); how many. SourceError, its
-    secrets scrubbed, when a source cannot be read."""
-    con.execute("CREATE OR REPLACE TEMP TABLE recent_keys (source INTEGER, key VARCHAR)")
-    for index, since in changed_since(config, marks).items():
+    """The table `table` (source, key, changed): the keys of the page sources' rows changed after their values in
+    `since` (changed_since; a source without one is left out), with their change values as text, read by one
+    filtered read of each source, of two columns; how many. SourceError, its secrets scrubbed, when a source
+    cannot be read."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} (source INTEGER, key VARCHAR, changed VARCHAR)")
+    for index, value in since.items():
         source = config.sources[index]
-        if since is None or source.kind != "pages":
+        if value is None or source.kind != "pages":
             continue
-        set_variables(con, {f"recent_since_{index}": since})
-        changed = f"{quote_identifier(source.changed_column)} > getvariable('recent_since_{index}')"
+        set_variables(con, {f"keys_since_{index}": value})
+        column = quote_identifier(source.changed_column)
         key = quote_identifier(source.key_column)
         # columns quoted; the relation and filter are the user's (create_inventory_view)
-        sql = f"INSERT INTO recent_keys SELECT {index}, CAST({key} AS VARCHAR) FROM {inventory.rows(index, conditions=[changed])}"  # noqa: S608,E501
+        rows = inventory.rows(index, conditions=[f"{column} > getvariable('keys_since_{index}')"])
+        sql = f"INSERT INTO {table} SELECT {index}, CAST({key} AS VARCHAR), CAST({column} AS VARCHAR) FROM {rows}"  # noqa: S608
         try:
             with source_catalog(con, source, index):
                 con.execute(sql)
         except duckdb.Error as exc:
             raise SourceError(inventory.error(exc)) from None
-    ((count,),) = con.execute("SELECT count(*) FROM recent_keys").fetchall()
+    ((count,),) = con.execute(f"SELECT count(*) FROM {table}").fetchall()  # noqa: S608 (a name of ours)
     return int(count)
 
 
@@ -254,6 +283,13 @@ def merge_state(
 def _kept(config: StageSettings, work: Storage, marks: dict[str, Mark]) -> DeltaState:
     """The delta state a full build keeps in `work`: its rows and its staged snapshot (STAGED_NAME) there."""
     return DeltaState(work.url_of(STATE_ROWS_NAME), work.url_of(STAGED_NAME), marks, settings_digest(config))
+
+
+def files_only(config: StageSettings) -> bool:
+    """Whether every source of `config` is a file (Parquet, CSV, text): a delta build may then open its sources
+    twice (a database is attached once) and read again only the rows whose change values moved
+    (STATE_SEEN_NAME)."""
+    return all(source.format in FILE_FORMATS for source in config.sources)
 
 
 def key_refusal(con: duckdb.DuckDBPyConnection, view: str = "normalized") -> str | None:

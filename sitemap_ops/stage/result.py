@@ -225,6 +225,10 @@ class DeltaState:
     # its rows (those of `rows` less the keys the layers hold, and the layers' rows), which the next delta build
     # counts from rather than by a scan of every row; None: a full build's state of no layer, which it counts
     count: int | None = None
+    # a site whose sources are files: the keys of the rows changed within the overlap before the marks (or past
+    # them), with their change values as read before their rows (STATE_SEEN_NAME): the next delta build reads a
+    # row again only when its value moved ("": it reads every row past the marks less the overlap)
+    seen: str = ""
 
     @classmethod
     def recorded(cls, stage: Mapping[str, Any]) -> DeltaState | None:
@@ -234,7 +238,8 @@ class DeltaState:
 
     def files(self) -> list[str]:
         """Every file the state reads (its snapshot's index included)."""
-        return [self.rows, *self.layers, self.snapshot, *([self.exclusions] if self.exclusions else [])]
+        kept = [self.exclusions, self.seen]
+        return [self.rows, *self.layers, self.snapshot, *(url for url in kept if url)]
 
 
 @dataclass

@@ -147,6 +147,7 @@ def create_inventory_view(
     tables: Iterable[TableVersion] = (),
     changed_since: Mapping[int, object] | None = None,
     listed: Listed | None = None,
+    only_keys: Mapping[int, Sequence[str]] | None = None,
 ) -> Inventory:
     """Create the temp view `inventory` over all page sources (combined before dedupe), and one view per
     extension kind over the extension sources (ext_images_src, ext_alternates_src, ext_videos_src,
@@ -162,7 +163,9 @@ def create_inventory_view(
     A page source's soft-deleted rows (`deleted_column` true) are left out, unless `changed_since` is given (a
     delta build, sitemap_ops.stage.delta): then each change-aware page source gives only its rows changed
     after its value there (all of them without one), soft-deleted ones included, flagged `removed`; with `listed`
-    too (the keys and URLs events name, sitemap_ops.stage.listed), only its rows of those keys and URLs. A
+    too (the keys and URLs events name, sitemap_ops.stage.listed), only its rows of those keys and URLs; with
+    `only_keys` (a delta build's keys whose change values moved, sitemap_ops.stage.delta), a page source there
+    gives only its rows of those keys (a list of literals, which DuckDB pushes down to Parquet's statistics). A
     source of deleted keys is read by the delta build alone (sitemap_ops.stage.delta.read_deleted)."""
     inventory = Inventory(labels=[s.label for s in sources])
     pinned = {table.source: table for table in tables}
@@ -193,7 +196,8 @@ def create_inventory_view(
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         inventory.relations[index], inventory.filters[index] = relation, filters
         if source.kind == "pages":
-            parts += _page_reads(source, index, types, relation, conditions, listed, inventory)
+            keys = _keys_among(source, types, only_keys[index]) if only_keys and index in only_keys else []
+            parts += _page_reads(source, index, types, relation, [*conditions, *keys], listed, inventory)
         elif source.kind == "exclude":
             # (columns quoted; the filter is the user's, its values bound as variables)
             exclude_parts.append(f"SELECT {exclude_select(source, index, types)} FROM {relation}{where}")  # noqa: S608
@@ -284,6 +288,14 @@ def _listed_reads(source: SourceConfig, types: Mapping[str, object], listed: Lis
         urls = _literals(listed.urls, types[loc_column])
         reads.append([f"{quote_identifier(loc_column)} IN ({urls})", *other_key])
     return reads or [["false"]]
+
+
+def _keys_among(source: SourceConfig, types: Mapping[str, object], keys: Sequence[str]) -> list[str]:
+    """The condition that keeps a page source's rows of `keys` (none: no row)."""
+    if not keys:
+        return ["false"]
+    key_column = required_column(source, types, source.key_column)
+    return [f"{quote_identifier(key_column)} IN ({_literals(keys, types[key_column])})"]
 
 
 def _literals(values: Sequence[str], sql_type: object) -> str:

@@ -31,7 +31,7 @@ from sitemap_ops.snapshot import Snapshot, file_paths, index_snapshot
 from sitemap_ops.stage.columns import EXTENSION_VIEWS, INLINE_EXTENSIONS, quote_identifier
 from sitemap_ops.stage.config import StageSettings
 from sitemap_ops.stage.delta_snapshot import write_in_ranges
-from sitemap_ops.stage.delta_state import Mark, keep_state, say_no_state, start_state
+from sitemap_ops.stage.delta_state import Mark, keep_state, read_recent, say_no_state, start_state
 from sitemap_ops.stage.exceptions import SourceError, StageError
 from sitemap_ops.stage.exclusions import apply_exclusions, create_exclusions
 from sitemap_ops.stage.extensions import count_published, extension_variables, run_extensions
@@ -152,6 +152,7 @@ def run_stage(
         return split
     # a change-aware site keeps what its next delta build starts from (its marks read before the rows)
     marks, no_state = start_state(con, config, inventory)
+    read_recent(con, config, inventory, (marks, no_state), progress)
     _normalize_inventory(con, inventory, progress)
     state = _keep_state(config, con, work, (marks, no_state), inventory, progress)
     canonicals = _apply_exclusions(con, inventory, progress)

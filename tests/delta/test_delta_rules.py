@@ -184,7 +184,9 @@ def test_a_change_column_of_text_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_an_integer_change_column_reads_the_rows_past_its_mark_less_the_overlap(tmp_path: Path) -> None:
     """A sequence number as the change column: the delta build reads the rows past the mark less the overlap (a
-    count of sequence numbers), and a row changed past the mark moves to its new URL."""
+    count of sequence numbers), and a row changed past the mark moves to its new URL. Of those, it reads again only
+    the rows whose keys and change values the full build did not read before its rows (state-seen.parquet): a row
+    committed late, within the overlap, is read; the full build's rows of the overlap are not."""
     rows = _rows(30, 0)
     for row in rows:
         row["t"] = row["id"]  # the sequence: 0..29
@@ -194,13 +196,16 @@ def test_an_integer_change_column_reads_the_rows_past_its_mark_less_the_overlap(
     assert first.stage.state is not None and first.stage.state.marks == {"0": 29}
     rows[2] = {"id": 2, "loc": f"{SITE}/moved", "t": 30}
     rows.append({"id": 30, "loc": f"{SITE}/new", "t": 31})
+    rows.append({"id": 40, "loc": f"{SITE}/late", "t": 26})  # (a sequence number taken before the mark)
+    rows[27] = {"id": 27, "loc": f"{SITE}/late-moved", "t": 28}  # (a change committed late: a value it did not have)
     _write(tmp_path / "pages.parquet", rows, pa.int64())
     delta = run_build(_site(tmp_path, [source]), now=NOW + dt.timedelta(minutes=1), delta="only")
     assert delta.stage.mode == "delta"
-    assert delta.stage.rows_in == 7  # (t > 29 - 5: 25..29, 30, 31)
+    assert delta.stage.rows_in == 4  # (t > 29 - 5: 25, 26, 28, 29 as the full build read them; 27 at 28, 30, 31, 40)
     assert delta.stage.state is not None and delta.stage.state.marks == {"0": 31}
     live = set(published(tmp_path / "public"))
-    assert f"{SITE}/moved" in live and f"{SITE}/new" in live and f"{SITE}/p/2" not in live and len(live) == 31
+    assert {f"{SITE}/moved", f"{SITE}/new", f"{SITE}/late", f"{SITE}/late-moved"} <= live and len(live) == 32
+    assert not {f"{SITE}/p/2", f"{SITE}/p/27"} & live
 
 
 @pytest.mark.parametrize(
@@ -541,21 +546,29 @@ def test_a_ranged_stage_s_index_takes_the_lowest_urls_its_ranges_recorded_unless
     assert lows[snapshot.file_urls().index(piece)].endswith("a")
 
 
-def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The overlap before the marks reads rows again that did not change (here every row: they share one change
-    time); only the URLs of the rows that changed are deduplicated again, and only their files written again."""
+@pytest.mark.parametrize("seen", [True, False])
+def test_rows_read_again_as_they_were_touch_no_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seen: bool) -> None:
+    """The overlap before the marks covers rows that did not change (here every row: they share one change time).
+    The delta build does not read them again when the full build kept their keys and change values (`seen`:
+    state-seen.parquet; a source of files); when it reads them (a database, a state without that record), only the
+    URLs of the rows that changed are deduplicated again, and only their files written again."""
     small_snapshot_files(monkeypatch, 10)
     rows = _rows(30, dt.datetime(2026, 11, 20))
     _write(tmp_path / "pages.parquet", rows)
     config = _site(tmp_path, [{**PAGES, "path": str(tmp_path / "pages.parquet")}])
-    run_build(config, now=NOW)
+    state = run_build(config, now=NOW).stage.state
+    assert state is not None and state.seen
+    if not seen:
+        Path(state.seen).unlink()
     rows[3] = {"id": 3, "loc": f"{SITE}/moved", "t": dt.datetime(2026, 11, 21)}
     _write(tmp_path / "pages.parquet", rows)
     lines = Lines()
     run_build(config, now=NOW + dt.timedelta(minutes=1), delta="only", progress=lines)
     # (the 2 files of those URLs, in 5 files: their other URLs apart, for the next delta build to copy)
-    assert "stage: 30 changed rows read; 2 URLs deduplicated again; 5 of the snapshot's 6 files written again\n" in (
-        lines.text
+    read = 1 if seen else 30
+    assert (
+        f"stage: {read} changed rows read; 2 URLs deduplicated again; 5 of the snapshot's 6 files written again\n"
+        in (lines.text)
     )
     live = published(tmp_path / "public")
     assert f"{SITE}/moved" in live and f"{SITE}/p/3" not in live and len(live) == 30

@@ -232,3 +232,29 @@ def test_the_change_sets_url_ranges_hold_about_equal_shares_whatever_the_section
     # the chunks' first URLs alone, the former bounds, left one range with half of the URLs
     firsts = sorted({rows[len(rows) * k // 4][1] for k in (1, 2, 3)})
     assert max(inside(low, high) for low, high in itertools.pairwise([None, *firsts, None])) >= len(rows) / 2
+
+
+@pytest.mark.parametrize(
+    ("files", "needed"),
+    [
+        ([[(True, None), (False, None)], [(False, None)]], False),  # no hash: the footers answer
+        ([[(True, None), (False, None)], [(True, "h"), (False, "h")]], True),  # a hashed row without a lastmod
+        ([[(True, "h"), (False, None)], [(True, "h")]], False),  # every hashed row has its lastmod
+    ],
+)
+def test_lastmods_are_derived_when_a_row_has_a_content_hash_and_no_lastmod(
+    tmp_path: Path, files: list[list[tuple[bool, str | None]]], needed: bool
+) -> None:
+    con = connect()
+    schema = pa.schema([("loc", pa.string()), ("lastmod", pa.timestamp("us")), ("content_hash", pa.string())])
+    paths = []
+    for number, rows in enumerate(files):
+        paths.append(str(tmp_path / f"staged-{number}.parquet"))
+        table = pa.table(
+            [[f"https://www.example.com/{number}/{i}" for i in range(len(rows))],
+             [NOW.replace(tzinfo=None) if dated else None for dated, _ in rows], [value for _, value in rows]],
+            schema,
+        )  # fmt: skip
+        pq.write_table(table, paths[-1], row_group_size=1)
+    create_parquet_view(con, "staged", paths)
+    assert plan_chunks.lastmods_needed(con, paths) is needed
