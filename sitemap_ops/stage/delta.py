@@ -170,12 +170,9 @@ def _unseen_keys(
     again, the others' rows being the state's as they were read. A source of more than MAX_LISTED_CHANGES such keys
     is read whole past its mark (a list of literals that long costs more than it saves). None when the live state
     kept no such record (STATE_SEEN_NAME), or it is gone: every row past the marks is read."""
-    if not state.seen:
+    if not _live_seen(con, config, state):
         return None
-    folder, name = open_file(state.seen, config.storage)
-    if not folder.exists(name):
-        return None
-    set_variables(con, {"seen_file": storage_path(con, folder, name), "unseen_limit": MAX_LISTED_CHANGES})
+    set_variables(con, {"unseen_limit": MAX_LISTED_CHANGES})
     try:
         unseen = con.execute(read_sql("stage_delta_unseen")).fetchall()
     except duckdb.Error as exc:
@@ -198,16 +195,23 @@ def _keep_seen(
     sql/stage_delta_seen.sql; of a build of `listed` keys and URLs, the live state's but the keys it read,
     sql/stage_delta_seen_listed.sql): its URL, or "" for a site of other sources than files, or a build of listed
     keys after a state that kept none."""
-    if not files_only(config) or (listed and not state.seen):
+    if not files_only(config) or (listed and not _live_seen(con, config, state)):
         return ""
-    if listed:
-        folder, name = open_file(state.seen, config.storage)
-        if not folder.exists(name):
-            return ""
-        set_variables(con, {"seen_file": storage_path(con, folder, name)})
     query = read_sql("stage_delta_seen_listed" if listed else "stage_delta_seen")
     con.sql(query).write_parquet(storage_path(con, work, STATE_SEEN_NAME), compression=STATE_COMPRESSION)
     return work.url_of(STATE_SEEN_NAME)
+
+
+def _live_seen(con: duckdb.DuckDBPyConnection, config: StageSettings, state: DeltaState) -> bool:
+    """Whether the live `state` kept the keys and change values it read (STATE_SEEN_NAME) and they are still
+    there; the variable seen_file then names them."""
+    if not state.seen:
+        return False
+    folder, name = open_file(state.seen, config.storage)
+    if not folder.exists(name):
+        return False
+    set_variables(con, {"seen_file": storage_path(con, folder, name)})
+    return True
 
 
 def _state_rows(con: duckdb.DuckDBPyConnection, state: DeltaState) -> int:

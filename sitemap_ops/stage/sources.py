@@ -280,18 +280,19 @@ def _listed_reads(source: SourceConfig, types: Mapping[str, object], listed: Lis
     """The conditions of each read of a page source in a delta build of `listed` changes: its rows of the listed
     keys, and its rows of the listed URLs under other keys (two reads, each condition a list of literals of the
     column's type, which DuckDB pushes down to a database server or to Parquet's statistics)."""
-    key_column, loc_column = required_column(source, types, source.key_column), required_column(source, types, "loc")
-    key, keys = quote_identifier(key_column), _literals(listed.keys, types[key_column])
-    reads = [[f"{key} IN ({keys})"]] if listed.keys else []
+    loc_column = required_column(source, types, "loc")
+    of_keys = _keys_among(source, types, listed.keys)
+    reads = [of_keys] if listed.keys else []
     if listed.urls:
-        other_key = [f"coalesce(NOT {key} IN ({keys}), true)"] if listed.keys else []
+        other_key = [f"coalesce(NOT {of_keys[0]}, true)"] if listed.keys else []
         urls = _literals(listed.urls, types[loc_column])
         reads.append([f"{quote_identifier(loc_column)} IN ({urls})", *other_key])
     return reads or [["false"]]
 
 
 def _keys_among(source: SourceConfig, types: Mapping[str, object], keys: Sequence[str]) -> list[str]:
-    """The condition that keeps a page source's rows of `keys` (none: no row)."""
+    """The condition that keeps a page source's rows of `keys` (none: no row): a list of literals of the key
+    column's type."""
     if not keys:
         return ["false"]
     key_column = required_column(source, types, source.key_column)
